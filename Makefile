@@ -1,0 +1,29 @@
+# Set-up and test entry points. `make install` builds .venv from scratch; `make test` runs the suite.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# Offline: no Hugging Face retries, and torch.load of numpy scalars when resuming (--recover).
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD := 1
+
+.PHONY: install test bench clean
+
+install: $(BIN)/.installed
+
+$(BIN)/.installed: requirements.txt requirements-allennlp.txt requirements-dev.txt setup.cfg
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -r requirements.txt
+	$(BIN)/pip install --no-deps -r requirements-allennlp.txt
+	$(BIN)/pip install -r requirements-dev.txt
+	$(BIN)/pip install --no-deps --no-build-isolation -e .
+	touch $@
+
+test: install
+	$(BIN)/python -m pytest -q tests
+
+bench: install
+	$(BIN)/python -m benchmarks.run_all
+
+clean:
+	rm -rf $(VENV)

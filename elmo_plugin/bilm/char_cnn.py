@@ -1,0 +1,124 @@
+"""The biLM's context-independent token encoder: a character CNN (Sec. 3.4 of Peters et al. 2018)."""
+from typing import List, Sequence, Tuple
+
+import torch
+from torch import nn
+
+# bilm-tf's character vocabulary: 256 byte values + 5 specials = 261 ids; AllenNLP's
+# `elmo_characters` indexer shifts every id by one so that 0 can be padding, hence 262 rows here.
+NUM_CHAR_IDS = 262
+BEGINNING_OF_SENTENCE_CHAR = 256
+END_OF_SENTENCE_CHAR = 257
+BEGINNING_OF_WORD_CHAR = 258
+END_OF_WORD_CHAR = 259
+PADDING_CHAR = 260
+
+
+def _boundary_token(char: int, max_chars: int) -> torch.Tensor:
+    """Character ids (already shifted by +1, as the indexer emits them) of `<S>` or `</S>`."""
+    ids = torch.full((max_chars,), PADDING_CHAR + 1, dtype=torch.long)
+    ids[0] = BEGINNING_OF_WORD_CHAR + 1
+    ids[1] = char + 1
+    ids[2] = END_OF_WORD_CHAR + 1
+    return ids
+
+
+def add_sentence_boundaries(
+    char_ids: torch.Tensor, mask: torch.Tensor
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Wrap each sentence of `char_ids` (batch, T, max_chars) in `<S>` ... `</S>`.
+
+    Returns the new ids (batch, T + 2, max_chars) and mask (batch, T + 2).
+    """
+    batch_size, timesteps, max_chars = char_ids.shape
+    lengths = mask.long().sum(-1)
+    out = char_ids.new_zeros((batch_size, timesteps + 2, max_chars))
+    out[:, 1:-1] = char_ids
+    bos = _boundary_token(BEGINNING_OF_SENTENCE_CHAR, max_chars).to(char_ids.device)
+    eos = _boundary_token(END_OF_SENTENCE_CHAR, max_chars).to(char_ids.device)
+    out[:, 0] = bos
+    out[torch.arange(batch_size, device=char_ids.device), lengths + 1] = eos
+    new_mask = torch.arange(timesteps + 2, device=mask.device)[None, :] < (lengths + 2)[:, None]
+    return out, new_mask
+
+
+class Highway(nn.Module):
+    """bilm-tf's highway layer: `y = t * relu(W_T x + b_T) + (1 - t) * x`, `t = sigmoid(W_C x + b_C)`.
+
+    Kept in bilm-tf's own parameterisation (`transform`, `carry`) so that loading and exporting
+    weights is a plain transpose.
+    """
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.transform = nn.Linear(dim, dim)
+        self.carry = nn.Linear(dim, dim)
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        gate = torch.sigmoid(self.carry(inputs))
+        return gate * torch.relu(self.transform(inputs)) + (1.0 - gate) * inputs
+
+
+class CharCnnEncoder(nn.Module):
+    """Character embeddings -> n-gram convolutions with max-pooling -> highway layers -> projection.
+
+    # Parameters
+
+    char_dim : `int`
+        Size of a character embedding (bilm-tf `char_cnn.embedding.dim`).
+    filters : `Sequence[Sequence[int]]`
+        `[width, n_filters]` pairs (bilm-tf `char_cnn.filters`).
+    n_highway : `int`
+        Number of highway layers.
+    projection_dim : `int`
+        Output size (the LSTM's `projection_dim`).
+    activation : `str`, optional (default = `"relu"`)
+        `"relu"` or `"tanh"`, applied after max-pooling as in bilm-tf.
+    """
+
+    def __init__(
+        self,
+        char_dim: int,
+        filters: Sequence[Sequence[int]],
+        n_highway: int,
+        projection_dim: int,
+        activation: str = "relu",
+    ) -> None:
+        super().__init__()
+        if activation not in ("relu", "tanh"):
+            raise ValueError(f"char_cnn activation must be 'relu' or 'tanh', got {activation!r}")
+        self.activation = activation
+        self.filters: List[Tuple[int, int]] = [(int(w), int(n)) for w, n in filters]
+        self.char_embedding = nn.Embedding(NUM_CHAR_IDS, char_dim, padding_idx=0)
+        self.convolutions = nn.ModuleList(
+            nn.Conv1d(char_dim, num, kernel_size=width) for width, num in self.filters
+        )
+        n_filters = sum(num for _, num in self.filters)
+        self.highways = nn.ModuleList(Highway(n_filters) for _ in range(n_highway))
+        self.projection = nn.Linear(n_filters, projection_dim)
+        self.output_dim = projection_dim
+
+    def encode_words(self, word_char_ids: torch.Tensor) -> torch.Tensor:
+        """Encode a flat batch of words, `(n_words, max_chars)` -> `(n_words, projection_dim)`."""
+        chars = self.char_embedding(word_char_ids).transpose(1, 2)
+        pooled = [conv(chars).max(dim=-1).values for conv in self.convolutions]
+        hidden = torch.cat(pooled, dim=-1)
+        hidden = torch.relu(hidden) if self.activation == "relu" else torch.tanh(hidden)
+        for highway in self.highways:
+            hidden = highway(hidden)
+        return self.projection(hidden)
+
+    def forward(self, char_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """`(batch, T, max_chars)` -> `(batch, T, projection_dim)`, zero at padding.
+
+        Only the distinct words of the batch go through the CNN: sentences repeat words a lot,
+        and the CNN plus highway layers are most of the biLM's inference cost.
+        """
+        batch_size, timesteps, max_chars = char_ids.shape
+        flat = char_ids.reshape(-1, max_chars)
+        flat_mask = mask.reshape(-1)
+        words, inverse = torch.unique(flat[flat_mask], dim=0, return_inverse=True)
+        encoded = self.encode_words(words)
+        out = encoded.new_zeros((flat.shape[0], encoded.shape[-1]))
+        out[flat_mask] = encoded[inverse]
+        return out.view(batch_size, timesteps, -1)

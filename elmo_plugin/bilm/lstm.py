@@ -1,0 +1,151 @@
+"""The biLM's contextual part: forward and backward stacks of LSTMs with a projection (Sec. 3.1)."""
+from typing import List, Optional
+
+import torch
+from torch import nn
+
+
+def reverse_padded(inputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Reverse each sequence of `inputs` (..., batch, T, dim) within its own length.
+
+    Padding stays at the end, so a backward LSTM can run left to right over the result. The
+    operation is its own inverse.
+    """
+    timesteps = inputs.shape[-2]
+    steps = torch.arange(timesteps, device=inputs.device)[None, :]
+    index = lengths[:, None] - 1 - steps
+    index = torch.where(index >= 0, index, steps)  # padding positions map to themselves
+    index = index[..., None].expand(inputs.shape[-3:])
+    return inputs.gather(-2, index.expand(inputs.shape))
+
+
+class ProjectedLstmStack(nn.Module):
+    """Both directions of the biLM's LSTM stack, run together.
+
+    Each layer of each direction is a TF-style `LSTMCell(num_units=dim, num_proj=projection_dim)`:
+    gates `i, j, f, o` from `[x_t; h_{t-1}]`, `c_t = clip(s(f) c_{t-1} + s(i) tanh(j), cell_clip)`,
+    `h_t = clip(P (s(o) tanh(c_t)), proj_clip)`, with a residual connection around every layer
+    but the first when `use_skip_connections`. The two directions have separate weights; they are
+    stacked on a leading axis of size 2 so that every matmul serves both at once. The input-to-gate
+    product is computed for all time steps in one matmul, and rows are sorted by length so that
+    each step only touches the sentences still running.
+
+    Like TF, the forget gate gets a constant `+1.0` (`forget_bias`) on top of the learned bias,
+    so that bilm-tf weights load and export as plain copies.
+
+    # Parameters
+
+    input_dim : `int`
+    dim : `int`
+        LSTM cells per layer and direction (bilm-tf `lstm.dim`).
+    projection_dim : `int`
+        Output size of each layer (bilm-tf `lstm.projection_dim`).
+    n_layers : `int`
+    cell_clip : `float`, optional
+    proj_clip : `float`, optional
+    use_skip_connections : `bool`, optional (default = `True`)
+    dropout : `float`, optional (default = `0.0`)
+        Dropout on each layer's input, in training mode only (bilm-tf's `DropoutWrapper`).
+    """
+
+    def __init__(
+        self,
+        input_dim: int,
+        dim: int,
+        projection_dim: int,
+        n_layers: int,
+        cell_clip: Optional[float] = None,
+        proj_clip: Optional[float] = None,
+        use_skip_connections: bool = True,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        self.dim = dim
+        self.projection_dim = projection_dim
+        self.n_layers = n_layers
+        self.cell_clip = cell_clip
+        self.proj_clip = proj_clip
+        self.use_skip_connections = use_skip_connections
+        self.dropout = nn.Dropout(dropout)
+        in_dims = [input_dim] + [projection_dim] * (n_layers - 1)
+        # Index 0 = forward, 1 = backward; weights are stored as (direction, in, out) for bmm.
+        self.input_weights = nn.ParameterList(
+            nn.Parameter(torch.empty(2, in_dim, 4 * dim)) for in_dim in in_dims
+        )
+        self.recurrent_weights = nn.ParameterList(
+            nn.Parameter(torch.empty(2, projection_dim, 4 * dim)) for _ in in_dims
+        )
+        self.biases = nn.ParameterList(nn.Parameter(torch.zeros(2, 1, 4 * dim)) for _ in in_dims)
+        self.projections = nn.ParameterList(
+            nn.Parameter(torch.empty(2, dim, projection_dim)) for _ in in_dims
+        )
+        forget_bias = torch.zeros(4 * dim)
+        forget_bias[2 * dim : 3 * dim] = 1.0
+        self.register_buffer("forget_bias", forget_bias, persistent=False)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for params in (self.input_weights, self.recurrent_weights, self.projections):
+            for weight in params:
+                nn.init.uniform_(weight, -0.05, 0.05)  # TF's default for LSTMCell in bilm-tf
+        for bias in self.biases:
+            nn.init.zeros_(bias)
+
+    def _recurrence(self, gate_inputs: torch.Tensor, layer: int, active: List[int]) -> torch.Tensor:
+        """Run one layer over (2, batch, T, 4*dim) precomputed input gates -> (2, batch, T, proj)."""
+        directions, batch_size, timesteps, _ = gate_inputs.shape
+        w_h = self.recurrent_weights[layer]
+        w_p = self.projections[layer]
+        h = gate_inputs.new_zeros((directions, batch_size, self.projection_dim))
+        c = gate_inputs.new_zeros((directions, batch_size, self.dim))
+        outputs = []
+        for t in range(timesteps):
+            n = active[t]
+            h, c = h[:, :n], c[:, :n]
+            gates = torch.baddbmm(gate_inputs[:, :n, t], h, w_h)
+            i, j, f, o = gates.chunk(4, dim=-1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(j)
+            if self.cell_clip is not None:
+                c = c.clamp(-self.cell_clip, self.cell_clip)
+            h = torch.bmm(torch.sigmoid(o) * torch.tanh(c), w_p)
+            if self.proj_clip is not None:
+                h = h.clamp(-self.proj_clip, self.proj_clip)
+            outputs.append(nn.functional.pad(h, (0, 0, 0, batch_size - n)) if n < batch_size else h)
+        return torch.stack(outputs, dim=2)
+
+    def forward(self, inputs: torch.Tensor, mask: torch.Tensor) -> List[torch.Tensor]:
+        """`inputs` (batch, T, input_dim), `mask` (batch, T) with sentences left-aligned.
+
+        Returns one `(batch, T, 2 * projection_dim)` tensor per layer, `[forward; backward]`,
+        zero at padding. Every sentence starts from a zero state.
+        """
+        lengths = mask.long().sum(-1)
+        sorted_lengths, order = lengths.sort(descending=True)
+        restore = order.argsort()
+        timesteps = int(sorted_lengths[0].item()) if lengths.numel() else 0
+        sorted_mask = mask[order, :timesteps]
+        x = inputs[order, :timesteps]
+        # Backward direction runs left to right over each sentence reversed within its length.
+        x = torch.stack([x, reverse_padded(x, sorted_lengths)])
+        steps = torch.arange(timesteps, device=lengths.device)
+        active = (sorted_lengths[None, :] > steps[:, None]).sum(-1).tolist()
+        float_mask = sorted_mask[None, :, :, None].to(x.dtype)
+        layers = []
+        for layer in range(self.n_layers):
+            layer_input = self.dropout(x)
+            bias = self.biases[layer] + self.forget_bias
+            gate_inputs = torch.matmul(layer_input, self.input_weights[layer][:, None]) + bias[:, None]
+            out = self._recurrence(gate_inputs, layer, active)
+            if layer > 0 and self.use_skip_connections:
+                out = out + x
+            out = out * float_mask
+            layers.append(out)
+            x = out
+        results = []
+        full_t = inputs.shape[1]
+        for out in layers:
+            both = torch.cat([out[0], reverse_padded(out[1], sorted_lengths)], dim=-1)[restore]
+            if full_t > timesteps:
+                both = nn.functional.pad(both, (0, 0, 0, full_t - timesteps))
+            results.append(both)
+        return results

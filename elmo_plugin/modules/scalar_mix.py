@@ -1,0 +1,60 @@
+"""ELMo's Eq. (1) with the `lambda * ||w||^2` regulariser of Sec. 3.2."""
+from typing import List, Optional
+
+import torch
+from allennlp.modules.scalar_mix import ScalarMix
+
+
+class ElmoScalarMix(ScalarMix):
+    """`gamma * sum_j softmax(w)_j * h_j`, optionally layer-normalising each `h_j` (masked).
+
+    Extends AllenNLP's `ScalarMix` with the L2 penalty on the raw weights `w` that the paper adds to
+    the task loss; `regularization_penalty()` returns it and the plugin adds it to every AllenNLP
+    model's regularisation penalty (see `elmo_plugin.modules.regularization`), so the Trainer puts
+    it into the training loss.
+
+    # Parameters
+
+    mixture_size : `int`
+        Number of biLM layers mixed.
+    do_layer_norm : `bool`, optional (default = `False`)
+    l2_coefficient : `float`, optional (default = `0.0`)
+        The paper's `lambda`.
+    initial_scalar_parameters : `List[float]`, optional
+        Starting raw weights `w` (before the softmax); zeros (equal weights) by default.
+    trainable : `bool`, optional (default = `True`)
+        `False` fixes `w` and `gamma` (e.g. top layer only: `[-inf, ..., 0]` or `[0, 0, 1]`).
+    """
+
+    def __init__(
+        self,
+        mixture_size: int,
+        do_layer_norm: bool = False,
+        l2_coefficient: float = 0.0,
+        initial_scalar_parameters: Optional[List[float]] = None,
+        trainable: bool = True,
+    ) -> None:
+        super().__init__(
+            mixture_size,
+            do_layer_norm=do_layer_norm,
+            initial_scalar_parameters=initial_scalar_parameters,
+            trainable=trainable,
+        )
+        if l2_coefficient < 0:
+            raise ValueError(f"l2_coefficient (lambda) must be >= 0, got {l2_coefficient}")
+        self.l2_coefficient = l2_coefficient
+
+    def raw_weights(self) -> torch.Tensor:
+        """The raw mixing weights `w`, `(mixture_size,)`."""
+        return torch.cat([parameter.view(1) for parameter in self.scalar_parameters])
+
+    def normalized_weights(self) -> torch.Tensor:
+        """`softmax(w)`: the weight each layer gets."""
+        return torch.softmax(self.raw_weights(), dim=0)
+
+    def regularization_penalty(self) -> torch.Tensor:
+        """`lambda * ||w||^2` (zero when `lambda` is 0 or the weights are fixed)."""
+        weights = self.raw_weights()
+        if not self.l2_coefficient or not weights.requires_grad:
+            return weights.new_zeros(())
+        return self.l2_coefficient * (weights**2).sum()
