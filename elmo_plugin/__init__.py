@@ -1,1 +1,15 @@
-"""elmo_plugin."""
+"""ELMo (Peters et al. 2018) for AllenNLP 2.10: biLM, Eq. (1) mixes, token embedder, commands.
+
+Importing the package registers its components. It stays light: the `allennlp` subcommands are
+registered only when `allennlp.commands` is already loaded (that is, under the `allennlp` CLI, or
+via `--include-package`, which imports every submodule), and allennlp-models is never imported.
+"""
+import sys
+
+from elmo_plugin.modules import regularization as _regularization
+from elmo_plugin.token_embedders import ElmoPluginTokenEmbedder
+
+_regularization.install()
+
+if "allennlp.commands" in sys.modules:
+    import elmo_plugin.commands  # noqa: F401

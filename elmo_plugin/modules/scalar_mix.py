@@ -52,9 +52,14 @@ class ElmoScalarMix(ScalarMix):
         """`softmax(w)`: the weight each layer gets."""
         return torch.softmax(self.raw_weights(), dim=0)
 
+    @property
+    def penalized(self) -> bool:
+        """Whether the penalty applies: `lambda > 0` and trainable weights."""
+        return bool(self.l2_coefficient) and self.scalar_parameters[0].requires_grad
+
     def regularization_penalty(self) -> torch.Tensor:
-        """`lambda * ||w||^2` (zero when `lambda` is 0 or the weights are fixed)."""
+        """`lambda * ||w||^2` (zero when not `penalized`)."""
         weights = self.raw_weights()
-        if not self.l2_coefficient or not weights.requires_grad:
+        if not self.penalized:
             return weights.new_zeros(())
         return self.l2_coefficient * (weights**2).sum()

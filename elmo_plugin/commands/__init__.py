@@ -1,0 +1,1 @@
+from elmo_plugin.commands.elmo_embed import ElmoEmbed

@@ -1,0 +1,1 @@
+from elmo_plugin.token_embedders.elmo_token_embedder import ElmoPluginTokenEmbedder
