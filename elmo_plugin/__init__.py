@@ -6,10 +6,12 @@ via `--include-package`, which imports every submodule), and allennlp-models is 
 """
 import sys
 
+from elmo_plugin.common.config_env import set_config_defaults
 from elmo_plugin.modules import regularization as _regularization
 from elmo_plugin.token_embedders import ElmoPluginTokenEmbedder
 
 _regularization.install()
+set_config_defaults()
 
 if "allennlp.commands" in sys.modules:
     import elmo_plugin.commands  # noqa: F401

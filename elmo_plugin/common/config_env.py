@@ -1,0 +1,41 @@
+"""Default values for the environment variables that the configs in `training_config/` read.
+
+AllenNLP passes the environment to jsonnet as `std.extVar`s, and jsonnet has no default for a
+missing one; so on import the plugin sets each variable below that the user has *not* set, pointing
+at the bundled data (`../shared/data` beside the repository) and fixtures. A user's own value
+always wins. `ELMO_PLUGIN_DATA` moves every data default at once. `ELMO_PROJECTION_DIM` (needed
+for encoder input sizes) is read from whichever options file `ELMO_OPTIONS_FILE` names.
+"""
+import json
+import os
+from pathlib import Path
+from typing import Dict
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = REPO_ROOT / "fixtures"
+
+
+def config_defaults() -> Dict[str, str]:
+    """The variables and their defaults, given the current `ELMO_PLUGIN_DATA`."""
+    data = Path(os.environ.get("ELMO_PLUGIN_DATA", REPO_ROOT.parent / "shared" / "data"))
+    elmo = data / "elmo_fixture"
+    return {
+        "ELMO_PLUGIN_DATA": str(data),
+        "ELMO_OPTIONS_FILE": str(elmo / "options.json"),
+        "ELMO_WEIGHT_FILE": str(elmo / "lm_weights.hdf5"),
+        "CONLL2003_TRAIN": str(data / "conll2003" / "eng.train"),
+        "CONLL2003_DEV": str(data / "conll2003" / "eng.testa"),
+        "CONLL2003_TEST": str(data / "conll2003" / "eng.testb"),
+        # Optional pretrained word vectors (GloVe/Senna): empty = trained from scratch.
+        "WORD_VECTORS": "",
+    }
+
+
+def set_config_defaults() -> None:
+    """`os.environ.setdefault` for every variable of `config_defaults()` and `ELMO_PROJECTION_DIM`."""
+    for name, value in config_defaults().items():
+        os.environ.setdefault(name, value)
+    options_file = Path(os.environ["ELMO_OPTIONS_FILE"])
+    if "ELMO_PROJECTION_DIM" not in os.environ and options_file.is_file():
+        with open(options_file) as handle:
+            os.environ["ELMO_PROJECTION_DIM"] = str(json.load(handle)["lstm"]["projection_dim"])

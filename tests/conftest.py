@@ -1,0 +1,31 @@
+"""Shared test set-up: offline Hugging Face, paths to the bundled data (never copied into the repo)."""
+import json
+import os
+from pathlib import Path
+from typing import List
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+
+import elmo_plugin  # noqa: E402,F401  (registers components, sets config defaults)
+from elmo_plugin.common.config_env import REPO_ROOT  # noqa: E402
+
+DATA = Path(os.environ["ELMO_PLUGIN_DATA"])
+ELMO_FIXTURE = DATA / "elmo_fixture"
+OPTIONS_FILE = ELMO_FIXTURE / "options.json"
+WEIGHT_FILE = ELMO_FIXTURE / "lm_weights.hdf5"
+
+
+@pytest.fixture(scope="session")
+def fixture_sentences() -> List[List[List[str]]]:
+    """The 3 lists of 10 tokenised sentences bilm-tf's reference activations were computed on."""
+    with open(ELMO_FIXTURE / "sentences.json") as handle:
+        return [[sentence.split() for sentence in group] for group in json.load(handle)]
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT
