@@ -41,5 +41,5 @@ def test_train_crf_tagger_with_plugin_elmo(tmp_path, repo_root):
     assert archive.model.get_regularization_penalty().item() == pytest.approx(expected.item())
     # the biLM stayed frozen: identical to the file it was loaded from
     fresh = load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE).state_dict()
-    trained = archive.model._text_field_embedder.token_embedder_elmo.elmo.bilm.state_dict()
+    trained = archive.model.text_field_embedder.token_embedder_elmo.elmo.bilm.state_dict()
     assert all(torch.equal(fresh[k], trained[k]) for k in fresh)
