@@ -6,7 +6,10 @@ via `--include-package`, which imports every submodule), and allennlp-models is 
 """
 import sys
 
+from elmo_plugin.bilm.vocab import BilmTfVocabulary
 from elmo_plugin.common.config_env import set_config_defaults
+from elmo_plugin.dataset_readers import LmCorpusReader
+from elmo_plugin.models import BiLmLanguageModel
 from elmo_plugin.modules import regularization as _regularization
 from elmo_plugin.token_embedders import ElmoPluginTokenEmbedder
 

@@ -1,6 +1,6 @@
 """The bidirectional language model of ELMo: char-CNN token encoder + forward/backward LSTM stacks."""
 import copy
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 from torch import nn
@@ -60,6 +60,14 @@ class BiLm(nn.Module):
     def get_output_dim(self) -> int:
         return 2 * self.projection_dim
 
+    def encode(
+        self, char_ids: torch.Tensor, mask: torch.Tensor
+    ) -> Tuple[torch.Tensor, List[torch.Tensor]]:
+        """The token layer `(batch, T, proj)` and LSTM layers `[(batch, T, 2 * proj)]` for ids
+        that already hold `<S>`/`</S>` (as the LM corpus reader produces them)."""
+        token = self.char_cnn(char_ids, mask)
+        return token, self.lstm(token, mask)
+
     def forward(
         self,
         char_ids: torch.Tensor,
@@ -84,8 +92,7 @@ class BiLm(nn.Module):
         if mask is None:
             mask = (char_ids > 0).any(-1)
         char_ids, mask_with_boundaries = add_sentence_boundaries(char_ids, mask)
-        token = self.char_cnn(char_ids, mask_with_boundaries)
-        lstm_layers = self.lstm(token, mask_with_boundaries)
+        token, lstm_layers = self.encode(char_ids, mask_with_boundaries)
         activations: List[torch.Tensor] = [torch.cat([token, token], dim=-1)] + lstm_layers
         if keep_sentence_boundaries:
             return {"activations": activations, "mask": mask_with_boundaries, "token": token}

@@ -28,6 +28,16 @@ def config_defaults() -> Dict[str, str]:
         "CONLL2003_TEST": str(data / "conll2003" / "eng.testb"),
         # Optional pretrained word vectors (GloVe/Senna): empty = trained from scratch.
         "WORD_VECTORS": "",
+        # biLM pretraining: comma-separated FORMAT::PATH lists (see LmCorpusReader), vocab.txt or "".
+        "BILM_TRAIN": ",".join(
+            [
+                f"wikitext::{data / 'wikitext' / 'wiki.valid.tokens'}",
+                f"conll2003::{data / 'conll2003' / 'eng.train'}",
+                f"ptb_trees::{data / 'sst' / 'train.txt'}",
+            ]
+        ),
+        "BILM_DEV": f"wikitext::{data / 'wikitext' / 'wiki.test.tokens'}",
+        "BILM_VOCAB": "",
     }
 
 

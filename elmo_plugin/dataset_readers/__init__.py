@@ -1,0 +1,1 @@
+from elmo_plugin.dataset_readers.lm_corpus import LmCorpusReader

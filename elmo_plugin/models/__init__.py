@@ -1,0 +1,1 @@
+from elmo_plugin.models.bilm_language_model import BiLmLanguageModel
