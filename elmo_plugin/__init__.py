@@ -8,13 +8,16 @@ import sys
 
 from elmo_plugin.bilm.vocab import BilmTfVocabulary
 from elmo_plugin.common.config_env import set_config_defaults
+from elmo_plugin.common.torch_compat import allow_numpy_scalars_in_checkpoints
 from elmo_plugin.dataset_readers import LmCorpusReader
 from elmo_plugin.models import BiLmLanguageModel
 from elmo_plugin.modules import regularization as _regularization
 from elmo_plugin.token_embedders import ElmoPluginTokenEmbedder
+from elmo_plugin.training import ValidateBeforeTraining
 
 _regularization.install()
 set_config_defaults()
+allow_numpy_scalars_in_checkpoints()
 
 if "allennlp.commands" in sys.modules:
     import elmo_plugin.commands  # noqa: F401

@@ -8,7 +8,6 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
 
 import elmo_plugin  # noqa: E402,F401  (registers components, sets config defaults)
 from elmo_plugin.common.config_env import REPO_ROOT  # noqa: E402

@@ -39,12 +39,12 @@ local num_epochs = 4;
     num_samples: 1024,
   },
   data_loader: { batch_sampler: { type: "bucket", batch_size: 32, sorting_keys: ["tokens"] } },
-  validation_data_loader: { batch_sampler: { type: "bucket", batch_size: 64, sorting_keys: ["tokens"] } },
+  validation_data_loader: { batch_sampler: { type: "bucket", batch_size: 64, sorting_keys: ["tokens"], shuffle: false } },
   trainer: {
     optimizer: { type: "adagrad", lr: 0.2, initial_accumulator_value: 1.0 },
     grad_norm: 10.0,
     num_epochs: num_epochs,
     validation_metric: "-perplexity",
-    checkpointer: { keep_most_recent_by_count: 1 },
+    checkpointer: { type: "elmo_plugin_safe", keep_most_recent_by_count: 1 },
   },
 }

@@ -15,7 +15,7 @@ from allennlp.common import Tqdm
 from allennlp.modules.elmo import batch_to_ids
 
 from elmo_plugin.bilm.bilm import BiLm
-from elmo_plugin.bilm.bilm_tf import load_bilm_tf
+from elmo_plugin.bilm.loading import load_bilm
 
 logger = logging.getLogger(__name__)
 
@@ -100,8 +100,11 @@ class ElmoEmbed(Subcommand):
         subparser = parser.add_parser(self.name, description=description, help="Embed sentences with ELMo.")
         subparser.add_argument("input_file", help="text file, one tokenised sentence per line")
         subparser.add_argument("output_file", help="HDF5 file to write")
-        subparser.add_argument("--options-file", required=True, help="bilm-tf options.json")
-        subparser.add_argument("--weight-file", required=True, help="bilm-tf weights.hdf5")
+        subparser.add_argument("--options-file", help="bilm-tf options.json (with --weight-file)")
+        subparser.add_argument("--weight-file", help="bilm-tf weights.hdf5")
+        subparser.add_argument(
+            "--archive-file", help="an elmo_plugin_bilm model.tar.gz instead; with none, the shipped small biLM"
+        )
         subparser.add_argument("--batch-size", type=int, default=64, help="sentences per batch")
         subparser.add_argument("--cuda-device", type=int, default=-1, help="GPU id, -1 for CPU")
         subparser.add_argument("--layers", choices=LAYER_CHOICES, default="all", help="which layers to write")
@@ -112,7 +115,7 @@ class ElmoEmbed(Subcommand):
 
 def _run(args: argparse.Namespace) -> None:
     sentences = read_sentences(args.input_file)
-    bilm = load_bilm_tf(args.options_file, args.weight_file)
+    bilm = load_bilm(args.options_file, args.weight_file, args.archive_file)
     embed_sentences(
         bilm,
         sentences,

@@ -21,6 +21,7 @@ def config_defaults() -> Dict[str, str]:
     elmo = data / "elmo_fixture"
     return {
         "ELMO_PLUGIN_DATA": str(data),
+        "ELMO_PLUGIN_FIXTURES": str(FIXTURES),
         "ELMO_OPTIONS_FILE": str(elmo / "options.json"),
         "ELMO_WEIGHT_FILE": str(elmo / "lm_weights.hdf5"),
         "CONLL2003_TRAIN": str(data / "conll2003" / "eng.train"),
@@ -38,6 +39,9 @@ def config_defaults() -> Dict[str, str]:
         ),
         "BILM_DEV": f"wikitext::{data / 'wikitext' / 'wiki.test.tokens'}",
         "BILM_VOCAB": "",
+        "BILM_PRETRAINED_ARCHIVE": "",
+        "FINETUNE_TRAIN": f"conll2003::{data / 'conll2003' / 'eng.train'}",
+        "FINETUNE_DEV": f"conll2003::{data / 'conll2003' / 'eng.testa'}",
     }
 
 

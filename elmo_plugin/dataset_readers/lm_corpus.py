@@ -1,11 +1,10 @@
 """A streaming reader of language-model corpora for biLM pretraining and domain fine-tuning."""
 import glob
 import gzip
-import io
 import logging
 import os
 import re
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from allennlp.data import DatasetReader, Instance, Token
 from allennlp.data.fields import TextField
@@ -40,33 +39,34 @@ def _expand(path_spec: str) -> List[str]:
     return files
 
 
-def _open_text(path: str) -> io.TextIOBase:
-    """Open a (possibly gzip) UTF-8 file, refusing binary files up front."""
+def _open_binary(path: str) -> BinaryIO:
+    """Open a (possibly gzip) file, refusing binary (non-text) content up front."""
     try:
         with open(path, "rb") as raw:
             head = raw.read(2)
         handle = gzip.open(path, "rb") if head == b"\x1f\x8b" else open(path, "rb")
         sample = handle.read(8192)
         handle.seek(0)
-    except OSError as error:
+    except (OSError, EOFError) as error:
         raise CorpusError(f"{path}: cannot read corpus file ({error})") from error
     if b"\x00" in sample:
         handle.close()
         raise CorpusError(f"{path}: looks like a binary file (NUL bytes), not a text corpus")
-    return io.TextIOWrapper(handle, encoding="utf-8")
+    return handle
 
 
 def _lines(path: str) -> Iterator[Tuple[int, str]]:
-    handle = _open_text(path)
+    """`(line_number, text)` of a UTF-8 file; errors name the file and line."""
     line_number = 0
-    try:
-        with handle:
-            for line_number, line in enumerate(handle, start=1):
-                yield line_number, line
-    except UnicodeDecodeError as error:
-        raise CorpusError(f"{path}:{line_number + 1}: not UTF-8 text ({error.reason})") from error
-    except (OSError, EOFError) as error:
-        raise CorpusError(f"{path}:{line_number + 1}: read failed ({error})") from error
+    with _open_binary(path) as handle:
+        try:
+            for line_number, raw in enumerate(handle, start=1):
+                try:
+                    yield line_number, raw.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    raise CorpusError(f"{path}:{line_number}: not UTF-8 text ({error.reason})") from error
+        except (OSError, EOFError) as error:
+            raise CorpusError(f"{path}:{line_number + 1}: read failed ({error})") from error
 
 
 _PTB_LEAF = re.compile(r"\([^\s()]+ ([^\s()]+)\)")

@@ -4,7 +4,7 @@ from typing import List, Optional
 import torch
 from allennlp.modules.token_embedders import TokenEmbedder
 
-from elmo_plugin.bilm.bilm_tf import load_bilm_tf
+from elmo_plugin.bilm.loading import load_bilm
 from elmo_plugin.modules.elmo import ElmoRepresentations
 
 
@@ -21,10 +21,13 @@ class ElmoPluginTokenEmbedder(TokenEmbedder):
 
     # Parameters
 
-    options_file : `str`
-        bilm-tf `options.json`.
-    weight_file : `str`
+    options_file : `str`, optional
+        bilm-tf `options.json` (with `weight_file`).
+    weight_file : `str`, optional
         bilm-tf `weights.hdf5`.
+    archive_file : `str`, optional
+        A `model.tar.gz` trained with the plugin's `elmo_plugin_bilm` model, instead of the two files.
+        With none of the three, the small biLM shipped with the plugin is used.
     do_layer_norm : `bool`, optional (default = `False`)
         Layer-normalise each biLM layer (masked) before mixing.
     dropout : `float`, optional (default = `0.5`)
@@ -39,8 +42,9 @@ class ElmoPluginTokenEmbedder(TokenEmbedder):
 
     def __init__(
         self,
-        options_file: str,
-        weight_file: str,
+        options_file: Optional[str] = None,
+        weight_file: Optional[str] = None,
+        archive_file: Optional[str] = None,
         do_layer_norm: bool = False,
         dropout: float = 0.5,
         l2_coefficient: float = 0.0,
@@ -49,7 +53,7 @@ class ElmoPluginTokenEmbedder(TokenEmbedder):
     ) -> None:
         super().__init__()
         self.elmo = ElmoRepresentations(
-            load_bilm_tf(options_file, weight_file),
+            load_bilm(options_file, weight_file, archive_file),
             num_output_representations=1,
             do_layer_norm=do_layer_norm,
             dropout=dropout,

@@ -1,0 +1,48 @@
+"""`allennlp elmo-export`: a trained biLM archive -> bilm-tf `options.json` + `weights.hdf5` + `vocab.txt`."""
+import argparse
+import logging
+import os
+
+from allennlp.commands.subcommand import Subcommand
+from allennlp.models.archival import load_archive
+
+from elmo_plugin.bilm.bilm_tf import export_bilm_tf
+from elmo_plugin.bilm.vocab import write_bilm_tf_vocab
+from elmo_plugin.models.bilm_language_model import BiLmLanguageModel
+
+logger = logging.getLogger(__name__)
+
+
+def export_archive(archive_file: str, output_dir: str) -> None:
+    """Write `options.json`, `weights.hdf5` and `vocab.txt` of an `elmo_plugin_bilm` archive into
+    `output_dir` (created if needed; existing files there are never overwritten)."""
+    model = load_archive(archive_file).model
+    if not isinstance(model, BiLmLanguageModel):
+        raise ValueError(f"{archive_file}: not an elmo_plugin_bilm archive")
+    paths = {name: os.path.join(output_dir, name) for name in ("options.json", "weights.hdf5", "vocab.txt")}
+    existing = [path for path in paths.values() if os.path.exists(path)]
+    if existing:
+        raise FileExistsError(f"not overwriting {', '.join(existing)}")
+    os.makedirs(output_dir, exist_ok=True)
+    model.bilm.options["n_tokens_vocab"] = model.vocab.get_vocab_size(model.lm_namespace)
+    export_bilm_tf(model.bilm, paths["options.json"], paths["weights.hdf5"])
+    write_bilm_tf_vocab(model.vocab, paths["vocab.txt"], namespace=model.lm_namespace)
+
+
+@Subcommand.register("elmo-export")
+class ElmoExport(Subcommand):
+    """Export a biLM trained with `allennlp train` to the original bilm-tf layout.
+
+    Registered as a `Subcommand` with name "elmo-export".
+    """
+
+    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
+        description = (
+            "Write options.json, weights.hdf5 and vocab.txt (bilm-tf layout) of an elmo_plugin_bilm "
+            "model.tar.gz into OUTPUT_DIR. The softmax is not exported (bilm-tf never dumps it)."
+        )
+        subparser = parser.add_parser(self.name, description=description, help="Export a biLM to bilm-tf files.")
+        subparser.add_argument("archive_file", help="model.tar.gz of an elmo_plugin_bilm run")
+        subparser.add_argument("output_dir", help="directory for options.json, weights.hdf5, vocab.txt")
+        subparser.set_defaults(func=lambda args: export_archive(args.archive_file, args.output_dir))
+        return subparser

@@ -1,0 +1,47 @@
+"""AllenNLP's `reduce_on_plateau` scheduler, fixed for torch >= 2.7 (which removed `verbose=`)."""
+from typing import List, Union
+
+import torch
+from allennlp.training.learning_rate_schedulers import LearningRateScheduler
+from allennlp.training.learning_rate_schedulers.pytorch_lr_schedulers import (
+    _PyTorchLearningRateSchedulerWithMetricsWrapper,
+)
+from torch.optim import Optimizer
+
+
+@LearningRateScheduler.register("reduce_on_plateau", exist_ok=True)
+class ReduceOnPlateauScheduler(_PyTorchLearningRateSchedulerWithMetricsWrapper):
+    """torch's `ReduceLROnPlateau` (e.g. ESIM's "halve the learning rate on plateau").
+
+    Replaces AllenNLP's registration of the same name, whose constructor passes `verbose=` to torch
+    and fails on torch >= 2.7. `verbose` is still accepted, so existing configs keep working, and
+    ignored (the Trainer logs the learning rate).
+
+    Registered as a `LearningRateScheduler` with name "reduce_on_plateau".
+    """
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        mode: str = "min",
+        factor: float = 0.1,
+        patience: int = 10,
+        verbose: bool = False,
+        threshold_mode: str = "rel",
+        threshold: float = 1e-4,
+        cooldown: int = 0,
+        min_lr: Union[float, List[float]] = 0,
+        eps: float = 1e-8,
+    ) -> None:
+        lr_scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
+            optimizer=optimizer,
+            mode=mode,
+            factor=factor,
+            patience=patience,
+            threshold_mode=threshold_mode,
+            threshold=threshold,
+            cooldown=cooldown,
+            min_lr=min_lr,
+            eps=eps,
+        )
+        super().__init__(lr_scheduler)

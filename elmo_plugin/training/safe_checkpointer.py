@@ -1,0 +1,36 @@
+"""A checkpointer whose `--recover` survives a run killed while it was writing a checkpoint."""
+import logging
+import os
+import zipfile
+from typing import Set, Tuple
+
+from allennlp.training.checkpointer import Checkpointer
+
+logger = logging.getLogger(__name__)
+
+
+@Checkpointer.register("elmo_plugin_safe")
+class SafeCheckpointer(Checkpointer):
+    """AllenNLP's checkpointer, but only complete checkpoints count.
+
+    AllenNLP writes `model_state_*.th` and `training_state_*.th` in place; a run killed (preempted,
+    out of time) during that write leaves a truncated newest checkpoint, and `--recover` then fails
+    on it. Here a checkpoint counts only when both files exist and are complete torch archives; an
+    incomplete one is renamed to `*.incomplete` (kept, never deleted) and recovery resumes from the
+    newest complete one. Same parameters as the "default" checkpointer.
+
+    Registered as a `Checkpointer` with name "elmo_plugin_safe".
+    """
+
+    def _find_all_checkpoints(self) -> Set[Tuple[int, int]]:
+        complete = set()
+        for point in super()._find_all_checkpoints():
+            paths = [self._model_state_path(*point), self._training_state_path(*point)]
+            if all(os.path.isfile(path) and zipfile.is_zipfile(path) for path in paths):
+                complete.add(point)
+            elif self._is_primary:
+                for path in paths:
+                    if os.path.exists(path):
+                        logger.warning("Incomplete checkpoint file %s: moved to %s.incomplete", path, path)
+                        os.replace(path, f"{path}.incomplete")
+        return complete
