@@ -108,7 +108,7 @@ def load_bilm_tf(options_file: PathLike, weight_file: PathLike, dropout: float =
                 lstm.input_weights[layer][direction].copy_(torch.from_numpy(w[:in_dim]))
                 lstm.recurrent_weights[layer][direction].copy_(torch.from_numpy(w[in_dim:]))
                 lstm.biases[layer][direction, 0].copy_(torch.from_numpy(b))
-                lstm.projections[layer][direction].copy_(torch.from_numpy(p))
+                lstm.projections[layer][direction].copy_(torch.from_numpy(p.T))
     return bilm
 
 
@@ -143,7 +143,7 @@ def export_bilm_tf(bilm: BiLm, options_file: PathLike, weight_file: PathLike, ov
                 )
                 weights[f"{prefix}/W_0"] = w
                 weights[f"{prefix}/B"] = array(lstm.biases[layer][direction, 0])
-                weights[f"{prefix}/W_P_0"] = array(lstm.projections[layer][direction])
+                weights[f"{prefix}/W_P_0"] = array(lstm.projections[layer][direction]).T
     with open(options_file, "w") as handle:
         json.dump(bilm.options, handle, indent=2)
     os.replace(tmp_weights, weight_file)

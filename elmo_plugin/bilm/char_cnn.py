@@ -99,9 +99,30 @@ class CharCnnEncoder(nn.Module):
         self.output_dim = projection_dim
 
     def encode_words(self, word_char_ids: torch.Tensor) -> torch.Tensor:
-        """Encode a flat batch of words, `(n_words, max_chars)` -> `(n_words, projection_dim)`."""
-        chars = self.char_embedding(word_char_ids).transpose(1, 2)
-        pooled = [conv(chars).max(dim=-1).values for conv in self.convolutions]
+        """Encode a flat batch of words, `(n_words, max_chars)` -> `(n_words, projection_dim)`.
+
+        Exact shortcut: every id after a word's end-of-word mark is the padding character, so all
+        convolution windows that lie entirely in that padding give one value per filter. The
+        characters are cut just after the longest word's real characters plus `width - 1`
+        padding positions, and that all-padding value joins the max-pool in place of the
+        windows cut off.
+        """
+        max_chars = word_char_ids.shape[1]
+        real = (word_char_ids != PADDING_CHAR + 1) & (word_char_ids != 0)
+        longest = int(real.sum(-1).max()) if word_char_ids.shape[0] else 0
+        max_width = max(width for width, _ in self.filters)
+        kept = min(max_chars, longest + max_width - 1)
+        chars = self.char_embedding(word_char_ids[:, :kept]).transpose(1, 2)
+        padding = None
+        if kept < max_chars:
+            padding_ids = torch.full((1, max_width), PADDING_CHAR + 1, device=word_char_ids.device)
+            padding = self.char_embedding(padding_ids).transpose(1, 2)
+        pooled = []
+        for (width, _), conv in zip(self.filters, self.convolutions):
+            values = conv(chars).max(dim=-1).values
+            if padding is not None:
+                values = torch.maximum(values, conv(padding[:, :, :width])[:, :, 0])
+            pooled.append(values)
         hidden = torch.cat(pooled, dim=-1)
         hidden = torch.relu(hidden) if self.activation == "relu" else torch.tanh(hidden)
         for highway in self.highways:

@@ -76,8 +76,9 @@ class ProjectedLstmStack(nn.Module):
             nn.Parameter(torch.empty(2, projection_dim, 4 * dim)) for _ in in_dims
         )
         self.biases = nn.ParameterList(nn.Parameter(torch.zeros(2, 1, 4 * dim)) for _ in in_dims)
+        # stored (direction, proj, dim): the per-step product is faster with this layout
         self.projections = nn.ParameterList(
-            nn.Parameter(torch.empty(2, dim, projection_dim)) for _ in in_dims
+            nn.Parameter(torch.empty(2, projection_dim, dim)) for _ in in_dims
         )
         forget_bias = torch.zeros(4 * dim)
         forget_bias[2 * dim : 3 * dim] = 1.0
@@ -92,17 +93,20 @@ class ProjectedLstmStack(nn.Module):
             nn.init.zeros_(bias)
 
     def _recurrence(self, gate_inputs: torch.Tensor, layer: int, active: List[int]) -> torch.Tensor:
-        """Run one layer over (2, batch, T, 4*dim) precomputed input gates -> (2, batch, T, proj)."""
-        directions, batch_size, timesteps, _ = gate_inputs.shape
+        """Run one layer over time-major input gates (2, T, batch, 4*dim) -> (2, T, batch, proj).
+
+        Row `r` is active at step `t` when `r < active[t]` (rows sorted by length, descending).
+        """
+        directions, timesteps, batch_size, _ = gate_inputs.shape
         w_h = self.recurrent_weights[layer]
-        w_p = self.projections[layer]
+        w_p = self.projections[layer].transpose(1, 2)  # (2, proj, dim) viewed as (2, dim, proj): faster bmm
         h = gate_inputs.new_zeros((directions, batch_size, self.projection_dim))
         c = gate_inputs.new_zeros((directions, batch_size, self.dim))
         outputs = []
         for t in range(timesteps):
             n = active[t]
             h, c = h[:, :n], c[:, :n]
-            gates = torch.baddbmm(gate_inputs[:, :n, t], h, w_h)
+            gates = torch.baddbmm(gate_inputs[:, t, :n], h, w_h)
             i, j, f, o = gates.chunk(4, dim=-1)
             c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(j)
             if self.cell_clip is not None:
@@ -110,8 +114,12 @@ class ProjectedLstmStack(nn.Module):
             h = torch.bmm(torch.sigmoid(o) * torch.tanh(c), w_p)
             if self.proj_clip is not None:
                 h = h.clamp(-self.proj_clip, self.proj_clip)
-            outputs.append(nn.functional.pad(h, (0, 0, 0, batch_size - n)) if n < batch_size else h)
-        return torch.stack(outputs, dim=2)
+            outputs.append(h)
+        # Scatter the shrinking per-step outputs into a zero (2, T * batch, proj) tensor in one op.
+        rows = torch.cat([torch.arange(n, device=h.device) + t * batch_size for t, n in enumerate(active)])
+        flat = gate_inputs.new_zeros((directions, timesteps * batch_size, self.projection_dim))
+        flat = flat.index_copy(1, rows, torch.cat(outputs, dim=1))
+        return flat.view(directions, timesteps, batch_size, self.projection_dim)
 
     def forward(self, inputs: torch.Tensor, mask: torch.Tensor) -> List[torch.Tensor]:
         """`inputs` (batch, T, input_dim), `mask` (batch, T) with sentences left-aligned.
@@ -122,28 +130,31 @@ class ProjectedLstmStack(nn.Module):
         lengths = mask.long().sum(-1)
         sorted_lengths, order = lengths.sort(descending=True)
         restore = order.argsort()
+        batch_size, full_t = mask.shape
         timesteps = int(sorted_lengths[0].item()) if lengths.numel() else 0
-        sorted_mask = mask[order, :timesteps]
         x = inputs[order, :timesteps]
-        # Backward direction runs left to right over each sentence reversed within its length.
-        x = torch.stack([x, reverse_padded(x, sorted_lengths)])
+        # Backward direction runs left to right over each sentence reversed within its length;
+        # both directions are stacked, time-major: (2, T, batch, dim).
+        x = torch.stack([x, reverse_padded(x, sorted_lengths)]).transpose(1, 2)
         steps = torch.arange(timesteps, device=lengths.device)
         active = (sorted_lengths[None, :] > steps[:, None]).sum(-1).tolist()
-        float_mask = sorted_mask[None, :, :, None].to(x.dtype)
+        float_mask = mask[order, :timesteps].t()[None, :, :, None].to(x.dtype)
         layers = []
         for layer in range(self.n_layers):
             layer_input = self.dropout(x)
-            bias = self.biases[layer] + self.forget_bias
-            gate_inputs = torch.matmul(layer_input, self.input_weights[layer][:, None]) + bias[:, None]
-            out = self._recurrence(gate_inputs, layer, active)
+            bias = self.biases[layer] + self.forget_bias  # (2, 1, 4 * dim)
+            # input-to-gate products for all time steps at once: (2, T * batch, in) @ (2, in, 4 * dim)
+            flat_input = layer_input.reshape(2, timesteps * batch_size, -1)
+            gate_inputs = torch.baddbmm(bias, flat_input, self.input_weights[layer])
+            out = self._recurrence(gate_inputs.view(2, timesteps, batch_size, -1), layer, active)
             if layer > 0 and self.use_skip_connections:
                 out = out + x
             out = out * float_mask
             layers.append(out)
             x = out
         results = []
-        full_t = inputs.shape[1]
         for out in layers:
+            out = out.transpose(1, 2)  # (2, batch, T, proj)
             both = torch.cat([out[0], reverse_padded(out[1], sorted_lengths)], dim=-1)[restore]
             if full_t > timesteps:
                 both = nn.functional.pad(both, (0, 0, 0, full_t - timesteps))

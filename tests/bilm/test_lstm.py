@@ -13,7 +13,7 @@ def plain_lstm(stack: ProjectedLstmStack, sentence: torch.Tensor):
             w_x = stack.input_weights[layer][direction]
             w_h = stack.recurrent_weights[layer][direction]
             b = stack.biases[layer][direction, 0] + stack.forget_bias
-            w_p = stack.projections[layer][direction]
+            w_p = stack.projections[layer][direction].t()
             h = torch.zeros(stack.projection_dim)
             c = torch.zeros(stack.dim)
             out = []

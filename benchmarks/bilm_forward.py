@@ -1,0 +1,79 @@
+"""biLM inference, all layers: AllenNLP's `_ElmoBiLm` vs the plugin's `BiLm`, side by side.
+
+Same random bilm-tf weights, same CoNLL-2003 dev sentences in file order, same batch size and
+threads. AllenNLP's state is reset before every batch so both compute the same thing.
+"""
+import argparse
+
+import torch
+from allennlp.modules.elmo import _ElmoBiLm, batch_to_ids
+
+from benchmarks.common import conll_dev_sentences, emit, peak_rss_mb, random_bilm_tf, timed
+from elmo_plugin.bilm.bilm_tf import load_bilm_tf
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--config", choices=["small", "paper"], default="small")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batches", type=int, default=6)
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    files = random_bilm_tf(args.config)
+    sentences = conll_dev_sentences(args.batch_size * (args.batches + 1))
+    batches = [
+        batch_to_ids(sentences[i : i + args.batch_size]).to(device)
+        for i in range(0, len(sentences), args.batch_size)
+    ]
+    warmup, batches = batches[0], batches[1:]
+    tokens = sum(int((b > 0).any(-1).sum()) for b in batches)
+
+    reference = _ElmoBiLm(files["options_file"], files["weight_file"]).to(device).eval()
+    ours = load_bilm_tf(files["options_file"], files["weight_file"]).to(device).eval()
+    max_diff = 0.0
+    with torch.no_grad():
+        for batch in [warmup] + batches:  # correctness on every batch, untimed
+            reference._elmo_lstm.reset_states()
+            expected = reference(batch)
+            got = ours(batch, keep_sentence_boundaries=True)
+            mask = expected["mask"][..., None]
+            for a, b in zip(expected["activations"], got["activations"]):
+                max_diff = max(max_diff, float(((a - b).abs() * mask).max()))
+
+        def run_reference() -> None:
+            for batch in batches:
+                reference._elmo_lstm.reset_states()
+                reference(batch)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+
+        def run_ours() -> None:
+            for batch in batches:
+                ours(batch)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+
+        run_reference() if args.config == "small" else None  # warm-up (the paper model is slow)
+        run_ours()
+        reference_s = timed(run_reference)
+        ours_s = timed(run_ours)
+    emit(
+        {
+            "bench": "bilm_forward",
+            "config": args.config,
+            "device": str(device),
+            "threads": torch.get_num_threads(),
+            "batch_size": args.batch_size,
+            "tokens": tokens,
+            "allennlp_tokens_per_s": tokens / reference_s,
+            "plugin_tokens_per_s": tokens / ours_s,
+            "ratio": reference_s / ours_s,
+            "max_abs_diff": max_diff,
+            "peak_rss_mb": peak_rss_mb(),
+        }
+    )
+
+
+if __name__ == "__main__":
+    main()

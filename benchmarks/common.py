@@ -1,0 +1,91 @@
+"""Shared pieces of the benchmarks: biLM configurations, random bilm-tf weights, data, measurements."""
+import json
+import os
+import resource
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List
+
+import torch
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from elmo_plugin.bilm.bilm import BiLm  # noqa: E402
+from elmo_plugin.bilm.bilm_tf import export_bilm_tf  # noqa: E402
+from elmo_plugin.common.config_env import config_defaults  # noqa: E402
+
+DATA = Path(config_defaults()["ELMO_PLUGIN_DATA"])
+CACHE = Path(os.environ.get("ELMO_PLUGIN_BENCH_CACHE", "/tmp/elmo_plugin_bench"))
+
+
+def _options(filters: List[List[int]], n_highway: int, dim: int, proj: int) -> Dict[str, Any]:
+    return {
+        "char_cnn": {
+            "activation": "relu",
+            "embedding": {"dim": 16},
+            "filters": filters,
+            "max_characters_per_token": 50,
+            "n_characters": 262,
+            "n_highway": n_highway,
+        },
+        "lstm": {"cell_clip": 3, "dim": dim, "n_layers": 2, "proj_clip": 3, "projection_dim": proj, "use_skip_connections": True},
+    }
+
+
+PAPER_FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
+# The two configurations of the issue: "small" (1024 cells, 128 projection, 2048 filters, 1 highway)
+# and the paper's (4096 cells, 512 projection, 2 highway).
+CONFIGS = {
+    "small": _options(PAPER_FILTERS, 1, 1024, 128),
+    "paper": _options(PAPER_FILTERS, 2, 4096, 512),
+}
+
+
+def random_bilm_tf(config: str, seed: int = 0) -> Dict[str, str]:
+    """bilm-tf files with random weights for `config` (cached under $ELMO_PLUGIN_BENCH_CACHE)."""
+    folder = CACHE / config
+    files = {"options_file": str(folder / "options.json"), "weight_file": str(folder / "weights.hdf5")}
+    if not (folder / "weights.hdf5").exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        torch.manual_seed(seed)
+        bilm = BiLm(CONFIGS[config])
+        with torch.no_grad():
+            bilm.char_cnn.char_embedding.weight.normal_(0.0, 1.0)
+            for conv in bilm.char_cnn.convolutions:
+                conv.weight.uniform_(-0.1, 0.1)
+        export_bilm_tf(bilm, files["options_file"], files["weight_file"])
+    return files
+
+
+def conll_dev_sentences(limit: int) -> List[List[str]]:
+    """The first `limit` sentences of CoNLL-2003 dev (eng.testa), in file order."""
+    sentences, current = [], []
+    with open(DATA / "conll2003" / "eng.testa") as handle:
+        for line in handle:
+            fields = line.split()
+            if not fields or fields[0] == "-DOCSTART-":
+                if current:
+                    sentences.append(current)
+                current = []
+            else:
+                current.append(fields[0])
+    if current:
+        sentences.append(current)
+    return sentences[:limit]
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, MB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def timed(function: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
+def emit(record: Dict[str, Any]) -> None:
+    """One JSON line on stdout for run_all.py to collect."""
+    print("BENCH " + json.dumps(record), flush=True)
