@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 from elmo_plugin.bilm.bilm import BiLm
+from elmo_plugin.modules.activation_cache import ActivationCache
 from elmo_plugin.modules.scalar_mix import ElmoScalarMix
 
 
@@ -26,6 +27,11 @@ class ElmoRepresentations(nn.Module):
         Fixed raw weights (not trained), e.g. `[-9e10, -9e10, 1]` for the top layer only.
     requires_grad : `bool`, optional (default = `False`)
         Fine-tune the biLM with the task. Frozen by default, as in the paper.
+    cache_activations : `bool`, optional (default = `True`)
+        With a frozen biLM, keep each sentence's biLM layers (CPU memory, see `ActivationCache`)
+        so that later epochs skip the biLM. Exact; ignored when `requires_grad`.
+    cache_size_mb : `float`, optional (default = `2048`)
+        Memory bound of that cache.
     """
 
     def __init__(
@@ -37,6 +43,8 @@ class ElmoRepresentations(nn.Module):
         l2_coefficient: float = 0.0,
         scalar_mix_parameters: Optional[List[float]] = None,
         requires_grad: bool = False,
+        cache_activations: bool = True,
+        cache_size_mb: float = 2048.0,
     ) -> None:
         super().__init__()
         if scalar_mix_parameters is not None and len(scalar_mix_parameters) != bilm.num_layers:
@@ -59,6 +67,7 @@ class ElmoRepresentations(nn.Module):
             for _ in range(num_output_representations)
         )
         self.dropout = nn.Dropout(dropout)
+        self.cache = ActivationCache(cache_size_mb) if cache_activations and not requires_grad else None
 
     def get_output_dim(self) -> int:
         return self.bilm.get_output_dim()
@@ -71,6 +80,8 @@ class ElmoRepresentations(nn.Module):
         self.bilm.eval()
         try:
             with torch.no_grad():
+                if self.cache is not None:
+                    return self.cache.layers(char_ids, self.bilm)
                 return self.bilm(char_ids)
         finally:
             self.bilm.train(was_training)

@@ -38,6 +38,11 @@ class ElmoPluginTokenEmbedder(TokenEmbedder):
         Fixed raw mixing weights (then not trained), e.g. `[-9e10, -9e10, 1]` for the top layer.
     requires_grad : `bool`, optional (default = `False`)
         Fine-tune the biLM's weights with the task (frozen by default, as in the paper).
+    cache_activations : `bool`, optional (default = `True`)
+        Cache each sentence's frozen biLM layers in memory so epochs after the first skip the
+        biLM (exact: mixing and dropout still run every time). Ignored with `requires_grad`.
+    cache_size_mb : `float`, optional (default = `2048`)
+        Memory bound of the cache; sentences beyond it are recomputed.
     """
 
     def __init__(
@@ -50,6 +55,8 @@ class ElmoPluginTokenEmbedder(TokenEmbedder):
         l2_coefficient: float = 0.0,
         scalar_mix_parameters: Optional[List[float]] = None,
         requires_grad: bool = False,
+        cache_activations: bool = True,
+        cache_size_mb: float = 2048.0,
     ) -> None:
         super().__init__()
         self.elmo = ElmoRepresentations(
@@ -60,6 +67,8 @@ class ElmoPluginTokenEmbedder(TokenEmbedder):
             l2_coefficient=l2_coefficient,
             scalar_mix_parameters=scalar_mix_parameters,
             requires_grad=requires_grad,
+            cache_activations=cache_activations,
+            cache_size_mb=cache_size_mb,
         )
 
     def get_output_dim(self) -> int:

@@ -1,0 +1,74 @@
+import json
+
+import allennlp_models.tagging  # noqa: F401  (crf_tagger, conll2003)
+import pytest
+import torch
+from allennlp.commands.train import train_model_from_file
+from allennlp.modules.elmo import batch_to_ids
+
+from elmo_plugin.bilm import load_bilm_tf
+from elmo_plugin.modules.elmo import ElmoRepresentations
+from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
+
+
+def counting_elmo(**kwargs):
+    elmo = ElmoRepresentations(load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE), dropout=0.0, **kwargs).eval()
+    calls = []
+    elmo.bilm.register_forward_hook(lambda module, inputs, output: calls.append(inputs[0].shape[0]))
+    return elmo, calls
+
+
+def test_cached_layers_equal_uncached_under_reshuffling(fixture_sentences):
+    sentences = fixture_sentences[0] + fixture_sentences[1][:2] + [["One"]]
+    cached, calls = counting_elmo()
+    plain, _ = counting_elmo(cache_activations=False)
+    first = [sentences[:6], sentences[6:]]
+    second = [[sentences[i] for i in (11, 3, 0, 7)], [sentences[i] for i in (5, 9, 1, 2, 4, 6, 8, 10, 12)]]
+    for batch in first:
+        cached(batch_to_ids(batch))
+    assert sum(calls) == len(sentences) and len(cached.cache) == len(sentences)
+    calls.clear()
+    for batch in second:  # every sentence again, in other batches: no biLM call at all
+        ids = batch_to_ids(batch)
+        got = cached.bilm_layers(ids)
+        expected = plain.bilm_layers(ids)
+        assert torch.equal(got["mask"], expected["mask"])
+        for a, b in zip(got["activations"], expected["activations"]):
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    assert calls == [] and cached.cache.hits == len(sentences)
+    # a batch mixing new and cached sentences runs only the new ones through the biLM
+    cached(batch_to_ids([sentences[0], ["entirely", "new", "words"]]))
+    assert calls == [1]
+
+
+def test_cache_respects_its_memory_bound(fixture_sentences):
+    elmo, calls = counting_elmo(cache_size_mb=0.01)
+    ids = batch_to_ids(fixture_sentences[2])
+    first = elmo.bilm_layers(ids)["activations"]
+    assert 0 < elmo.cache.bytes <= 0.01 * 2**20 and len(elmo.cache) < len(fixture_sentences[2])
+    second = elmo.bilm_layers(ids)["activations"]
+    for a, b in zip(first, second):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+
+
+def test_no_cache_when_fine_tuning():
+    elmo = ElmoRepresentations(load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE), requires_grad=True)
+    assert elmo.cache is None
+
+
+def test_cached_and_uncached_training_give_the_same_losses(tmp_path, repo_root):
+    losses = {}
+    for cache in (True, False):
+        overrides = {
+            "dataset_reader.max_instances": 40,
+            "data_loader.batch_sampler.batch_size": 8,
+            "trainer.num_epochs": 3,
+            "evaluate_on_test": False,
+            "model.text_field_embedder.token_embedders.elmo.cache_activations": cache,
+        }
+        out = tmp_path / str(cache)
+        train_model_from_file(
+            str(repo_root / "training_config" / "conll2003_crf_tagger_elmo.jsonnet"), str(out), overrides=json.dumps(overrides)
+        )
+        losses[cache] = [json.loads((out / f"metrics_epoch_{k}.json").read_text())["training_loss"] for k in range(3)]
+    assert losses[True] == pytest.approx(losses[False], rel=1e-5)
