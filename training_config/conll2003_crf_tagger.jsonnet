@@ -1,0 +1,6 @@
+// CoNLL-2003 NER biLSTM-CRF baseline without ELMo (Supplement A.7; paper baseline 90.15 test F1
+// with Senna vectors).
+// Run: allennlp train training_config/conll2003_crf_tagger.jsonnet -s out/ner_base --include-package elmo_plugin
+local tagger = import "conll2003_crf_tagger.libsonnet";
+
+tagger(elmo=null)

@@ -1,0 +1,75 @@
+// CoNLL-2003 NER biLSTM-CRF (Peters et al. 2018, Supplement A.7), with or without ELMo.
+// `elmo` is null (baseline) or {lambda, layer_norm, dropout}: ELMo then enters at the input through
+// the plugin's TokenEmbedder (biLM from ELMO_OPTIONS_FILE / ELMO_WEIGHT_FILE).
+//
+// Data: CONLL2003_TRAIN / CONLL2003_DEV / CONLL2003_TEST (default: ../shared/data/conll2003).
+// Word vectors: WORD_VECTORS (GloVe/Senna file) or empty = trained from scratch.
+function(elmo=null)
+  local word_vectors = std.extVar("WORD_VECTORS");
+  local word_dim = 50;
+  local char_filters = 128;
+  local elmo_dim = if elmo == null then 0 else 2 * std.parseJson(std.extVar("ELMO_PROJECTION_DIM"));
+  {
+    dataset_reader: {
+      type: "conll2003",
+      tag_label: "ner",
+      coding_scheme: "BIOUL",
+      token_indexers: {
+        tokens: { type: "single_id", lowercase_tokens: true },
+        token_characters: { type: "characters", min_padding_length: 3 },
+        [if elmo != null then "elmo"]: { type: "elmo_characters" },
+      },
+    },
+    train_data_path: std.extVar("CONLL2003_TRAIN"),
+    validation_data_path: std.extVar("CONLL2003_DEV"),
+    test_data_path: std.extVar("CONLL2003_TEST"),
+    evaluate_on_test: true,
+    model: {
+      type: "crf_tagger",
+      label_encoding: "BIOUL",
+      constrain_crf_decoding: true,
+      calculate_span_f1: true,
+      dropout: 0.5,
+      include_start_end_transitions: false,
+      text_field_embedder: {
+        token_embedders: {
+          tokens: {
+            type: "embedding",
+            embedding_dim: word_dim,
+            trainable: true,
+            [if word_vectors != "" then "pretrained_file"]: word_vectors,
+          },
+          token_characters: {
+            type: "character_encoding",
+            embedding: { embedding_dim: 16 },
+            encoder: { type: "cnn", embedding_dim: 16, num_filters: char_filters, ngram_filter_sizes: [3], conv_layer_activation: "relu" },
+          },
+          [if elmo != null then "elmo"]: {
+            type: "elmo_plugin_token_embedder",
+            options_file: std.extVar("ELMO_OPTIONS_FILE"),
+            weight_file: std.extVar("ELMO_WEIGHT_FILE"),
+            do_layer_norm: elmo.layer_norm,
+            dropout: elmo.dropout,
+            l2_coefficient: elmo.lambda,
+          },
+        },
+      },
+      encoder: {
+        type: "lstm",
+        input_size: word_dim + char_filters + elmo_dim,
+        hidden_size: 200,
+        num_layers: 2,
+        dropout: 0.5,
+        bidirectional: true,
+      },
+    },
+    data_loader: { batch_sampler: { type: "bucket", batch_size: 64 } },
+    trainer: {
+      optimizer: { type: "adam", lr: 0.001 },
+      validation_metric: "+f1-measure-overall",
+      num_epochs: 10,
+      grad_norm: 5.0,
+      patience: 25,
+      checkpointer: { type: "elmo_plugin_safe" },
+    },
+  }
