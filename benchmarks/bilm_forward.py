@@ -7,9 +7,25 @@ import argparse
 
 import torch
 from allennlp.modules.elmo import _ElmoBiLm, batch_to_ids
+from torch.utils.flop_counter import FlopCounterMode
 
 from benchmarks.common import conll_dev_sentences, emit, peak_rss_mb, random_bilm_tf, timed
 from elmo_plugin.bilm.bilm_tf import load_bilm_tf
+
+
+def matmul_peak(device: torch.device, size: int = 2048, repeats: int = 10) -> float:
+    """FLOP/s of a large float32 matmul on this machine: the practical ceiling for the biLM."""
+    a = torch.randn(size, size, device=device)
+    b = torch.randn(size, size, device=device)
+    a @ b
+
+    def work() -> None:
+        for _ in range(repeats):
+            a @ b
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
+    return 2 * size**3 * repeats / timed(work)
 
 
 def main() -> None:
@@ -58,6 +74,10 @@ def main() -> None:
         run_ours()
         reference_s = timed(run_reference)
         ours_s = timed(run_ours)
+        with FlopCounterMode(display=False) as counter:
+            run_ours()
+        matmul_flops_per_s = matmul_peak(device)
+    plugin_flops_per_s = counter.get_total_flops() / ours_s
     emit(
         {
             "bench": "bilm_forward",
@@ -71,6 +91,9 @@ def main() -> None:
             "ratio": reference_s / ours_s,
             "max_abs_diff": max_diff,
             "peak_rss_mb": peak_rss_mb(),
+            "plugin_gflops_per_s": plugin_flops_per_s / 1e9,
+            "matmul_gflops_per_s": matmul_flops_per_s / 1e9,
+            "fraction_of_matmul_peak": plugin_flops_per_s / matmul_flops_per_s,
         }
     )
 

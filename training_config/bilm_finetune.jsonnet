@@ -4,8 +4,9 @@
 // The paper's Table 7: SNLI 72.1 -> 16.8, CoNLL-2003 NER 103.2 -> 46.3, SST-5 131.5 -> 78.6 dev ppl.
 //
 // Start: BILM_PRETRAINED_ARCHIVE (a model.tar.gz of elmo_plugin_bilm: biLM and softmax), or
-// ELMO_OPTIONS_FILE + ELMO_WEIGHT_FILE (bilm-tf files; the softmax starts fresh, since bilm-tf
-// never saved it, and needs BILM_VOCAB or the task text to build its vocabulary).
+// ELMO_OPTIONS_FILE + ELMO_WEIGHT_FILE with BILM_VOCAB (files of `allennlp elmo-export`, like the
+// shipped small biLM, carry the softmax too; original bilm-tf files do not, and their softmax
+// starts fresh; without BILM_VOCAB the vocabulary is built from the task text).
 // Task text: FINETUNE_TRAIN / FINETUNE_DEV, FORMAT::PATH (default: CoNLL-2003 train / dev text).
 // Run: allennlp train training_config/bilm_finetune.jsonnet -s out/bilm_ner --include-package elmo_plugin
 local archive = std.extVar("BILM_PRETRAINED_ARCHIVE");
@@ -30,6 +31,7 @@ local vocab_file = std.extVar("BILM_VOCAB");
     [if archive != "" then "pretrained_archive"]: archive,
     [if archive == "" then "pretrained_options_file"]: std.extVar("ELMO_OPTIONS_FILE"),
     [if archive == "" then "pretrained_weight_file"]: std.extVar("ELMO_WEIGHT_FILE"),
+    [if archive == "" && vocab_file != "" then "pretrained_vocab_file"]: vocab_file,
     dropout: 0.1,
   },
   data_loader: { batch_sampler: { type: "bucket", batch_size: 32, sorting_keys: ["tokens"] } },

@@ -11,7 +11,7 @@ The conversions (all inverted exactly by the exporter):
 """
 import json
 import os
-from typing import Any, Dict, Tuple, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 import h5py
 import numpy
@@ -69,6 +69,14 @@ def _lstm_prefix(direction: int, layer: int) -> str:
     return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
 
 
+def read_softmax(weight_file: PathLike) -> Optional[Tuple[numpy.ndarray, numpy.ndarray]]:
+    """The `softmax/W`, `softmax/b` datasets of a weight file written by the plugin, if any."""
+    with h5py.File(weight_file, "r") as weights:
+        if SOFTMAX_WEIGHT not in weights:
+            return None
+        return weights[SOFTMAX_WEIGHT][...], weights[SOFTMAX_BIAS][...]
+
+
 def load_bilm_tf(options_file: PathLike, weight_file: PathLike, dropout: float = 0.0) -> BiLm:
     """Build a `BiLm` from bilm-tf files, checking every dataset's presence and shape."""
     options = read_options(options_file)
@@ -112,8 +120,23 @@ def load_bilm_tf(options_file: PathLike, weight_file: PathLike, dropout: float =
     return bilm
 
 
-def export_bilm_tf(bilm: BiLm, options_file: PathLike, weight_file: PathLike, overwrite: bool = False) -> None:
-    """Write `bilm` as bilm-tf `options.json` + `weights.hdf5` (float32). Refuses to overwrite."""
+SOFTMAX_WEIGHT = "softmax/W"
+SOFTMAX_BIAS = "softmax/b"
+
+
+def export_bilm_tf(
+    bilm: BiLm,
+    options_file: PathLike,
+    weight_file: PathLike,
+    overwrite: bool = False,
+    softmax: Optional[Tuple[numpy.ndarray, numpy.ndarray]] = None,
+) -> None:
+    """Write `bilm` as bilm-tf `options.json` + `weights.hdf5` (float32). Refuses to overwrite.
+
+    `softmax`, optional: `(W [n_vocab, proj], b [n_vocab])` in `vocab.txt` line order, stored as
+    extra datasets `softmax/W`, `softmax/b` (bilm-tf never saved its softmax; readers that do not
+    know these datasets ignore them). They let a fine-tuning run start from the trained softmax.
+    """
     for path in (options_file, weight_file):
         if os.path.exists(path) and not overwrite:
             raise FileExistsError(f"{path} exists; not overwriting it")
@@ -133,6 +156,9 @@ def export_bilm_tf(bilm: BiLm, options_file: PathLike, weight_file: PathLike, ov
             for part in ("transform", "carry"):
                 weights[f"CNN_high_{k}/W_{part}"] = array(getattr(highway, part).weight).T
                 weights[f"CNN_high_{k}/b_{part}"] = array(getattr(highway, part).bias)
+        if softmax is not None:
+            weights[SOFTMAX_WEIGHT] = numpy.asarray(softmax[0], dtype=numpy.float32)
+            weights[SOFTMAX_BIAS] = numpy.asarray(softmax[1], dtype=numpy.float32)
         weights["CNN_proj/W_proj"] = array(cnn.projection.weight).T
         weights["CNN_proj/b_proj"] = array(cnn.projection.bias)
         for layer in range(lstm.n_layers):

@@ -39,8 +39,15 @@ class BilmTfVocabulary(Vocabulary):
         return vocab
 
 
-def write_bilm_tf_vocab(vocab: Vocabulary, vocab_file: str, namespace: str = "lm_tokens") -> None:
-    """Write `namespace` as a bilm-tf `vocab.txt` (`<S>`, `</S>`, `<UNK>` first). Never overwrites."""
+def read_bilm_tf_vocab_lines(vocab_file: str) -> List[str]:
+    """The tokens of a `vocab.txt`, in file order."""
+    with open(vocab_file, encoding="utf-8") as handle:
+        return [line.strip() for line in handle if line.strip()]
+
+
+def write_bilm_tf_vocab(vocab: Vocabulary, vocab_file: str, namespace: str = "lm_tokens") -> List[str]:
+    """Write `namespace` as a bilm-tf `vocab.txt` (`<S>`, `</S>`, `<UNK>` first); return its lines.
+    Never overwrites."""
     if os.path.exists(vocab_file):
         raise FileExistsError(f"{vocab_file} exists; not overwriting it")
     tokens = [
@@ -48,5 +55,7 @@ def write_bilm_tf_vocab(vocab: Vocabulary, vocab_file: str, namespace: str = "lm
         for _, token in sorted(vocab.get_index_to_token_vocabulary(namespace).items())
         if token not in (vocab._padding_token, vocab._oov_token, BOS, EOS)
     ]
+    lines = [BOS, EOS, BILM_TF_UNK, *tokens]
     with open(vocab_file, "w", encoding="utf-8") as handle:
-        handle.write("\n".join([BOS, EOS, BILM_TF_UNK, *tokens]) + "\n")
+        handle.write("\n".join(lines) + "\n")
+    return lines

@@ -14,8 +14,9 @@ logger = logging.getLogger(__name__)
 
 
 def export_archive(archive_file: str, output_dir: str) -> None:
-    """Write `options.json`, `weights.hdf5` and `vocab.txt` of an `elmo_plugin_bilm` archive into
-    `output_dir` (created if needed; existing files there are never overwritten)."""
+    """Write `options.json`, `weights.hdf5` (with the softmax as extra datasets) and `vocab.txt` of
+    an `elmo_plugin_bilm` archive into `output_dir` (created if needed; existing files there are
+    never overwritten)."""
     model = load_archive(archive_file).model
     if not isinstance(model, BiLmLanguageModel):
         raise ValueError(f"{archive_file}: not an elmo_plugin_bilm archive")
@@ -24,9 +25,15 @@ def export_archive(archive_file: str, output_dir: str) -> None:
     if existing:
         raise FileExistsError(f"not overwriting {', '.join(existing)}")
     os.makedirs(output_dir, exist_ok=True)
-    model.bilm.options["n_tokens_vocab"] = model.vocab.get_vocab_size(model.lm_namespace)
-    export_bilm_tf(model.bilm, paths["options.json"], paths["weights.hdf5"])
-    write_bilm_tf_vocab(model.vocab, paths["vocab.txt"], namespace=model.lm_namespace)
+    tokens = write_bilm_tf_vocab(model.vocab, paths["vocab.txt"], namespace=model.lm_namespace)
+    # softmax rows in vocab.txt order (<UNK> = the namespace's OOV row)
+    rows = [model.vocab.get_token_index(token, model.lm_namespace) for token in tokens]
+    softmax = (
+        model.softmax.softmax_w.detach()[rows].numpy(),
+        model.softmax.softmax_b.detach()[rows].numpy(),
+    )
+    model.bilm.options["n_tokens_vocab"] = len(tokens)
+    export_bilm_tf(model.bilm, paths["options.json"], paths["weights.hdf5"], softmax=softmax)
 
 
 @Subcommand.register("elmo-export")
@@ -39,7 +46,8 @@ class ElmoExport(Subcommand):
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
         description = (
             "Write options.json, weights.hdf5 and vocab.txt (bilm-tf layout) of an elmo_plugin_bilm "
-            "model.tar.gz into OUTPUT_DIR. The softmax is not exported (bilm-tf never dumps it)."
+            "model.tar.gz into OUTPUT_DIR. The softmax goes into weights.hdf5 as the extra datasets "
+            "softmax/W and softmax/b (in vocab.txt order), which bilm-tf readers ignore."
         )
         subparser = parser.add_parser(self.name, description=description, help="Export a biLM to bilm-tf files.")
         subparser.add_argument("archive_file", help="model.tar.gz of an elmo_plugin_bilm run")

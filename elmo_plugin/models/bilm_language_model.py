@@ -10,7 +10,8 @@ from allennlp.models.archival import load_archive
 from allennlp.modules.sampled_softmax_loss import SampledSoftmaxLoss
 
 from elmo_plugin.bilm.bilm import BiLm
-from elmo_plugin.bilm.bilm_tf import load_bilm_tf
+from elmo_plugin.bilm.bilm_tf import load_bilm_tf, read_softmax
+from elmo_plugin.bilm.vocab import BILM_TF_UNK, read_bilm_tf_vocab_lines
 
 logger = logging.getLogger(__name__)
 
@@ -38,8 +39,11 @@ class BiLmLanguageModel(Model):
     options : `Dict[str, Any]`, optional
         bilm-tf style architecture (`char_cnn`, `lstm` sections) for a biLM trained from scratch.
     pretrained_options_file, pretrained_weight_file : `str`, optional
-        Start from bilm-tf weights instead (domain fine-tuning, Supplement A.1). The softmax is not
-        in bilm-tf files and starts fresh.
+        Start from bilm-tf weights instead (domain fine-tuning, Supplement A.1). bilm-tf files hold
+        no softmax, which then starts fresh; files written by `allennlp elmo-export` carry it, and
+        with `pretrained_vocab_file` its rows are matched to this model's vocabulary by token.
+    pretrained_vocab_file : `str`, optional
+        The `vocab.txt` that goes with `pretrained_weight_file`'s softmax.
     pretrained_archive : `str`, optional
         Start from a `model.tar.gz` of this model (biLM and, if the vocabularies match, softmax).
     dropout : `float`, optional (default = `0.1`)
@@ -55,6 +59,7 @@ class BiLmLanguageModel(Model):
         options: Optional[Dict[str, Any]] = None,
         pretrained_options_file: Optional[str] = None,
         pretrained_weight_file: Optional[str] = None,
+        pretrained_vocab_file: Optional[str] = None,
         pretrained_archive: Optional[str] = None,
         dropout: float = 0.1,
         num_samples: Optional[int] = None,
@@ -98,14 +103,43 @@ class BiLmLanguageModel(Model):
         )
         if pretrained_softmax is not None:
             self.softmax.load_state_dict(pretrained_softmax)
+        elif pretrained_weight_file is not None and pretrained_vocab_file is not None:
+            self._load_exported_softmax(pretrained_weight_file, pretrained_vocab_file)
         self.output_dropout = torch.nn.Dropout(dropout)
+        padding_column = torch.zeros(num_words, dtype=torch.bool)
+        padding_column[0] = vocab._padding_token in vocab.get_token_to_index_vocabulary(lm_namespace)
+        self.register_buffer("_padding_column", padding_column, persistent=False)
         self._nll = {"forward": 0.0, "backward": 0.0}
         self._num_targets = 0
+
+    def _load_exported_softmax(self, weight_file: str, vocab_file: str) -> None:
+        """Copy the rows of an exported softmax for every token of this vocabulary it knows."""
+        exported = read_softmax(weight_file)
+        if exported is None:
+            logger.info("%s has no softmax: it starts fresh", weight_file)
+            return
+        weight, bias = exported
+        lines = read_bilm_tf_vocab_lines(vocab_file)
+        if len(lines) != weight.shape[0]:
+            raise ValueError(f"{vocab_file} has {len(lines)} tokens but the softmax in {weight_file} has {weight.shape[0]} rows")
+        row_of = {token: row for row, token in enumerate(lines)}
+        row_of[self.vocab._oov_token] = row_of.get(BILM_TF_UNK, -1)
+        found = 0
+        with torch.no_grad():
+            for token, index in self.vocab.get_token_to_index_vocabulary(self.lm_namespace).items():
+                row = row_of.get(token, -1)
+                if row >= 0:
+                    self.softmax.softmax_w[index] = torch.from_numpy(weight[row])
+                    self.softmax.softmax_b[index] = float(bias[row])
+                    found += 1
+        logger.info("Softmax rows from %s for %d of %d tokens", weight_file, found, self.softmax.softmax_w.shape[0])
 
     def _nll_sum(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         if self.training and self.num_samples is not None:
             return self.softmax(hidden, targets)
         logits = torch.matmul(hidden, self.softmax.softmax_w.t()) + self.softmax.softmax_b
+        # the padding id is never a word: keep it out of the normalisation
+        logits = logits.masked_fill(self._padding_column, float("-inf"))
         return torch.nn.functional.cross_entropy(logits, targets, reduction="sum")
 
     def forward(self, tokens: TextFieldTensors) -> Dict[str, torch.Tensor]:  # type: ignore[override]
