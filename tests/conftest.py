@@ -8,6 +8,10 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Tests run the configs on the tiny bilm-tf fixture biLM, not the shipped default.
+_DATA = Path(os.environ.get("ELMO_PLUGIN_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+os.environ["ELMO_OPTIONS_FILE"] = str(_DATA / "elmo_fixture" / "options.json")
+os.environ["ELMO_WEIGHT_FILE"] = str(_DATA / "elmo_fixture" / "lm_weights.hdf5")
 
 import elmo_plugin  # noqa: E402,F401  (registers components, sets config defaults)
 from elmo_plugin.common.config_env import REPO_ROOT  # noqa: E402

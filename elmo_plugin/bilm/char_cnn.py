@@ -1,5 +1,5 @@
 """The biLM's context-independent token encoder: a character CNN (Sec. 3.4 of Peters et al. 2018)."""
-from typing import List, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -74,6 +74,11 @@ class CharCnnEncoder(nn.Module):
         Output size (the LSTM's `projection_dim`).
     activation : `str`, optional (default = `"relu"`)
         `"relu"` or `"tanh"`, applied after max-pooling as in bilm-tf.
+    word_cache_size : `int`, optional (default = `50000`)
+        In inference (eval mode, no gradient), the vectors of up to this many distinct words are
+        kept, so a word is encoded once however many batches it appears in. The cache empties
+        itself whenever any weight of the encoder changes (optimizer step, `load_state_dict`,
+        in-place edit), so it is never stale. 0 turns it off.
     """
 
     def __init__(
@@ -83,6 +88,7 @@ class CharCnnEncoder(nn.Module):
         n_highway: int,
         projection_dim: int,
         activation: str = "relu",
+        word_cache_size: int = 50000,
     ) -> None:
         super().__init__()
         if activation not in ("relu", "tanh"):
@@ -97,6 +103,30 @@ class CharCnnEncoder(nn.Module):
         self.highways = nn.ModuleList(Highway(n_filters) for _ in range(n_highway))
         self.projection = nn.Linear(n_filters, projection_dim)
         self.output_dim = projection_dim
+        self.word_cache_size = word_cache_size
+        self._word_cache: Dict[bytes, torch.Tensor] = {}
+        self._cached_weights_version: Tuple[Tuple[int, int], ...] = ()
+
+    def _weights_version(self) -> Tuple[Tuple[int, int], ...]:
+        return tuple((p.data_ptr(), p._version) for p in self.parameters())
+
+    def _encode_with_cache(self, words: torch.Tensor) -> torch.Tensor:
+        """`encode_words` through the inference word cache."""
+        version = self._weights_version()
+        if version != self._cached_weights_version:
+            self._word_cache.clear()
+            self._cached_weights_version = version
+        rows = words.to(torch.int16).cpu().numpy()
+        keys = [row.tobytes() for row in rows]
+        missing = [i for i, key in enumerate(keys) if key not in self._word_cache]
+        fresh = {}
+        if missing:
+            encoded = self.encode_words(words[missing])
+            for position, i in enumerate(missing):
+                fresh[keys[i]] = encoded[position]
+                if len(self._word_cache) < self.word_cache_size:
+                    self._word_cache[keys[i]] = encoded[position]
+        return torch.stack([fresh[key] if key in fresh else self._word_cache[key] for key in keys])
 
     def encode_words(self, word_char_ids: torch.Tensor) -> torch.Tensor:
         """Encode a flat batch of words, `(n_words, max_chars)` -> `(n_words, projection_dim)`.
@@ -139,7 +169,10 @@ class CharCnnEncoder(nn.Module):
         flat = char_ids.reshape(-1, max_chars)
         flat_mask = mask.reshape(-1)
         words, inverse = torch.unique(flat[flat_mask], dim=0, return_inverse=True)
-        encoded = self.encode_words(words)
+        if self.word_cache_size and not self.training and not torch.is_grad_enabled():
+            encoded = self._encode_with_cache(words)
+        else:
+            encoded = self.encode_words(words)
         out = encoded.new_zeros((flat.shape[0], encoded.shape[-1]))
         out[flat_mask] = encoded[inverse]
         return out.view(batch_size, timesteps, -1)

@@ -18,12 +18,13 @@ FIXTURES = REPO_ROOT / "fixtures"
 def config_defaults() -> Dict[str, str]:
     """The variables and their defaults, given the current `ELMO_PLUGIN_DATA`."""
     data = Path(os.environ.get("ELMO_PLUGIN_DATA", REPO_ROOT.parent / "shared" / "data"))
-    elmo = data / "elmo_fixture"
+    shipped = REPO_ROOT / "elmo_plugin" / "pretrained" / "small"
     return {
         "ELMO_PLUGIN_DATA": str(data),
         "ELMO_PLUGIN_FIXTURES": str(FIXTURES),
-        "ELMO_OPTIONS_FILE": str(elmo / "options.json"),
-        "ELMO_WEIGHT_FILE": str(elmo / "lm_weights.hdf5"),
+        # the small biLM shipped with the plugin (see README)
+        "ELMO_OPTIONS_FILE": str(shipped / "options.json"),
+        "ELMO_WEIGHT_FILE": str(shipped / "weights.hdf5"),
         "CONLL2003_TRAIN": str(data / "conll2003" / "eng.train"),
         "CONLL2003_DEV": str(data / "conll2003" / "eng.testa"),
         "CONLL2003_TEST": str(data / "conll2003" / "eng.testb"),

@@ -1,0 +1,46 @@
+"""Dev perplexity of the biLM shipped in elmo_plugin/pretrained/small (full softmax)."""
+import os
+
+import torch
+from allennlp.data.data_loaders import MultiProcessDataLoader
+from allennlp.data.samplers import BucketBatchSampler
+from allennlp.training.util import evaluate
+
+import elmo_plugin  # noqa: F401  (sets BILM_DEV's default)
+from benchmarks.common import emit
+from elmo_plugin.bilm.loading import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE, PRETRAINED_DIR
+from elmo_plugin.bilm.vocab import BilmTfVocabulary
+from elmo_plugin.dataset_readers.lm_corpus import LmCorpusReader
+from elmo_plugin.models.bilm_language_model import BiLmLanguageModel
+
+
+def main() -> None:
+    vocab_file = str(PRETRAINED_DIR / "vocab.txt")
+    vocab = BilmTfVocabulary.from_bilm_tf_vocab(vocab_file)
+    model = BiLmLanguageModel(
+        vocab,
+        pretrained_options_file=str(DEFAULT_OPTIONS_FILE),
+        pretrained_weight_file=str(DEFAULT_WEIGHT_FILE),
+        pretrained_vocab_file=vocab_file,
+        dropout=0.0,
+    )
+    dev = os.environ["BILM_DEV"].split(",")
+    loader = MultiProcessDataLoader(
+        LmCorpusReader(max_sentence_length=50), dev, batch_sampler=BucketBatchSampler(64, shuffle=False)
+    )
+    loader.index_with(vocab)
+    with torch.no_grad():
+        metrics = evaluate(model, loader)
+    emit(
+        {
+            "bench": "shipped_bilm",
+            "dev": ",".join(dev),
+            "dev_perplexity": metrics["perplexity"],
+            "dev_perplexity_forward": metrics["perplexity_forward"],
+            "dev_perplexity_backward": metrics["perplexity_backward"],
+        }
+    )
+
+
+if __name__ == "__main__":
+    main()
