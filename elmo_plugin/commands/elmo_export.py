@@ -20,6 +20,11 @@ def export_archive(archive_file: str, output_dir: str) -> None:
     model = load_archive(archive_file).model
     if not isinstance(model, BiLmLanguageModel):
         raise ValueError(f"{archive_file}: not an elmo_plugin_bilm archive")
+    export_model(model, output_dir)
+
+
+def export_model(model: BiLmLanguageModel, output_dir: str) -> None:
+    """`export_archive` for a model in memory."""
     paths = {name: os.path.join(output_dir, name) for name in ("options.json", "weights.hdf5", "vocab.txt")}
     existing = [path for path in paths.values() if os.path.exists(path)]
     if existing:
