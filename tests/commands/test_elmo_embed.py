@@ -33,7 +33,7 @@ def test_cli_writes_documented_file(tmp_path, repo_root, fixture_sentences, bilm
         "--batch-size", 4, "--include-package", "elmo_plugin", cwd=repo_root,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "elmo-embed" in result.stderr  # the progress bar
+    assert "elmo-embed" in result.stderr and "2/2" in result.stderr  # progress bar: 6 sentences, batches of 4
     with h5py.File(tmp_path / "out.hdf5", "r") as out:
         assert set(out.keys()) == {str(i) for i in range(6)} | {"sentence_to_index"}
         index = json.loads(out["sentence_to_index"][()])
