@@ -48,7 +48,7 @@ def run(variant: str, bilm: Dict[str, str], sentences: int, epochs: int) -> List
         "trainer.validation_metric": "-loss",
     }
     if variant != "baseline":
-        elmo = "model.text_field_embedder.token_embedders.elmo"
+        elmo = "model.text_field_embedder"
         projection_dim = json.loads(open(bilm["options_file"]).read())["lstm"]["projection_dim"]
         overrides[f"{elmo}.options_file"] = bilm["options_file"]
         overrides[f"{elmo}.weight_file"] = bilm["weight_file"]

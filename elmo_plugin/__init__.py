@@ -12,6 +12,8 @@ from elmo_plugin.common.torch_compat import allow_numpy_scalars_in_checkpoints
 from elmo_plugin.dataset_readers import LmCorpusReader
 from elmo_plugin.models import BiLmLanguageModel
 from elmo_plugin.modules import regularization as _regularization
+from elmo_plugin.modules.seq2seq_encoders import OutputElmoEncoder
+from elmo_plugin.modules.text_field_embedders import ElmoPlacementEmbedder
 from elmo_plugin.token_embedders import ElmoPluginTokenEmbedder
 from elmo_plugin.training import ValidateBeforeTraining
 

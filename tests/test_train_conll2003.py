@@ -22,7 +22,7 @@ def test_train_crf_tagger_with_plugin_elmo(tmp_path, repo_root):
     }
     command = [
         os.path.join(os.path.dirname(sys.executable), "allennlp"), "train",
-        str(repo_root / "training_config" / "conll2003_crf_tagger_elmo.jsonnet"),
+        str(repo_root / "fixtures" / "ner_token_embedder.jsonnet"),
         "-s", str(tmp_path / "out"), "--include-package", "elmo_plugin", "-o", json.dumps(overrides),
     ]
     # run outside the repository: the plugin is found through --include-package alone

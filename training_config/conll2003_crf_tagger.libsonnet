@@ -1,6 +1,7 @@
 // CoNLL-2003 NER biLSTM-CRF (Peters et al. 2018, Supplement A.7), with or without ELMo.
-// `elmo` is null (baseline) or {lambda, layer_norm, dropout}: ELMo then enters at the input through
-// the plugin's TokenEmbedder (biLM from ELMO_OPTIONS_FILE / ELMO_WEIGHT_FILE).
+// `elmo` is null (baseline) or {placement: "input" | "output" | "both", lambda, layer_norm, dropout}:
+// the plugin's placement mechanism (`elmo_plugin_placement` embedder + `elmo_plugin_output_elmo`
+// encoder wrapper; biLM from ELMO_OPTIONS_FILE / ELMO_WEIGHT_FILE).
 //
 // Data: CONLL2003_TRAIN / CONLL2003_DEV / CONLL2003_TEST (default: ../shared/data/conll2003).
 // Word vectors: WORD_VECTORS (GloVe/Senna file) or empty = trained from scratch.
@@ -9,6 +10,29 @@ function(elmo=null)
   local word_dim = 50;
   local char_filters = 128;
   local elmo_dim = if elmo == null then 0 else 2 * std.parseJson(std.extVar("ELMO_PROJECTION_DIM"));
+  local elmo_in = elmo != null && (elmo.placement == "input" || elmo.placement == "both");
+  local elmo_out = elmo != null && (elmo.placement == "output" || elmo.placement == "both");
+  local token_embedders = {
+    tokens: {
+      type: "embedding",
+      embedding_dim: word_dim,
+      trainable: true,
+      [if word_vectors != "" then "pretrained_file"]: word_vectors,
+    },
+    token_characters: {
+      type: "character_encoding",
+      embedding: { embedding_dim: 16, vocab_namespace: "token_characters" },
+      encoder: { type: "cnn", embedding_dim: 16, num_filters: char_filters, ngram_filter_sizes: [3], conv_layer_activation: "relu" },
+    },
+  };
+  local lstm = {
+    type: "lstm",
+    input_size: word_dim + char_filters + (if elmo_in then elmo_dim else 0),
+    hidden_size: 200,
+    num_layers: 2,
+    dropout: 0.5,
+    bidirectional: true,
+  };
   {
     dataset_reader: {
       type: "conll2003",
@@ -31,37 +55,17 @@ function(elmo=null)
       calculate_span_f1: true,
       dropout: 0.5,
       include_start_end_transitions: false,
-      text_field_embedder: {
-        token_embedders: {
-          tokens: {
-            type: "embedding",
-            embedding_dim: word_dim,
-            trainable: true,
-            [if word_vectors != "" then "pretrained_file"]: word_vectors,
-          },
-          token_characters: {
-            type: "character_encoding",
-            embedding: { embedding_dim: 16 },
-            encoder: { type: "cnn", embedding_dim: 16, num_filters: char_filters, ngram_filter_sizes: [3], conv_layer_activation: "relu" },
-          },
-          [if elmo != null then "elmo"]: {
-            type: "elmo_plugin_token_embedder",
-            options_file: std.extVar("ELMO_OPTIONS_FILE"),
-            weight_file: std.extVar("ELMO_WEIGHT_FILE"),
-            do_layer_norm: elmo.layer_norm,
-            dropout: elmo.dropout,
-            l2_coefficient: elmo.lambda,
-          },
-        },
+      text_field_embedder: if elmo == null then { token_embedders: token_embedders } else {
+        type: "elmo_plugin_placement",
+        token_embedders: token_embedders,
+        placement: elmo.placement,
+        options_file: std.extVar("ELMO_OPTIONS_FILE"),
+        weight_file: std.extVar("ELMO_WEIGHT_FILE"),
+        do_layer_norm: elmo.layer_norm,
+        dropout: elmo.dropout,
+        l2_coefficient: elmo.lambda,
       },
-      encoder: {
-        type: "lstm",
-        input_size: word_dim + char_filters + elmo_dim,
-        hidden_size: 200,
-        num_layers: 2,
-        dropout: 0.5,
-        bidirectional: true,
-      },
+      encoder: if elmo_out then { type: "elmo_plugin_output_elmo", encoder: lstm, elmo_dim: elmo_dim } else lstm,
     },
     data_loader: { batch_sampler: { type: "bucket", batch_size: 64 } },
     trainer: {

@@ -4,9 +4,10 @@
 // Run: allennlp train training_config/conll2003_crf_tagger_elmo.jsonnet -s out/ner --include-package elmo_plugin
 local tagger = import "conll2003_crf_tagger.libsonnet";
 
-// ELMo settings: the Table 2 ablations are a one-line change.
+// ELMo settings: the Table 2 / Table 3 ablations are a one-line change.
+local elmo_placement = "input";  // "input", "output" or "both"
 local elmo_lambda = 0.1;
 local elmo_layer_norm = false;
 local elmo_dropout = 0.5;
 
-tagger(elmo={ lambda: elmo_lambda, layer_norm: elmo_layer_norm, dropout: elmo_dropout })
+tagger(elmo={ placement: elmo_placement, lambda: elmo_lambda, layer_norm: elmo_layer_norm, dropout: elmo_dropout })

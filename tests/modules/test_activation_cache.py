@@ -64,7 +64,7 @@ def test_cached_and_uncached_training_give_the_same_losses(tmp_path, repo_root):
             "data_loader.batch_sampler.batch_size": 8,
             "trainer.num_epochs": 3,
             "evaluate_on_test": False,
-            "model.text_field_embedder.token_embedders.elmo.cache_activations": cache,
+            "model.text_field_embedder.cache_activations": cache,
         }
         out = tmp_path / str(cache)
         train_model_from_file(

@@ -1,0 +1,1 @@
+from elmo_plugin.modules.seq2seq_encoders.output_elmo_encoder import OutputElmoEncoder

@@ -1,0 +1,1 @@
+from elmo_plugin.modules.text_field_embedders.elmo_placement_embedder import ElmoPlacementEmbedder

@@ -1,0 +1,95 @@
+"""ELMo at the input, the output, or both of a task encoder, for any TextFieldEmbedder -> Seq2SeqEncoder model."""
+from typing import Dict, List, Optional
+
+import torch
+from allennlp.common.checks import ConfigurationError
+from allennlp.data import TextFieldTensors
+from allennlp.modules.text_field_embedders import BasicTextFieldEmbedder, TextFieldEmbedder
+from allennlp.modules.token_embedders import TokenEmbedder
+
+from elmo_plugin.bilm.loading import load_bilm
+from elmo_plugin.modules.elmo import ElmoRepresentations
+
+PLACEMENTS = ("input", "output", "both")
+
+
+@TextFieldEmbedder.register("elmo_plugin_placement")
+class ElmoPlacementEmbedder(TextFieldEmbedder):
+    """The context-independent token vectors `x_k` of `token_embedders`, followed by ELMo vectors
+    from one biLM pass (Sec. 3.3, Table 3): `[x_k; ELMo_in]` for `"input"`, `[x_k; ELMo_out]` for
+    `"output"`, `[x_k; ELMo_in; ELMo_out]` for `"both"`, each ELMo with its own `s` and `gamma`.
+
+    The `ELMo_out` columns ride along to the encoder, where `elmo_plugin_output_elmo` splits them
+    off, runs the task encoder on the rest, and concatenates them to its output `h_k`. The data
+    flows through the tensors, so no state is kept between calls: a model that embeds two texts
+    (ESIM's premise and hypothesis) gets each text's own ELMo, with shared mix weights and one
+    frozen biLM in memory.
+
+    Registered as a `TextFieldEmbedder` with name "elmo_plugin_placement".
+
+    # Parameters
+
+    token_embedders : `Dict[str, TokenEmbedder]`
+        The other (non-ELMo) token embedders, as for "basic".
+    placement : `str`, optional (default = `"input"`)
+        `"input"`, `"output"` or `"both"`.
+    elmo_key : `str`, optional (default = `"elmo"`)
+        The `elmo_characters` indexer's name in the dataset reader.
+    options_file, weight_file, archive_file : `str`, optional
+        The biLM (see `elmo_plugin_token_embedder`); none = the shipped small biLM.
+    do_layer_norm, dropout, l2_coefficient, scalar_mix_parameters, requires_grad, cache_activations, cache_size_mb
+        As for `elmo_plugin_token_embedder`, applied to every mix.
+    """
+
+    def __init__(
+        self,
+        token_embedders: Dict[str, TokenEmbedder],
+        placement: str = "input",
+        elmo_key: str = "elmo",
+        options_file: Optional[str] = None,
+        weight_file: Optional[str] = None,
+        archive_file: Optional[str] = None,
+        do_layer_norm: bool = False,
+        dropout: float = 0.5,
+        l2_coefficient: float = 0.0,
+        scalar_mix_parameters: Optional[List[float]] = None,
+        requires_grad: bool = False,
+        cache_activations: bool = True,
+        cache_size_mb: float = 2048.0,
+    ) -> None:
+        super().__init__()
+        if placement not in PLACEMENTS:
+            raise ConfigurationError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
+        if elmo_key in token_embedders:
+            raise ConfigurationError(f"{elmo_key!r} is the ELMo key; do not also give it a token embedder")
+        self.placement = placement
+        self.elmo_key = elmo_key
+        self.base = BasicTextFieldEmbedder(token_embedders)
+        self.elmo = ElmoRepresentations(
+            load_bilm(options_file, weight_file, archive_file),
+            num_output_representations=2 if placement == "both" else 1,
+            do_layer_norm=do_layer_norm,
+            dropout=dropout,
+            l2_coefficient=l2_coefficient,
+            scalar_mix_parameters=scalar_mix_parameters,
+            requires_grad=requires_grad,
+            cache_activations=cache_activations,
+            cache_size_mb=cache_size_mb,
+        )
+
+    @property
+    def elmo_dim(self) -> int:
+        return self.elmo.get_output_dim()
+
+    def get_output_dim(self) -> int:
+        return self.base.get_output_dim() + self.elmo_dim * len(self.elmo.scalar_mixes)
+
+    def forward(self, text_field_input: TextFieldTensors, num_wrapping_dims: int = 0, **kwargs) -> torch.Tensor:
+        if self.elmo_key not in text_field_input:
+            raise ConfigurationError(
+                f"no {self.elmo_key!r} indexer output; add an elmo_characters indexer named {self.elmo_key!r}"
+            )
+        others = {key: value for key, value in text_field_input.items() if key != self.elmo_key}
+        embedded = self.base(others, num_wrapping_dims=num_wrapping_dims, **kwargs)
+        elmo = self.elmo(text_field_input[self.elmo_key]["elmo_tokens"])["elmo_representations"]
+        return torch.cat([embedded, *elmo], dim=-1)

@@ -1,0 +1,65 @@
+"""ELMo at the input, output or both of the task encoder (the CoNLL-2003 biLSTM-CRF as the example)."""
+import allennlp_models.tagging  # noqa: F401  (crf_tagger, conll2003)
+import pytest
+import torch
+from allennlp.common.testing import ModelTestCase
+
+from elmo_plugin.common.config_env import REPO_ROOT
+
+LIBSONNET = REPO_ROOT / "training_config" / "conll2003_crf_tagger.libsonnet"
+DATA = REPO_ROOT / "fixtures" / "conll2003" / "tiny.txt"
+
+
+def write_config(tmp_path, placement, layer_norm=False):
+    # ELMo's layer norm (bilm-tf, AllenNLP ScalarMix) takes its statistics over the whole batch,
+    # so batch-consistency checks run without it.
+    elmo = "null" if placement is None else (
+        f'{{placement: "{placement}", lambda: 0.1, layer_norm: {str(layer_norm).lower()}, dropout: 0.5}}'
+    )
+    path = tmp_path / f"ner_{placement}_{layer_norm}.jsonnet"
+    path.write_text(
+        f'local tagger = import "{LIBSONNET}";\n'
+        f'tagger(elmo={elmo}) + {{train_data_path: "{DATA}", validation_data_path: "{DATA}", '
+        f'test_data_path: null, evaluate_on_test: false, data_loader: {{batch_size: 2}}, '
+        f'trainer+: {{num_epochs: 2}}}}\n'
+    )
+    return path
+
+
+class TestPlacements(ModelTestCase):
+    @pytest.fixture(autouse=True)
+    def _tmp(self, tmp_path):
+        self.tmp = tmp_path
+
+    @pytest.mark.parametrize("placement", [None, "input", "output", "both"])
+    def test_train_save_reload_predict(self, placement):
+        config = write_config(self.tmp, placement)
+        self.set_up_model(config, DATA)
+        self.ensure_model_can_train_save_and_load(config, tolerance=1e-4)
+        self.ensure_batch_predictions_are_consistent()
+
+    def test_output_placement_widens_the_encoder_output_and_mixes_are_independent(self):
+        widths = {}
+        for placement in ("input", "output", "both"):
+            self.set_up_model(write_config(self.tmp, placement, layer_norm=True), DATA)
+            widths[placement] = (self.model.encoder.get_input_dim(), self.model.encoder.get_output_dim())
+            if placement == "both":
+                model = self.model
+        elmo_dim = 32  # the fixture biLM: 2 x projection 16
+        assert widths["input"] == (50 + 128 + elmo_dim, 400)
+        assert widths["output"] == (50 + 128 + elmo_dim, 400 + elmo_dim)  # ELMo_out bypasses the LSTM
+        assert widths["both"] == (50 + 128 + 2 * elmo_dim, 400 + elmo_dim)
+        assert model.tag_projection_layer._module.in_features == 400 + elmo_dim
+        mix_in, mix_out = model.text_field_embedder.elmo.scalar_mixes
+        assert mix_in.gamma is not mix_out.gamma
+        # one optimisation step moves the two mixes differently; the biLM gets no gradient
+        before = {name: p.detach().clone() for name, p in model.text_field_embedder.elmo.bilm.named_parameters()}
+        model.train()
+        optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.5)
+        batch = self.dataset.as_tensor_dict()
+        model(**batch)["loss"].backward()
+        optimizer.step()
+        assert not torch.allclose(mix_in.raw_weights(), mix_out.raw_weights())
+        for name, parameter in model.text_field_embedder.elmo.bilm.named_parameters():
+            assert parameter.grad is None and torch.equal(parameter, before[name]), name
+        assert sum(1 for m in model.modules() if m.__class__.__name__ == "BiLm") == 1  # one shared biLM
