@@ -35,9 +35,9 @@ function(elmo=null)
   };
   {
     dataset_reader: {
-      type: "conll2003",
+      type: "elmo_plugin_conll2003",
       tag_label: "ner",
-      coding_scheme: "BIOUL",
+      convert_to_coding_scheme: "BIOUL",
       token_indexers: {
         tokens: { type: "single_id", lowercase_tokens: true },
         token_characters: { type: "characters", min_padding_length: 3 },
