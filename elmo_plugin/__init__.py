@@ -1,8 +1,10 @@
 """ELMo (Peters et al. 2018) for AllenNLP 2.10: biLM, Eq. (1) mixes, token embedder, commands.
 
-Importing the package registers its components. It stays light: the `allennlp` subcommands are
-registered only when `allennlp.commands` is already loaded (that is, under the `allennlp` CLI, or
-via `--include-package`, which imports every submodule), and allennlp-models is never imported.
+Importing the package registers its components. It stays light: the `allennlp` subcommands and
+the task readers that build on allennlp-models are registered only when `allennlp.commands` /
+`allennlp_models` are already loaded (as under the `allennlp` CLI, which imports them before file
+plugins), or via `--include-package`, which imports every submodule; the package itself never
+imports allennlp-models.
 """
 import sys
 
@@ -23,3 +25,5 @@ allow_numpy_scalars_in_checkpoints()
 
 if "allennlp.commands" in sys.modules:
     import elmo_plugin.commands  # noqa: F401
+if "allennlp_models" in sys.modules:
+    import elmo_plugin.dataset_readers.snli  # noqa: F401

@@ -28,6 +28,9 @@ def config_defaults() -> Dict[str, str]:
         "CONLL2003_TRAIN": str(data / "conll2003" / "eng.train"),
         "CONLL2003_DEV": str(data / "conll2003" / "eng.testa"),
         "CONLL2003_TEST": str(data / "conll2003" / "eng.testb"),
+        "SNLI_TRAIN": str(data / "format_samples" / "snli.jsonl"),
+        "SNLI_DEV": str(data / "format_samples" / "snli.jsonl"),
+        "SNLI_TEST": str(data / "format_samples" / "snli.jsonl"),
         # Optional pretrained word vectors (GloVe/Senna): empty = trained from scratch.
         "WORD_VECTORS": "",
         # biLM pretraining: comma-separated FORMAT::PATH lists (see LmCorpusReader), vocab.txt or "".

@@ -1,25 +1,33 @@
-"""ELMo at the input, output or both of the task encoder (the CoNLL-2003 biLSTM-CRF as the example)."""
-import allennlp_models.tagging  # noqa: F401  (crf_tagger, conll2003)
+"""ELMo at the input, output or both of the task encoder, for every task model: train a few steps,
+save, reload, predict."""
+import allennlp_models.pair_classification  # noqa: F401  (esim)
+import allennlp_models.tagging  # noqa: F401  (crf_tagger)
 import pytest
 import torch
 from allennlp.common.testing import ModelTestCase
 
+import elmo_plugin.dataset_readers.snli  # noqa: F401  (registered once allennlp_models is loaded)
 from elmo_plugin.common.config_env import REPO_ROOT
+from tests.conftest import DATA as SHARED
 
-LIBSONNET = REPO_ROOT / "training_config" / "conll2003_crf_tagger.libsonnet"
-DATA = REPO_ROOT / "fixtures" / "conll2003" / "tiny.txt"
+TASKS = {
+    "ner": (REPO_ROOT / "training_config" / "conll2003_crf_tagger.libsonnet", REPO_ROOT / "fixtures" / "conll2003" / "tiny.txt"),
+    "snli": (REPO_ROOT / "training_config" / "snli_esim.libsonnet", SHARED / "format_samples" / "snli.jsonl"),
+}
+LIBSONNET, DATA = TASKS["ner"]
 
 
-def write_config(tmp_path, placement, layer_norm=False):
+def write_config(tmp_path, placement, layer_norm=False, task="ner"):
+    libsonnet, data = TASKS[task]
     # ELMo's layer norm (bilm-tf, AllenNLP ScalarMix) takes its statistics over the whole batch,
     # so batch-consistency checks run without it.
     elmo = "null" if placement is None else (
         f'{{placement: "{placement}", lambda: 0.1, layer_norm: {str(layer_norm).lower()}, dropout: 0.5}}'
     )
-    path = tmp_path / f"ner_{placement}_{layer_norm}.jsonnet"
+    path = tmp_path / f"{task}_{placement}_{layer_norm}.jsonnet"
     path.write_text(
-        f'local tagger = import "{LIBSONNET}";\n'
-        f'tagger(elmo={elmo}) + {{train_data_path: "{DATA}", validation_data_path: "{DATA}", '
+        f'local task = import "{libsonnet}";\n'
+        f'task(elmo={elmo}) + {{train_data_path: "{data}", validation_data_path: "{data}", '
         f'test_data_path: null, evaluate_on_test: false, data_loader: {{batch_size: 2}}, '
         f'trainer+: {{num_epochs: 2}}}}\n'
     )
@@ -31,10 +39,11 @@ class TestPlacements(ModelTestCase):
     def _tmp(self, tmp_path):
         self.tmp = tmp_path
 
+    @pytest.mark.parametrize("task", sorted(TASKS))
     @pytest.mark.parametrize("placement", [None, "input", "output", "both"])
-    def test_train_save_reload_predict(self, placement):
-        config = write_config(self.tmp, placement)
-        self.set_up_model(config, DATA)
+    def test_train_save_reload_predict(self, placement, task):
+        config = write_config(self.tmp, placement, task=task)
+        self.set_up_model(config, TASKS[task][1])
         self.ensure_model_can_train_save_and_load(config, tolerance=1e-4)
         self.ensure_batch_predictions_are_consistent()
 
@@ -63,3 +72,15 @@ class TestPlacements(ModelTestCase):
         for name, parameter in model.text_field_embedder.elmo.bilm.named_parameters():
             assert parameter.grad is None and torch.equal(parameter, before[name]), name
         assert sum(1 for m in model.modules() if m.__class__.__name__ == "BiLm") == 1  # one shared biLM
+
+    def test_esim_embeds_premise_and_hypothesis_with_one_biLM_and_shared_mixes(self):
+        self.set_up_model(write_config(self.tmp, "both", layer_norm=True, task="snli"), TASKS["snli"][1])
+        model = self.model
+        assert sum(1 for m in model.modules() if m.__class__.__name__ == "BiLm") == 1
+        assert model._encoder.get_output_dim() == 600 + 32
+        calls = []
+        model._text_field_embedder.elmo.bilm.register_forward_hook(lambda *args: calls.append(1))
+        model._text_field_embedder.elmo.cache = None  # count real biLM passes
+        model.eval()
+        model(**self.dataset.as_tensor_dict())
+        assert len(calls) == 2  # premise, hypothesis

@@ -1,0 +1,5 @@
+// SNLI ESIM baseline (Supplement A.3; paper baseline 88.0 test accuracy).
+// Run: allennlp train training_config/snli_esim.jsonnet -s out/esim --include-package elmo_plugin
+local esim = import "snli_esim.libsonnet";
+
+esim(elmo=null)

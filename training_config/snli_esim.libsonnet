@@ -1,0 +1,75 @@
+// SNLI ESIM (Chen et al. 2017) as in Peters et al. 2018, Supplement A.3, with or without ELMo.
+// `elmo` is null (baseline) or {placement, lambda, layer_norm, dropout}; the paper's best: ELMo at
+// the input and output of the encoder, layer norm, lambda = 0.001, plus L2 1e-4 on the task weights.
+// Data: SNLI_TRAIN / SNLI_DEV / SNLI_TEST (jsonl; default: the format sample, SNLI train is not here).
+// Word vectors: WORD_VECTORS (300-d GloVe, kept fixed) or empty = 300-d trained from scratch.
+function(elmo=null)
+  local word_vectors = std.extVar("WORD_VECTORS");
+  local dim = 300;
+  local elmo_dim = if elmo == null then 0 else 2 * std.parseJson(std.extVar("ELMO_PROJECTION_DIM"));
+  local elmo_in = elmo != null && (elmo.placement == "input" || elmo.placement == "both");
+  local elmo_out = elmo != null && (elmo.placement == "output" || elmo.placement == "both");
+  local token_embedders = {
+    tokens: {
+      type: "embedding",
+      embedding_dim: dim,
+      trainable: word_vectors == "",
+      [if word_vectors != "" then "pretrained_file"]: word_vectors,
+    },
+  };
+  local lstm = { type: "lstm", input_size: dim + (if elmo_in then elmo_dim else 0), hidden_size: dim, num_layers: 1, bidirectional: true };
+  local encoded = 2 * dim + (if elmo_out then elmo_dim else 0);
+  {
+    dataset_reader: {
+      type: "elmo_plugin_snli",
+      token_indexers: {
+        tokens: { type: "single_id", lowercase_tokens: false },
+        [if elmo != null then "elmo"]: { type: "elmo_characters" },
+      },
+    },
+    train_data_path: std.extVar("SNLI_TRAIN"),
+    validation_data_path: std.extVar("SNLI_DEV"),
+    test_data_path: std.extVar("SNLI_TEST"),
+    evaluate_on_test: true,
+    model: {
+      type: "esim",
+      dropout: 0.5,  // variational (locked) dropout, as in ESIM
+      text_field_embedder: if elmo == null then { token_embedders: token_embedders } else {
+        type: "elmo_plugin_placement",
+        token_embedders: token_embedders,
+        placement: elmo.placement,
+        options_file: std.extVar("ELMO_OPTIONS_FILE"),
+        weight_file: std.extVar("ELMO_WEIGHT_FILE"),
+        do_layer_norm: elmo.layer_norm,
+        dropout: elmo.dropout,
+        l2_coefficient: elmo.lambda,
+      },
+      encoder: if elmo_out then { type: "elmo_plugin_output_elmo", encoder: lstm, elmo_dim: elmo_dim } else lstm,
+      matrix_attention: { type: "dot_product" },
+      projection_feedforward: { input_dim: 4 * encoded, hidden_dims: dim, num_layers: 1, activations: "relu" },
+      inference_encoder: { type: "lstm", input_size: dim, hidden_size: dim, num_layers: 1, bidirectional: true },
+      output_feedforward: { input_dim: 8 * dim, num_layers: 1, hidden_dims: dim, activations: "relu", dropout: 0.5 },
+      output_logit: { input_dim: dim, num_layers: 1, hidden_dims: 3, activations: "linear" },
+      initializer: {
+        regexes: [
+          [".*linear_layers.*weight", { type: "xavier_uniform" }],
+          [".*linear_layers.*bias", { type: "constant", val: 0 }],
+          [".*weight_ih.*", { type: "xavier_uniform" }],
+          [".*weight_hh.*", { type: "orthogonal" }],
+          [".*bias_ih.*", { type: "constant", val: 0 }],
+          [".*bias_hh.*", { type: "lstm_hidden_bias" }],
+        ],
+      },
+      [if elmo != null then "regularizer"]: { regexes: [["^(?!.*bilm).*weight$", { type: "l2", alpha: 0.0001 }]] },
+    },
+    data_loader: { batch_sampler: { type: "bucket", batch_size: 32 } },
+    trainer: {
+      optimizer: { type: "adam", lr: 0.0004 },
+      learning_rate_scheduler: { type: "reduce_on_plateau", factor: 0.5, mode: "max", patience: 0 },
+      validation_metric: "+accuracy",
+      num_epochs: 75,
+      patience: 5,
+      grad_norm: 10.0,
+      checkpointer: { type: "elmo_plugin_safe" },
+    },
+  }
