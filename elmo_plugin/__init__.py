@@ -27,3 +27,5 @@ if "allennlp.commands" in sys.modules:
     import elmo_plugin.commands  # noqa: F401
 if "allennlp_models" in sys.modules:
     import elmo_plugin.dataset_readers.snli  # noqa: F401
+    import elmo_plugin.dataset_readers.sst  # noqa: F401
+    import elmo_plugin.models.bcn  # noqa: F401

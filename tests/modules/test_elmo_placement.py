@@ -1,5 +1,6 @@
 """ELMo at the input, output or both of the task encoder, for every task model: train a few steps,
 save, reload, predict."""
+import allennlp_models.classification  # noqa: F401  (bcn)
 import allennlp_models.pair_classification  # noqa: F401  (esim)
 import allennlp_models.tagging  # noqa: F401  (crf_tagger)
 import pytest
@@ -7,12 +8,15 @@ import torch
 from allennlp.common.testing import ModelTestCase
 
 import elmo_plugin.dataset_readers.snli  # noqa: F401  (registered once allennlp_models is loaded)
+import elmo_plugin.dataset_readers.sst  # noqa: F401
+import elmo_plugin.models.bcn  # noqa: F401
 from elmo_plugin.common.config_env import REPO_ROOT
 from tests.conftest import DATA as SHARED
 
 TASKS = {
     "ner": (REPO_ROOT / "training_config" / "conll2003_crf_tagger.libsonnet", REPO_ROOT / "fixtures" / "conll2003" / "tiny.txt"),
     "snli": (REPO_ROOT / "training_config" / "snli_esim.libsonnet", SHARED / "format_samples" / "snli.jsonl"),
+    "sst": (REPO_ROOT / "training_config" / "sst_bcn.libsonnet", REPO_ROOT / "fixtures" / "sst" / "tiny.txt"),
 }
 LIBSONNET, DATA = TASKS["ner"]
 

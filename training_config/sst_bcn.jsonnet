@@ -1,0 +1,5 @@
+// SST-5 BCN baseline (Supplement A.8; paper baseline 51.4 test accuracy with GloVe + CoVe-free BCN).
+// Run: allennlp train training_config/sst_bcn.jsonnet -s out/sst_base --include-package elmo_plugin
+local bcn = import "sst_bcn.libsonnet";
+
+bcn(elmo=null)

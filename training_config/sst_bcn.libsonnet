@@ -1,0 +1,58 @@
+// SST-5 BCN (McCann et al. 2017) as in Peters et al. 2018, Supplement A.8, with or without ELMo.
+// `elmo` is null (baseline) or {placement, lambda, layer_norm, dropout}; the paper: ELMo at the
+// input and the output (after the integrator), lambda = 0.001. Training on phrases of 4+ tokens,
+// evaluation on whole sentences. Data: SST_TRAIN / SST_DEV / SST_TEST (default ../shared/data/sst).
+// Word vectors: WORD_VECTORS (300-d GloVe, fixed) or empty = trained from scratch.
+function(elmo=null)
+  local word_vectors = std.extVar("WORD_VECTORS");
+  local dim = 300;
+  local elmo_dim = if elmo == null then 0 else 2 * std.parseJson(std.extVar("ELMO_PROJECTION_DIM"));
+  local elmo_in = elmo != null && (elmo.placement == "input" || elmo.placement == "both");
+  local elmo_out = elmo != null && (elmo.placement == "output" || elmo.placement == "both");
+  local indexers = {
+    tokens: { type: "single_id", lowercase_tokens: true },
+    [if elmo != null then "elmo"]: { type: "elmo_characters" },
+  };
+  local integrated = 2 * dim + (if elmo_out then elmo_dim else 0);
+  {
+    dataset_reader: { type: "elmo_plugin_sst", granularity: "5-class", use_subtrees: true, min_phrase_length: 4, token_indexers: indexers },
+    validation_dataset_reader: { type: "elmo_plugin_sst", granularity: "5-class", use_subtrees: false, token_indexers: indexers },
+    train_data_path: std.extVar("SST_TRAIN"),
+    validation_data_path: std.extVar("SST_DEV"),
+    test_data_path: std.extVar("SST_TEST"),
+    evaluate_on_test: true,
+    model: {
+      type: "elmo_plugin_bcn",
+      text_field_embedder: {
+        token_embedders: {
+          tokens: {
+            type: "embedding",
+            embedding_dim: dim,
+            trainable: word_vectors == "",
+            [if word_vectors != "" then "pretrained_file"]: word_vectors,
+          },
+        },
+      },
+      embedding_dropout: 0.5,
+      pre_encode_feedforward: { input_dim: dim + (if elmo_in then elmo_dim else 0), num_layers: 1, hidden_dims: [dim], activations: ["relu"], dropout: [0.25] },
+      encoder: { type: "lstm", input_size: dim, hidden_size: dim, num_layers: 1, bidirectional: true },
+      integrator: { type: "lstm", input_size: 6 * dim, hidden_size: dim, num_layers: 1, bidirectional: true },
+      integrator_dropout: 0.1,
+      output_layer: { input_dim: 4 * integrated, num_layers: 3, output_dims: [1200, 600, 5], pool_sizes: 4, dropout: [0.2, 0.3, 0.0] },
+      [if elmo != null then "elmo_placement"]: elmo.placement,
+      [if elmo != null then "options_file"]: std.extVar("ELMO_OPTIONS_FILE"),
+      [if elmo != null then "weight_file"]: std.extVar("ELMO_WEIGHT_FILE"),
+      [if elmo != null then "do_layer_norm"]: elmo.layer_norm,
+      [if elmo != null then "elmo_dropout"]: elmo.dropout,
+      [if elmo != null then "l2_coefficient"]: elmo.lambda,
+    },
+    data_loader: { batch_sampler: { type: "bucket", batch_size: 32 } },
+    trainer: {
+      optimizer: { type: "adam", lr: 0.0001 },
+      validation_metric: "+accuracy",
+      num_epochs: 20,
+      patience: 5,
+      grad_norm: 5.0,
+      checkpointer: { type: "elmo_plugin_safe" },
+    },
+  }
