@@ -59,9 +59,11 @@ def test_no_cache_when_fine_tuning():
 def test_cached_and_uncached_training_give_the_same_losses(tmp_path, repo_root):
     losses = {}
     for cache in (True, False):
+        tiny = str(repo_root / "fixtures" / "conll2003" / "tiny.txt")
         overrides = {
-            "dataset_reader.max_instances": 40,
-            "data_loader.batch_sampler.batch_size": 8,
+            "train_data_path": tiny,
+            "validation_data_path": tiny,
+            "data_loader.batch_sampler.batch_size": 2,
             "trainer.num_epochs": 3,
             "evaluate_on_test": False,
             "model.text_field_embedder.cache_activations": cache,
