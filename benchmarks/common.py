@@ -1,4 +1,5 @@
 """Shared pieces of the benchmarks: biLM configurations, random bilm-tf weights, data, measurements."""
+import itertools
 import json
 import os
 import resource
@@ -14,6 +15,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from elmo_plugin.bilm.bilm import BiLm  # noqa: E402
 from elmo_plugin.bilm.bilm_tf import export_bilm_tf  # noqa: E402
 from elmo_plugin.common.config_env import config_defaults  # noqa: E402
+from elmo_plugin.dataset_readers.lm_corpus import read_sentences  # noqa: E402
 
 DATA = Path(config_defaults()["ELMO_PLUGIN_DATA"])
 CACHE = Path(os.environ.get("ELMO_PLUGIN_BENCH_CACHE", "/tmp/elmo_plugin_bench"))
@@ -60,19 +62,7 @@ def random_bilm_tf(config: str, seed: int = 0) -> Dict[str, str]:
 
 def conll_dev_sentences(limit: int) -> List[List[str]]:
     """The first `limit` sentences of CoNLL-2003 dev (eng.testa), in file order."""
-    sentences, current = [], []
-    with open(DATA / "conll2003" / "eng.testa") as handle:
-        for line in handle:
-            fields = line.split()
-            if not fields or fields[0] == "-DOCSTART-":
-                if current:
-                    sentences.append(current)
-                current = []
-            else:
-                current.append(fields[0])
-    if current:
-        sentences.append(current)
-    return sentences[:limit]
+    return list(itertools.islice(read_sentences(str(DATA / "conll2003" / "eng.testa"), "conll2003"), limit))
 
 
 def peak_rss_mb() -> float:

@@ -175,3 +175,28 @@ def test_distributed_training_with_two_cpu_workers(tmp_path, repo_root):
     assert "peak_worker_1_memory_MB" in metrics  # two worker processes trained
     assert metrics["validation_perplexity"] < 40
     assert load_archive(str(tmp_path / "ddp" / "model.tar.gz")).model.bilm.num_layers == 3
+
+
+def test_dropout_applies_in_training_only(repo_root):
+    vocab = Vocabulary(non_padded_namespaces=())
+    vocab.add_tokens_to_namespace(["<S>", "</S>", "a", "b"], "lm_tokens")
+    options = json.loads(open(os.environ["ELMO_OPTIONS_FILE"]).read())
+    from allennlp.data import Batch
+
+    from elmo_plugin.dataset_readers.lm_corpus import LmCorpusReader
+
+    reader = LmCorpusReader()
+    instance = reader.text_to_instance(["a", "b", "a"])
+    reader.apply_token_indexers(instance)
+    batch = Batch([instance])
+    batch.index_instances(vocab)
+    tensors = batch.as_tensor_dict()
+    losses = {}
+    for dropout in (0.0, 0.5):
+        torch.manual_seed(0)
+        model = BiLmLanguageModel(vocab, options=options, dropout=dropout).train()
+        first, second = model(**tensors)["loss"].item(), model(**tensors)["loss"].item()
+        losses[dropout] = (first, second, model.eval()(**tensors)["loss"].item())
+    assert losses[0.0][0] == losses[0.0][1]
+    assert losses[0.5][0] != losses[0.5][1]  # dropout active in training
+    assert losses[0.5][2] == losses[0.0][2]  # and off in evaluation (same init seed)

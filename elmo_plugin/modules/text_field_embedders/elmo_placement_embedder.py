@@ -90,6 +90,8 @@ class ElmoPlacementEmbedder(TextFieldEmbedder):
                 f"no {self.elmo_key!r} indexer output; add an elmo_characters indexer named {self.elmo_key!r}"
             )
         others = {key: value for key, value in text_field_input.items() if key != self.elmo_key}
-        embedded = self.base(others, num_wrapping_dims=num_wrapping_dims, **kwargs)
         elmo = self.elmo(text_field_input[self.elmo_key]["elmo_tokens"])["elmo_representations"]
+        if not others:  # ELMo alone
+            return torch.cat(elmo, dim=-1)
+        embedded = self.base(others, num_wrapping_dims=num_wrapping_dims, **kwargs)
         return torch.cat([embedded, *elmo], dim=-1)
