@@ -11,6 +11,7 @@ import sys
 from elmo_plugin.bilm.vocab import BilmTfVocabulary
 from elmo_plugin.common.config_env import set_config_defaults
 from elmo_plugin.common.torch_compat import allow_numpy_scalars_in_checkpoints
+from elmo_plugin.data.tokenizers import SpacyBlankTokenizer
 from elmo_plugin.dataset_readers import LmCorpusReader
 from elmo_plugin.models import BiLmLanguageModel
 from elmo_plugin.modules import regularization as _regularization
@@ -27,5 +28,6 @@ if "allennlp.commands" in sys.modules:
     import elmo_plugin.commands  # noqa: F401
 if "allennlp_models" in sys.modules:
     import elmo_plugin.dataset_readers.snli  # noqa: F401
+    import elmo_plugin.dataset_readers.srl  # noqa: F401
     import elmo_plugin.dataset_readers.sst  # noqa: F401
     import elmo_plugin.models.bcn  # noqa: F401

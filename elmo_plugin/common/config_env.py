@@ -34,6 +34,16 @@ def config_defaults() -> Dict[str, str]:
         "SNLI_TRAIN": str(data / "format_samples" / "snli.jsonl"),
         "SNLI_DEV": str(data / "format_samples" / "snli.jsonl"),
         "SNLI_TEST": str(data / "format_samples" / "snli.jsonl"),
+        # SQuAD 1.1: no training split here (format sample); the bundled dev set.
+        "SQUAD_TRAIN": str(data / "format_samples" / "squad.json"),
+        "SQUAD_DEV": str(data / "squad" / "dev-v1.1.json"),
+        # CoNLL-2012 (OntoNotes 5.0) is not here: the format samples.
+        "SRL_TRAIN": str(data / "format_samples" / "srl_example.gold_conll"),
+        "SRL_DEV": str(data / "format_samples" / "srl_example.gold_conll"),
+        "SRL_TEST": str(data / "format_samples" / "srl_example.gold_conll"),
+        "COREF_TRAIN": str(data / "format_samples" / "coref.gold_conll"),
+        "COREF_DEV": str(data / "format_samples" / "coref.gold_conll"),
+        "COREF_TEST": str(data / "format_samples" / "coref.gold_conll"),
         # Optional pretrained word vectors (GloVe/Senna): empty = trained from scratch.
         "WORD_VECTORS": "",
         # biLM pretraining: comma-separated FORMAT::PATH lists (see LmCorpusReader), vocab.txt or "".

@@ -2,12 +2,14 @@
 save, reload, predict."""
 import allennlp_models.classification  # noqa: F401  (bcn)
 import allennlp_models.pair_classification  # noqa: F401  (esim)
+import allennlp_models.structured_prediction  # noqa: F401  (srl)
 import allennlp_models.tagging  # noqa: F401  (crf_tagger)
 import pytest
 import torch
 from allennlp.common.testing import ModelTestCase
 
 import elmo_plugin.dataset_readers.snli  # noqa: F401  (registered once allennlp_models is loaded)
+import elmo_plugin.dataset_readers.srl  # noqa: F401
 import elmo_plugin.dataset_readers.sst  # noqa: F401
 import elmo_plugin.models.bcn  # noqa: F401
 from elmo_plugin.common.config_env import REPO_ROOT
@@ -17,7 +19,10 @@ TASKS = {
     "ner": (REPO_ROOT / "training_config" / "conll2003_crf_tagger.libsonnet", REPO_ROOT / "fixtures" / "conll2003" / "tiny.txt"),
     "snli": (REPO_ROOT / "training_config" / "snli_esim.libsonnet", SHARED / "format_samples" / "snli.jsonl"),
     "sst": (REPO_ROOT / "training_config" / "sst_bcn.libsonnet", REPO_ROOT / "fixtures" / "sst" / "tiny.txt"),
+    "srl": (REPO_ROOT / "training_config" / "srl_he2017.libsonnet", SHARED / "format_samples" / "srl_example.gold_conll"),
 }
+# small encoders for the tasks whose paper encoder is slow on CPU
+TEST_SIZES = {"srl": "hidden_size=8, num_layers=2"}
 LIBSONNET, DATA = TASKS["ner"]
 
 
@@ -31,7 +36,7 @@ def write_config(tmp_path, placement, layer_norm=False, task="ner"):
     path = tmp_path / f"{task}_{placement}_{layer_norm}.jsonnet"
     path.write_text(
         f'local task = import "{libsonnet}";\n'
-        f'task(elmo={elmo}) + {{train_data_path: "{data}", validation_data_path: "{data}", '
+        f'task(elmo={elmo}{", " + TEST_SIZES[task] if task in TEST_SIZES else ""}) + {{train_data_path: "{data}", validation_data_path: "{data}", '
         f'test_data_path: null, evaluate_on_test: false, data_loader: {{batch_size: 2}}, '
         f'trainer+: {{num_epochs: 2}}}}\n'
     )

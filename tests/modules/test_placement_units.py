@@ -38,3 +38,16 @@ def test_output_encoder_passes_elmo_columns_through():
     assert torch.equal(out[..., 6:], inputs[..., 4:] * mask[..., None])
     with pytest.raises(ValueError, match="expects 9 input features"):
         encoder(torch.randn(2, 3, 8), mask)
+
+
+def test_output_encoder_gives_trailing_model_features_to_the_encoder():
+    # SRL appends its predicate-indicator embedding after [x_k; ELMo_out]: [x (4) | elmo (5) | verb (2)]
+    inner = LstmSeq2SeqEncoder(6, 3, bidirectional=True)
+    encoder = OutputElmoEncoder(inner, elmo_dim=5, trailing_dim=2)
+    inputs = torch.randn(2, 3, 11)
+    mask = torch.tensor([[True, True, True], [True, True, False]])
+    out = encoder(inputs, mask)
+    assert encoder.get_input_dim() == 11 and out.shape == (2, 3, 11)
+    assert torch.equal(out[..., 6:], inputs[..., 4:9] * mask[..., None])
+    expected = inner(torch.cat([inputs[..., :4], inputs[..., 9:]], dim=-1), mask)
+    assert torch.allclose(out[..., :6], expected)

@@ -1,0 +1,1 @@
+from elmo_plugin.data.tokenizers.spacy_blank_tokenizer import SpacyBlankTokenizer

@@ -1,0 +1,29 @@
+// Shared ELMo plumbing for the task configs. `elmo` is null (baseline) or
+// {placement: "input" | "output" | "both", lambda, layer_norm, dropout}; the biLM comes from
+// ELMO_OPTIONS_FILE / ELMO_WEIGHT_FILE (default: the plugin's shipped small biLM).
+{
+  // width of one ELMo vector: 2 x the biLM's projection
+  dim(elmo):: if elmo == null then 0 else 2 * std.parseJson(std.extVar("ELMO_PROJECTION_DIM")),
+  at_input(elmo):: elmo != null && (elmo.placement == "input" || elmo.placement == "both"),
+  at_output(elmo):: elmo != null && (elmo.placement == "output" || elmo.placement == "both"),
+  // token indexers plus the biLM's character indexer when ELMo is on
+  indexers(indexers, elmo):: indexers + (if elmo == null then {} else { elmo: { type: "elmo_characters" } }),
+  // the TextFieldEmbedder: "basic" for the baseline, else [x_k; ELMo_in; ELMo_out] from one biLM pass
+  embedder(token_embedders, elmo):: if elmo == null then { token_embedders: token_embedders } else {
+    type: "elmo_plugin_placement",
+    token_embedders: token_embedders,
+    placement: elmo.placement,
+    options_file: std.extVar("ELMO_OPTIONS_FILE"),
+    weight_file: std.extVar("ELMO_WEIGHT_FILE"),
+    do_layer_norm: elmo.layer_norm,
+    dropout: elmo.dropout,
+    l2_coefficient: elmo.lambda,
+  },
+  // the task encoder, wrapped so that ELMo_out bypasses it and joins its output
+  encoder(encoder, elmo, trailing_dim=0):: if $.at_output(elmo) then {
+    type: "elmo_plugin_output_elmo",
+    encoder: encoder,
+    elmo_dim: $.dim(elmo),
+    [if trailing_dim > 0 then "trailing_dim"]: trailing_dim,
+  } else encoder,
+}

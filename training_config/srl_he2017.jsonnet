@@ -1,0 +1,6 @@
+// CoNLL-2012 SRL baseline, He et al. 2017 (Supplement A.5; paper Table 1: 81.4 test F1).
+// Run: allennlp train training_config/srl_he2017.jsonnet -s out/srl --include-package elmo_plugin
+// with SRL_TRAIN / SRL_DEV / SRL_TEST pointing at the CoNLL-2012 OntoNotes *gold_conll files.
+local srl = import "srl_he2017.libsonnet";
+
+srl(elmo=null)
