@@ -27,7 +27,9 @@ allow_numpy_scalars_in_checkpoints()
 if "allennlp.commands" in sys.modules:
     import elmo_plugin.commands  # noqa: F401
 if "allennlp_models" in sys.modules:
+    import elmo_plugin.dataset_readers.coref  # noqa: F401
     import elmo_plugin.dataset_readers.snli  # noqa: F401
     import elmo_plugin.dataset_readers.srl  # noqa: F401
     import elmo_plugin.dataset_readers.sst  # noqa: F401
     import elmo_plugin.models.bcn  # noqa: F401
+    import elmo_plugin.models.coref_lee2017  # noqa: F401

@@ -1,6 +1,7 @@
 """ELMo at the input, output or both of the task encoder, for every task model: train a few steps,
 save, reload, predict."""
 import allennlp_models.classification  # noqa: F401  (bcn)
+import allennlp_models.coref  # noqa: F401
 import allennlp_models.pair_classification  # noqa: F401  (esim)
 import allennlp_models.structured_prediction  # noqa: F401  (srl)
 import allennlp_models.tagging  # noqa: F401  (crf_tagger)
@@ -8,10 +9,12 @@ import pytest
 import torch
 from allennlp.common.testing import ModelTestCase
 
+import elmo_plugin.dataset_readers.coref  # noqa: F401
 import elmo_plugin.dataset_readers.snli  # noqa: F401  (registered once allennlp_models is loaded)
 import elmo_plugin.dataset_readers.srl  # noqa: F401
 import elmo_plugin.dataset_readers.sst  # noqa: F401
 import elmo_plugin.models.bcn  # noqa: F401
+import elmo_plugin.models.coref_lee2017  # noqa: F401
 from elmo_plugin.common.config_env import REPO_ROOT
 from tests.conftest import DATA as SHARED
 
@@ -19,6 +22,7 @@ TASKS = {
     "ner": (REPO_ROOT / "training_config" / "conll2003_crf_tagger.libsonnet", REPO_ROOT / "fixtures" / "conll2003" / "tiny.txt"),
     "snli": (REPO_ROOT / "training_config" / "snli_esim.libsonnet", SHARED / "format_samples" / "snli.jsonl"),
     "sst": (REPO_ROOT / "training_config" / "sst_bcn.libsonnet", REPO_ROOT / "fixtures" / "sst" / "tiny.txt"),
+    "coref": (REPO_ROOT / "training_config" / "coref_lee2017.libsonnet", SHARED / "format_samples" / "coref.gold_conll"),
     "srl": (REPO_ROOT / "training_config" / "srl_he2017.libsonnet", SHARED / "format_samples" / "srl_example.gold_conll"),
 }
 # small encoders for the tasks whose paper encoder is slow on CPU
@@ -54,7 +58,8 @@ class TestPlacements(ModelTestCase):
         config = write_config(self.tmp, placement, task=task)
         self.set_up_model(config, TASKS[task][1])
         self.ensure_model_can_train_save_and_load(config, tolerance=1e-4)
-        self.ensure_batch_predictions_are_consistent()
+        if task != "coref":  # coref keeps spans_per_word x the *padded* length: batches of 1 (as configured)
+            self.ensure_batch_predictions_are_consistent()
 
     def test_output_placement_widens_the_encoder_output_and_mixes_are_independent(self):
         widths = {}

@@ -1,0 +1,41 @@
+"""Lee et al. (2017) coreference: the speaker and genre features reach the antecedent scores."""
+import allennlp_models.coref  # noqa: F401
+import pytest
+import torch
+from allennlp.common import Params
+from allennlp.common.checks import ConfigurationError
+from allennlp.common.testing import ModelTestCase
+from allennlp.models import Model
+
+import elmo_plugin.dataset_readers.coref  # noqa: F401
+import elmo_plugin.models.coref_lee2017  # noqa: F401
+from tests.conftest import DATA
+from tests.modules.test_elmo_placement import write_config
+
+
+class TestLee2017Coreference(ModelTestCase):
+    @pytest.fixture(autouse=True)
+    def _model(self, tmp_path):
+        self.set_up_model(write_config(tmp_path, None, task="coref"), DATA / "format_samples" / "coref.gold_conll")
+        self.model.eval()
+
+    def _loss(self, **changes):
+        batch = self.dataset.as_tensor_dict()
+        batch.update(changes)
+        with torch.no_grad():
+            return self.model(**batch)["loss"].item()
+
+    def test_antecedent_scores_see_speakers_and_genre(self):
+        batch = self.dataset.as_tensor_dict()
+        base = self._loss()
+        assert self._loss() == base  # deterministic in eval mode
+        alternating = torch.arange(batch["speaker_ids"].shape[1]).remainder(2).expand_as(batch["speaker_ids"])
+        assert self._loss(speaker_ids=alternating) != pytest.approx(base, abs=1e-6)
+        assert self._loss(genre=torch.full_like(batch["genre"], 5)) != pytest.approx(base, abs=1e-6)
+        assert self.model._antecedent_feedforward._module.get_input_dim() == 3 * self.model._mention_feedforward._module.get_input_dim() + 3 * 20
+
+    def test_higher_order_inference_is_refused(self):
+        params = Params.from_file(self.param_file).get("model").as_dict()
+        params["inference_order"] = 2
+        with pytest.raises(ConfigurationError, match="first-order"):
+            Model.from_params(vocab=self.vocab, params=Params(params))

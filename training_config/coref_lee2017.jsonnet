@@ -1,0 +1,6 @@
+// CoNLL-2012 coreference baseline, Lee et al. 2017 (Supplement A.6; paper Table 1: 67.2 average F1).
+// Run: allennlp train training_config/coref_lee2017.jsonnet -s out/coref --include-package elmo_plugin
+// with COREF_TRAIN / COREF_DEV / COREF_TEST pointing at the CoNLL-2012 *gold_conll files.
+local coref = import "coref_lee2017.libsonnet";
+
+coref(elmo=null)
