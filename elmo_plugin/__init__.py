@@ -29,7 +29,9 @@ if "allennlp.commands" in sys.modules:
 if "allennlp_models" in sys.modules:
     import elmo_plugin.dataset_readers.coref  # noqa: F401
     import elmo_plugin.dataset_readers.snli  # noqa: F401
+    import elmo_plugin.dataset_readers.squad  # noqa: F401
     import elmo_plugin.dataset_readers.srl  # noqa: F401
     import elmo_plugin.dataset_readers.sst  # noqa: F401
     import elmo_plugin.models.bcn  # noqa: F401
+    import elmo_plugin.models.bidaf_self_attention  # noqa: F401
     import elmo_plugin.models.coref_lee2017  # noqa: F401

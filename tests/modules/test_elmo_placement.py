@@ -3,6 +3,7 @@ save, reload, predict."""
 import allennlp_models.classification  # noqa: F401  (bcn)
 import allennlp_models.coref  # noqa: F401
 import allennlp_models.pair_classification  # noqa: F401  (esim)
+import allennlp_models.rc  # noqa: F401
 import allennlp_models.structured_prediction  # noqa: F401  (srl)
 import allennlp_models.tagging  # noqa: F401  (crf_tagger)
 import pytest
@@ -11,9 +12,11 @@ from allennlp.common.testing import ModelTestCase
 
 import elmo_plugin.dataset_readers.coref  # noqa: F401
 import elmo_plugin.dataset_readers.snli  # noqa: F401  (registered once allennlp_models is loaded)
+import elmo_plugin.dataset_readers.squad  # noqa: F401
 import elmo_plugin.dataset_readers.srl  # noqa: F401
 import elmo_plugin.dataset_readers.sst  # noqa: F401
 import elmo_plugin.models.bcn  # noqa: F401
+import elmo_plugin.models.bidaf_self_attention  # noqa: F401
 import elmo_plugin.models.coref_lee2017  # noqa: F401
 from elmo_plugin.common.config_env import REPO_ROOT
 from tests.conftest import DATA as SHARED
@@ -23,6 +26,7 @@ TASKS = {
     "snli": (REPO_ROOT / "training_config" / "snli_esim.libsonnet", SHARED / "format_samples" / "snli.jsonl"),
     "sst": (REPO_ROOT / "training_config" / "sst_bcn.libsonnet", REPO_ROOT / "fixtures" / "sst" / "tiny.txt"),
     "coref": (REPO_ROOT / "training_config" / "coref_lee2017.libsonnet", SHARED / "format_samples" / "coref.gold_conll"),
+    "squad": (REPO_ROOT / "training_config" / "squad_bidaf_selfattn.libsonnet", SHARED / "format_samples" / "squad.json"),
     "srl": (REPO_ROOT / "training_config" / "srl_he2017.libsonnet", SHARED / "format_samples" / "srl_example.gold_conll"),
 }
 # small encoders for the tasks whose paper encoder is slow on CPU

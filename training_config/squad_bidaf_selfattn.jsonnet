@@ -1,0 +1,6 @@
+// SQuAD 1.1 baseline: Clark and Gardner's BiDAF + self-attention (Supplement A.4; paper Table 1:
+// 81.1 test F1). Run: allennlp train training_config/squad_bidaf_selfattn.jsonnet -s out/squad
+// --include-package elmo_plugin, with SQUAD_TRAIN / SQUAD_DEV pointing at SQuAD 1.1 json files.
+local squad = import "squad_bidaf_selfattn.libsonnet";
+
+squad(elmo=null)

@@ -1,0 +1,66 @@
+// SQuAD 1.1, the simplified Clark and Gardner (2017) BiDAF + self-attention model as in Peters et
+// al. 2018, Supplement A.4, with or without ELMo (`elmo`: see elmo.libsonnet; the paper: at the input
+// and the output of the shared GRU, no layer norm, lambda 0). GloVe 300-d (fixed) + char CNN (20-d
+// characters, 100 filters of width 5), a shared bidirectional GRU of 90, BiDAF attention, linear+ReLU
+// 180, residual self-attention (GRU 90), linear+ReLU 180, start / end GRUs of 90; variational dropout
+// 0.2; Adadelta (lr 1.0), batch 45, an exponential moving average (0.999) of the weights at test time;
+// answers of at most 17 tokens. Official EM / F1.
+// Data: SQUAD_TRAIN / SQUAD_DEV, SQuAD 1.1 json (default: the format sample for training, as the
+// training set is not on these machines, and the bundled dev set).
+// Word vectors: WORD_VECTORS (300-d GloVe) or empty = trained from scratch.
+local elmo_lib = import "elmo.libsonnet";
+
+function(elmo=null)
+  local word_vectors = std.extVar("WORD_VECTORS");
+  local word_dim = 300;
+  local char_filters = 100;
+  local gru = 90;
+  local hidden = 180;
+  local elmo_dim = elmo_lib.dim(elmo);
+  local indexers = elmo_lib.indexers({
+    tokens: { type: "single_id", lowercase_tokens: false },
+    token_characters: { type: "characters", min_padding_length: 5 },
+  }, elmo);
+  local token_embedders = {
+    tokens: {
+      type: "embedding",
+      embedding_dim: word_dim,
+      trainable: word_vectors == "",
+      [if word_vectors != "" then "pretrained_file"]: word_vectors,
+    },
+    token_characters: {
+      type: "character_encoding",
+      embedding: { embedding_dim: 20, vocab_namespace: "token_characters" },
+      encoder: { type: "cnn", embedding_dim: 20, num_filters: char_filters, ngram_filter_sizes: [5] },
+    },
+  };
+  local bigru(input_size) = { type: "gru", input_size: input_size, hidden_size: gru, num_layers: 1, bidirectional: true };
+  {
+    dataset_reader: { type: "elmo_plugin_squad", token_indexers: indexers, passage_length_limit: 400, question_length_limit: 50 },
+    // evaluation: every question whose answer text is in the passage, whole passages
+    validation_dataset_reader: { type: "elmo_plugin_squad", token_indexers: indexers, skip_unmappable: false },
+    train_data_path: std.extVar("SQUAD_TRAIN"),
+    validation_data_path: std.extVar("SQUAD_DEV"),
+    model: {
+      type: "elmo_plugin_bidaf_self_attention",
+      text_field_embedder: elmo_lib.embedder(token_embedders, elmo),
+      phrase_layer: elmo_lib.encoder(bigru(word_dim + char_filters + (if elmo_lib.at_input(elmo) then elmo_dim else 0)), elmo),
+      residual_encoder: bigru(hidden),
+      span_start_encoder: bigru(hidden),
+      span_end_encoder: bigru(hidden + 2 * gru),
+      hidden_dim: hidden,
+      dropout: 0.2,
+      max_span_length: 17,
+    },
+    data_loader: { batch_sampler: { type: "bucket", batch_size: 45 } },
+    validation_data_loader: { batch_sampler: { type: "bucket", batch_size: 45, shuffle: false } },
+    trainer: {
+      optimizer: { type: "adadelta", lr: 1.0 },
+      moving_average: { type: "exponential", decay: 0.999 },
+      grad_norm: 5.0,
+      validation_metric: "+f1",
+      num_epochs: 26,
+      patience: 10,
+      checkpointer: { type: "elmo_plugin_safe" },
+    },
+  }
