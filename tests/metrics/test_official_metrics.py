@@ -45,3 +45,17 @@ def test_coref_muc_b_cubed_and_ceaf_phi4_match_their_definitions():
         assert scorer.get_recall() == pytest.approx(recall)
     f1 = [2 * p * r / (p + r) for p, r in expected.values()]
     assert metric.get_metric()[2] == pytest.approx(sum(f1) / 3)  # the CoNLL average F1
+
+
+def test_squad_em_and_f1_follow_the_official_v1_1_script():
+    # official: lower-case, strip punctuation and articles (a/an/the), token-overlap F1, max over
+    # the gold answers, averaged over questions
+    from allennlp_models.rc.metrics import SquadEmAndF1
+
+    metric = SquadEmAndF1()
+    metric("The Eiffel Tower!", ["Eiffel tower"])  # EM 1, F1 1
+    metric("Paris France", ["Paris", "in France"])  # EM 0; F1 max(2/3 vs "paris", 1/2 vs "in france")
+    metric("no overlap", ["something else"])  # 0, 0
+    exact_match, f1 = metric.get_metric()
+    assert exact_match == pytest.approx(1 / 3)
+    assert f1 == pytest.approx((1 + 2 / 3 + 0) / 3)
