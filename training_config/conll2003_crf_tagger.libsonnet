@@ -5,13 +5,13 @@
 //
 // Data: CONLL2003_TRAIN / CONLL2003_DEV / CONLL2003_TEST (default: ../shared/data/conll2003).
 // Word vectors: WORD_VECTORS (GloVe/Senna file) or empty = trained from scratch.
+local elmo_lib = import "elmo.libsonnet";
+
 function(elmo=null)
   local word_vectors = std.extVar("WORD_VECTORS");
   local word_dim = 50;
   local char_filters = 128;
-  local elmo_dim = if elmo == null then 0 else 2 * std.parseJson(std.extVar("ELMO_PROJECTION_DIM"));
-  local elmo_in = elmo != null && (elmo.placement == "input" || elmo.placement == "both");
-  local elmo_out = elmo != null && (elmo.placement == "output" || elmo.placement == "both");
+  local elmo_in = elmo_lib.at_input(elmo);
   local token_embedders = {
     tokens: {
       type: "embedding",
@@ -27,7 +27,7 @@ function(elmo=null)
   };
   local lstm = {
     type: "lstm",
-    input_size: word_dim + char_filters + (if elmo_in then elmo_dim else 0),
+    input_size: word_dim + char_filters + (if elmo_in then elmo_lib.dim(elmo) else 0),
     hidden_size: 200,
     num_layers: 2,
     dropout: 0.5,
@@ -38,11 +38,10 @@ function(elmo=null)
       type: "elmo_plugin_conll2003",
       tag_label: "ner",
       convert_to_coding_scheme: "BIOUL",
-      token_indexers: {
+      token_indexers: elmo_lib.indexers({
         tokens: { type: "single_id", lowercase_tokens: true },
         token_characters: { type: "characters", min_padding_length: 3 },
-        [if elmo != null then "elmo"]: { type: "elmo_characters" },
-      },
+      }, elmo),
     },
     train_data_path: std.extVar("CONLL2003_TRAIN"),
     validation_data_path: std.extVar("CONLL2003_DEV"),
@@ -55,17 +54,8 @@ function(elmo=null)
       calculate_span_f1: true,
       dropout: 0.5,
       include_start_end_transitions: false,
-      text_field_embedder: if elmo == null then { token_embedders: token_embedders } else {
-        type: "elmo_plugin_placement",
-        token_embedders: token_embedders,
-        placement: elmo.placement,
-        options_file: std.extVar("ELMO_OPTIONS_FILE"),
-        weight_file: std.extVar("ELMO_WEIGHT_FILE"),
-        do_layer_norm: elmo.layer_norm,
-        dropout: elmo.dropout,
-        l2_coefficient: elmo.lambda,
-      },
-      encoder: if elmo_out then { type: "elmo_plugin_output_elmo", encoder: lstm, elmo_dim: elmo_dim } else lstm,
+      text_field_embedder: elmo_lib.embedder(token_embedders, elmo),
+      encoder: elmo_lib.encoder(lstm, elmo),
     },
     data_loader: { batch_sampler: { type: "bucket", batch_size: 64 } },
     trainer: {

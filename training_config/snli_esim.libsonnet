@@ -3,12 +3,14 @@
 // the input and output of the encoder, layer norm, lambda = 0.001, plus L2 1e-4 on the task weights.
 // Data: SNLI_TRAIN / SNLI_DEV / SNLI_TEST (jsonl; default: the format sample, SNLI train is not here).
 // Word vectors: WORD_VECTORS (300-d GloVe, kept fixed) or empty = 300-d trained from scratch.
+local elmo_lib = import "elmo.libsonnet";
+
 function(elmo=null)
   local word_vectors = std.extVar("WORD_VECTORS");
   local dim = 300;
-  local elmo_dim = if elmo == null then 0 else 2 * std.parseJson(std.extVar("ELMO_PROJECTION_DIM"));
-  local elmo_in = elmo != null && (elmo.placement == "input" || elmo.placement == "both");
-  local elmo_out = elmo != null && (elmo.placement == "output" || elmo.placement == "both");
+  local elmo_dim = elmo_lib.dim(elmo);
+  local elmo_in = elmo_lib.at_input(elmo);
+  local elmo_out = elmo_lib.at_output(elmo);
   local token_embedders = {
     tokens: {
       type: "embedding",
@@ -22,10 +24,7 @@ function(elmo=null)
   {
     dataset_reader: {
       type: "elmo_plugin_snli",
-      token_indexers: {
-        tokens: { type: "single_id", lowercase_tokens: false },
-        [if elmo != null then "elmo"]: { type: "elmo_characters" },
-      },
+      token_indexers: elmo_lib.indexers({ tokens: { type: "single_id", lowercase_tokens: false } }, elmo),
     },
     train_data_path: std.extVar("SNLI_TRAIN"),
     validation_data_path: std.extVar("SNLI_DEV"),
@@ -34,17 +33,8 @@ function(elmo=null)
     model: {
       type: "esim",
       dropout: 0.5,  // variational (locked) dropout, as in ESIM
-      text_field_embedder: if elmo == null then { token_embedders: token_embedders } else {
-        type: "elmo_plugin_placement",
-        token_embedders: token_embedders,
-        placement: elmo.placement,
-        options_file: std.extVar("ELMO_OPTIONS_FILE"),
-        weight_file: std.extVar("ELMO_WEIGHT_FILE"),
-        do_layer_norm: elmo.layer_norm,
-        dropout: elmo.dropout,
-        l2_coefficient: elmo.lambda,
-      },
-      encoder: if elmo_out then { type: "elmo_plugin_output_elmo", encoder: lstm, elmo_dim: elmo_dim } else lstm,
+      text_field_embedder: elmo_lib.embedder(token_embedders, elmo),
+      encoder: elmo_lib.encoder(lstm, elmo),
       matrix_attention: { type: "dot_product" },
       projection_feedforward: { input_dim: 4 * encoded, hidden_dims: dim, num_layers: 1, activations: "relu" },
       inference_encoder: { type: "lstm", input_size: dim, hidden_size: dim, num_layers: 1, bidirectional: true },

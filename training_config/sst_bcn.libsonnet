@@ -3,16 +3,15 @@
 // input and the output (after the integrator), lambda = 0.001. Training on phrases of 4+ tokens,
 // evaluation on whole sentences. Data: SST_TRAIN / SST_DEV / SST_TEST (default ../shared/data/sst).
 // Word vectors: WORD_VECTORS (300-d GloVe, fixed) or empty = trained from scratch.
+local elmo_lib = import "elmo.libsonnet";
+
 function(elmo=null)
   local word_vectors = std.extVar("WORD_VECTORS");
   local dim = 300;
-  local elmo_dim = if elmo == null then 0 else 2 * std.parseJson(std.extVar("ELMO_PROJECTION_DIM"));
-  local elmo_in = elmo != null && (elmo.placement == "input" || elmo.placement == "both");
-  local elmo_out = elmo != null && (elmo.placement == "output" || elmo.placement == "both");
-  local indexers = {
-    tokens: { type: "single_id", lowercase_tokens: true },
-    [if elmo != null then "elmo"]: { type: "elmo_characters" },
-  };
+  local elmo_dim = elmo_lib.dim(elmo);
+  local elmo_in = elmo_lib.at_input(elmo);
+  local elmo_out = elmo_lib.at_output(elmo);
+  local indexers = elmo_lib.indexers({ tokens: { type: "single_id", lowercase_tokens: true } }, elmo);
   local integrated = 2 * dim + (if elmo_out then elmo_dim else 0);
   {
     dataset_reader: { type: "elmo_plugin_sst", granularity: "5-class", use_subtrees: true, min_phrase_length: 4, token_indexers: indexers },
