@@ -39,3 +39,24 @@ class TestBidafSelfAttention(ModelTestCase):
         assert set(metrics) == {"start_acc", "end_acc", "span_acc", "em", "f1"}
         assert 0.0 <= metrics["f1"] <= 1.0
         assert self.model._phrase_layer.get_output_dim() == 180 + 32  # ELMo_out joins the GRU states
+
+
+class TestBidafSelfAttentionLearns(ModelTestCase):
+    def test_fits_the_format_sample(self, tmp_path):
+        torch.manual_seed(0)
+        self.set_up_model(write_config(tmp_path, None, task="squad"), DATA / "format_samples" / "squad.json")
+        optimizer = torch.optim.Adam(self.model.parameters(), lr=1e-2)
+        batch = self.dataset.as_tensor_dict()
+        self.model.train()
+        first = None
+        for _ in range(12):
+            optimizer.zero_grad()
+            loss = self.model(**batch)["loss"]
+            loss.backward()
+            optimizer.step()
+            first = first if first is not None else loss.item()
+        self.model.eval()
+        self.model.get_metrics(reset=True)
+        output = self.model(**batch)
+        assert output["loss"].item() < 0.3 * first
+        assert self.model.get_metrics(reset=True)["em"] >= 0.5  # of the 4 training questions, from 0
