@@ -1,2 +1,3 @@
 from elmo_plugin.commands.elmo_embed import ElmoEmbed
 from elmo_plugin.commands.elmo_export import ElmoExport
+from elmo_plugin.commands.elmo_prepare_corpus import ElmoPrepareCorpus

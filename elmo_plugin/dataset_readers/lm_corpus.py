@@ -1,4 +1,5 @@
 """A streaming reader of language-model corpora for biLM pretraining and domain fine-tuning."""
+import functools
 import glob
 import gzip
 import logging
@@ -10,11 +11,13 @@ from allennlp.data import DatasetReader, Instance, Token
 from allennlp.data.fields import TextField
 from allennlp.data.token_indexers import ELMoTokenCharactersIndexer, SingleIdTokenIndexer, TokenIndexer
 
+from elmo_plugin.data.wikipedia import SentenceTokenizer, wikiextractor_paragraphs
+
 logger = logging.getLogger(__name__)
 
 BOS = "<S>"
 EOS = "</S>"
-FORMATS = ("text", "wikitext", "conll2003", "ptb_trees")
+FORMATS = ("text", "wikitext", "conll2003", "ptb_trees", "wikiextractor")
 FORMAT_SEPARATOR = "::"
 
 
@@ -77,8 +80,16 @@ def _ptb_leaves(tree: str) -> List[str]:
     return _PTB_LEAF.findall(tree)
 
 
+@functools.lru_cache(maxsize=1)
+def _sentence_tokenizer() -> SentenceTokenizer:
+    return SentenceTokenizer()
+
+
 def read_sentences(path: str, corpus_format: str) -> Iterator[List[str]]:
     """Yield the tokenised sentences of one file in `corpus_format`."""
+    if corpus_format == "wikiextractor":
+        yield from _sentence_tokenizer().sentences(wikiextractor_paragraphs(path))
+        return
     if corpus_format == "conll2003":
         sentence: List[str] = []
         for _, line in _lines(path):
@@ -118,7 +129,10 @@ class LmCorpusReader(DatasetReader):
     `FORMAT::PATH`, and a list of such paths reads them in turn. Formats: `text` (one tokenised
     sentence a line, blank lines skipped), `wikitext` (also drops ` = Heading = ` lines),
     `conll2003` (first column of CoNLL files, `-DOCSTART-` skipped), `ptb_trees` (leaves of
-    Penn-Treebank trees, e.g. SST). The last three read a task's unlabeled text for fine-tuning.
+    Penn-Treebank trees, e.g. SST), `wikiextractor` (raw Wikipedia `<doc>` blocks, titles
+    dropped, sentence-split and tokenised on the fly by spaCy's rule-based English pipeline; or
+    prepare them once with `allennlp elmo-prepare-corpus` and read the shards as `text`).
+    `conll2003` and `ptb_trees` read a task's unlabeled text for fine-tuning.
 
     Registered as a `DatasetReader` with name "elmo_plugin_lm_corpus".
 
