@@ -10,7 +10,7 @@ import sys
 
 from elmo_plugin.bilm.vocab import BilmTfVocabulary
 from elmo_plugin.common.config_env import set_config_defaults
-from elmo_plugin.common.torch_compat import allow_numpy_scalars_in_checkpoints
+from elmo_plugin.common.torch_compat import allow_numpy_scalars_in_checkpoints, destroy_process_group_at_exit
 from elmo_plugin.data.tokenizers import SpacyBlankTokenizer
 from elmo_plugin.dataset_readers import LmCorpusReader
 from elmo_plugin.models import BiLmLanguageModel
@@ -23,6 +23,7 @@ from elmo_plugin.training import ValidateBeforeTraining
 _regularization.install()
 set_config_defaults()
 allow_numpy_scalars_in_checkpoints()
+destroy_process_group_at_exit()
 
 if "allennlp.commands" in sys.modules:
     import elmo_plugin.commands  # noqa: F401
