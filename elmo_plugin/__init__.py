@@ -36,3 +36,5 @@ if "allennlp_models" in sys.modules:
     import elmo_plugin.models.bcn  # noqa: F401
     import elmo_plugin.models.bidaf_self_attention  # noqa: F401
     import elmo_plugin.models.coref_lee2017  # noqa: F401
+    import elmo_plugin.predictors.coref  # noqa: F401
+    import elmo_plugin.predictors.srl  # noqa: F401

@@ -4,8 +4,9 @@ import logging
 import os
 from typing import IO, Iterator, List
 
-import spacy
 from allennlp.common.tqdm import Tqdm
+
+from elmo_plugin.data.tokenizers.sentence_tokenizer import SentenceTokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -43,22 +44,6 @@ def wikiextractor_paragraphs(path: str) -> Iterator[str]:
                     yield line
         if inside:
             raise WikiExtractorFormatError(f"{path}:{line_number}: end of file inside <doc>")
-
-
-class SentenceTokenizer:
-    """spaCy's rule-based English tokenizer and sentencizer (`spacy.blank("en")` + "sentencizer"):
-    offline, no trained model."""
-
-    def __init__(self, language: str = "en") -> None:
-        self.nlp = spacy.blank(language)
-        self.nlp.add_pipe("sentencizer")
-
-    def sentences(self, texts: Iterator[str], batch_size: int = 256) -> Iterator[List[str]]:
-        for doc in self.nlp.pipe(texts, batch_size=batch_size):
-            for sentence in doc.sents:
-                tokens = [token.text for token in sentence if not token.is_space]
-                if tokens:
-                    yield tokens
 
 
 def prepare_corpus(input_files: List[str], output_dir: str, overwrite: bool = False) -> List[str]:

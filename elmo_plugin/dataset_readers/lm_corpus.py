@@ -11,7 +11,8 @@ from allennlp.data import DatasetReader, Instance, Token
 from allennlp.data.fields import TextField
 from allennlp.data.token_indexers import ELMoTokenCharactersIndexer, SingleIdTokenIndexer, TokenIndexer
 
-from elmo_plugin.data.wikipedia import SentenceTokenizer, wikiextractor_paragraphs
+from elmo_plugin.data.tokenizers.sentence_tokenizer import SentenceTokenizer
+from elmo_plugin.data.wikipedia import wikiextractor_paragraphs
 
 logger = logging.getLogger(__name__)
 

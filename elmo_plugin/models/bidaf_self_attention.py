@@ -61,7 +61,11 @@ class BidafSelfAttention(Model):
     max_span_length : `int`, optional (default = `17`)
         The longest answer predicted, in tokens.
     initializer : `InitializerApplicator`, optional
+
+    Predictor: allennlp-models' "reading_comprehension" (`{"question", "passage"}`).
     """
+
+    default_predictor = "reading_comprehension"
 
     def __init__(
         self,
@@ -189,5 +193,3 @@ class BidafSelfAttention(Model):
             "em": exact_match,
             "f1": f1,
         }
-
-    default_predictor = "reading_comprehension"

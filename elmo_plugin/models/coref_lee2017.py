@@ -26,7 +26,10 @@ class Lee2017Coreference(CoreferenceResolver):
     `speaker_ids`. First-order inference only (`inference_order` 1), as in Lee et al. (2017).
 
     Registered as a `Model` with name "elmo_plugin_coref". Parameters as allennlp-models' "coref".
+    Predictor: "elmo_plugin_coref" (offline).
     """
+
+    default_predictor = "elmo_plugin_coref"
 
     def __init__(self, feature_size: int, inference_order: int = 1, **kwargs) -> None:
         if inference_order != 1:
