@@ -58,7 +58,12 @@ class ElmoSquadReader(SquadReader):
             dataset = json.loads(text)
         except json.JSONDecodeError as error:
             raise SquadFormatError(f"{file_path}:{error.lineno}: invalid JSON ({error.msg})") from error
-        id_lines = {match.group(1): text.count("\n", 0, match.start()) + 1 for match in re.finditer(r'"id"\s*:\s*"([^"]*)"', text)}
+        id_lines: Dict[str, int] = {}  # question id -> its line, for error messages
+        line, position = 1, 0
+        for match in re.finditer(r'"id"\s*:\s*"([^"]*)"', text):
+            line += text.count("\n", position, match.start())
+            position = match.start()
+            id_lines[match.group(1)] = line
 
         def fail(path: str, record: Any, message: str) -> SquadFormatError:
             ids = re.findall(r"'id': '([^']*)'", repr(record)) if isinstance(record, (dict, list)) else []
