@@ -66,3 +66,24 @@ def test_coref_supplement_a6():
     assert (model["max_span_width"], model["spans_per_word"], model["max_antecedents"], model["feature_size"]) == (10, 0.4, 250, 20)
     assert model["mention_feedforward"]["hidden_dims"] == 150 and model["mention_feedforward"]["num_layers"] == 2
     assert params["data_loader"]["batch_sampler"]["batch_size"] == 1
+
+
+def test_ner_supplement_a7():
+    params = _params("conll2003_crf_tagger_elmo.jsonnet")
+    model = params["model"]
+    assert model["text_field_embedder"]["placement"] == "input"
+    assert model["text_field_embedder"]["l2_coefficient"] == 0.1
+    embedders = model["text_field_embedder"]["token_embedders"]
+    assert embedders["tokens"]["embedding_dim"] == 50
+    assert embedders["token_characters"]["embedding"]["embedding_dim"] == 16
+    assert embedders["token_characters"]["encoder"]["num_filters"] == 128
+    assert embedders["token_characters"]["encoder"]["ngram_filter_sizes"] == [3]
+    assert model["encoder"] == {
+        "type": "elmo_plugin_stacked_bilstm",
+        "input_size": 50 + 128 + 2 * int(os.environ["ELMO_PROJECTION_DIM"]),
+        "hidden_sizes": [200, 100],
+        "dropout": 0.5,
+    }
+    assert (model["type"], model["constrain_crf_decoding"], model["label_encoding"]) == ("crf_tagger", True, "BIOUL")
+    assert params["trainer"]["optimizer"] == {"type": "adam", "lr": 0.001}
+    assert params["trainer"]["grad_norm"] == 5.0

@@ -25,13 +25,12 @@ function(elmo=null)
       encoder: { type: "cnn", embedding_dim: 16, num_filters: char_filters, ngram_filter_sizes: [3], conv_layer_activation: "relu" },
     },
   };
+  // A.7: two biLSTM layers, 200 then 100 hidden units, variational dropout on the input of both
   local lstm = {
-    type: "lstm",
+    type: "elmo_plugin_stacked_bilstm",
     input_size: word_dim + char_filters + (if elmo_in then elmo_lib.dim(elmo) else 0),
-    hidden_size: 200,
-    num_layers: 2,
+    hidden_sizes: [200, 100],
     dropout: 0.5,
-    bidirectional: true,
   };
   {
     dataset_reader: {
@@ -52,7 +51,6 @@ function(elmo=null)
       label_encoding: "BIOUL",
       constrain_crf_decoding: true,
       calculate_span_f1: true,
-      dropout: 0.5,
       include_start_end_transitions: false,
       text_field_embedder: elmo_lib.embedder(token_embedders, elmo),
       encoder: elmo_lib.encoder(lstm, elmo),

@@ -98,6 +98,10 @@ class BidafSelfAttention(Model):
         residual = residual_encoder.get_output_dim()
         self._self_attention = LinearMatrixAttention(residual, residual, combination="x,y,x*y")
         self._self_attended = torch.nn.Linear(3 * residual, hidden_dim)
+        # Every score passes through a softmax (or a max), which a constant shift leaves unchanged:
+        # the attentions' scalar bias would only ever get rounding noise as its gradient. It stays 0.
+        for attention in (self._attention, self._self_attention):
+            attention._bias.requires_grad_(False)
         self._span_start_encoder = span_start_encoder
         self._span_end_encoder = span_end_encoder
         self._span_start_predictor = torch.nn.Linear(span_start_encoder.get_output_dim(), 1)

@@ -73,10 +73,10 @@ class TestPlacements(ModelTestCase):
             if placement == "both":
                 model = self.model
         elmo_dim = 32  # the fixture biLM: 2 x projection 16
-        assert widths["input"] == (50 + 128 + elmo_dim, 400)
-        assert widths["output"] == (50 + 128 + elmo_dim, 400 + elmo_dim)  # ELMo_out bypasses the LSTM
-        assert widths["both"] == (50 + 128 + 2 * elmo_dim, 400 + elmo_dim)
-        assert model.tag_projection_layer._module.in_features == 400 + elmo_dim
+        assert widths["input"] == (50 + 128 + elmo_dim, 200)
+        assert widths["output"] == (50 + 128 + elmo_dim, 200 + elmo_dim)  # ELMo_out bypasses the LSTM
+        assert widths["both"] == (50 + 128 + 2 * elmo_dim, 200 + elmo_dim)
+        assert model.tag_projection_layer._module.in_features == 200 + elmo_dim
         mix_in, mix_out = model.text_field_embedder.elmo.scalar_mixes
         assert mix_in.gamma is not mix_out.gamma
         # one optimisation step moves the two mixes differently; the biLM gets no gradient
