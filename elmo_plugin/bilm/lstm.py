@@ -1,8 +1,12 @@
 """The biLM's contextual part: forward and backward stacks of LSTMs with a projection (Sec. 3.1)."""
-from typing import List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 from torch import nn
+
+# oneDNN's prepacked linear: for the small-batch, weight-streaming products of the recurrence it
+# runs about 1.5x faster than `bmm` on x86 CPUs (the weights are re-laid out once, not per step).
+_ONEDNN = torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
 
 
 def reverse_padded(inputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -83,7 +87,14 @@ class ProjectedLstmStack(nn.Module):
         forget_bias = torch.zeros(4 * dim)
         forget_bias[2 * dim : 3 * dim] = 1.0
         self.register_buffer("forget_bias", forget_bias, persistent=False)
+        # layer -> (weights' identity and version, packed recurrent weights, packed projections)
+        self._packed: Dict[int, Tuple[tuple, List[torch.Tensor], List[torch.Tensor]]] = {}
         self.reset_parameters()
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_packed"] = {}  # oneDNN's opaque tensors cannot be copied or pickled; rebuilt on use
+        return state
 
     def reset_parameters(self) -> None:
         for params in (self.input_weights, self.recurrent_weights, self.projections):
@@ -92,26 +103,60 @@ class ProjectedLstmStack(nn.Module):
         for bias in self.biases:
             nn.init.zeros_(bias)
 
+    def _packed_weights(self, layer: int, batch_size: int) -> Tuple[List[torch.Tensor], List[torch.Tensor]]:
+        """oneDNN-packed per-direction recurrent and projection weights of `layer`, (out, in)."""
+        w_h, w_p = self.recurrent_weights[layer], self.projections[layer]
+        version = tuple((p.data_ptr(), p._version) for p in (w_h, w_p))
+        if layer not in self._packed or self._packed[layer][0] != version:
+            pack = torch.ops.mkldnn._reorder_linear_weight
+            with torch.no_grad():
+                packed_h = [pack(w_h[d].t().contiguous(), batch_size) for d in range(2)]
+                packed_p = [pack(w_p[d].contiguous(), batch_size) for d in range(2)]
+            self._packed[layer] = (version, packed_h, packed_p)
+        return self._packed[layer][1], self._packed[layer][2]
+
+    def _step_products(
+        self, gate_inputs: torch.Tensor, layer: int
+    ) -> Tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor], Callable[[torch.Tensor], torch.Tensor]]:
+        """The two per-step products, `(gate_inputs_t, h) -> gates` and `m -> P m`, both directions.
+
+        oneDNN's packed weights on a CPU when no gradient is needed, else `baddbmm` / `bmm`.
+        """
+        w_h, w_p = self.recurrent_weights[layer], self.projections[layer]
+        needs_grad = torch.is_grad_enabled() and (gate_inputs.requires_grad or w_h.requires_grad or w_p.requires_grad)
+        if _ONEDNN and not needs_grad and gate_inputs.device.type == "cpu" and gate_inputs.dtype == torch.float32:
+            packed_h, packed_p = self._packed_weights(layer, gate_inputs.shape[2])
+            linear = torch.ops.mkldnn._linear_pointwise
+
+            def gates(inputs_t: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+                return torch.stack([linear.binary(h[d], inputs_t[d], packed_h[d], None, "add") for d in range(2)])
+
+            def project(m: torch.Tensor) -> torch.Tensor:
+                return torch.stack([linear(m[d], packed_p[d], None, "none", [], "") for d in range(2)])
+
+            return gates, project
+        w_p_t = w_p.transpose(1, 2)  # (2, proj, dim) viewed as (2, dim, proj): faster bmm
+        return (lambda inputs_t, h: torch.baddbmm(inputs_t, h, w_h)), (lambda m: torch.bmm(m, w_p_t))
+
     def _recurrence(self, gate_inputs: torch.Tensor, layer: int, active: List[int]) -> torch.Tensor:
         """Run one layer over time-major input gates (2, T, batch, 4*dim) -> (2, T, batch, proj).
 
         Row `r` is active at step `t` when `r < active[t]` (rows sorted by length, descending).
         """
         directions, timesteps, batch_size, _ = gate_inputs.shape
-        w_h = self.recurrent_weights[layer]
-        w_p = self.projections[layer].transpose(1, 2)  # (2, proj, dim) viewed as (2, dim, proj): faster bmm
+        step_gates, project = self._step_products(gate_inputs, layer)
         h = gate_inputs.new_zeros((directions, batch_size, self.projection_dim))
         c = gate_inputs.new_zeros((directions, batch_size, self.dim))
         outputs = []
         for t in range(timesteps):
             n = active[t]
             h, c = h[:, :n], c[:, :n]
-            gates = torch.baddbmm(gate_inputs[:, t, :n], h, w_h)
+            gates = step_gates(gate_inputs[:, t, :n], h)
             i, j, f, o = gates.chunk(4, dim=-1)
             c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(j)
             if self.cell_clip is not None:
                 c = c.clamp(-self.cell_clip, self.cell_clip)
-            h = torch.bmm(torch.sigmoid(o) * torch.tanh(c), w_p)
+            h = project(torch.sigmoid(o) * torch.tanh(c))
             if self.proj_clip is not None:
                 h = h.clamp(-self.proj_clip, self.proj_clip)
             outputs.append(h)

@@ -1,5 +1,9 @@
+import copy
+
+import pytest
 import torch
 
+from elmo_plugin.bilm import lstm as lstm_module
 from elmo_plugin.bilm.lstm import ProjectedLstmStack, reverse_padded
 
 
@@ -95,3 +99,38 @@ def test_gradients_reach_every_parameter_and_dropout_only_in_training():
     assert not torch.allclose(a, b)
     stack.eval()
     assert torch.equal(stack(inputs, mask)[-1], stack(inputs, mask)[-1])
+
+
+@pytest.mark.skipif(not lstm_module._ONEDNN, reason="oneDNN is not available in this torch build")
+def test_onednn_packed_path_equals_bmm_path_and_follows_weight_changes(monkeypatch):
+    stack = make_stack(2)
+    lengths = [4, 6, 1]
+    inputs = torch.randn(3, 6, 6)
+    mask = torch.arange(6)[None, :] < torch.tensor(lengths)[:, None]
+    with torch.no_grad():
+        packed = stack(inputs, mask)
+        assert sorted(stack._packed) == [0, 1]  # the packed path ran
+        monkeypatch.setattr(lstm_module, "_ONEDNN", False)
+        plain = stack(inputs, mask)
+        monkeypatch.setattr(lstm_module, "_ONEDNN", True)
+        for a, b in zip(packed, plain):
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+        # an in-place update (an optimiser step) must not leave stale packed weights behind
+        stack.recurrent_weights[1].mul_(0.5)
+        stack.projections[0].add_(0.1)
+        updated = stack(inputs, mask)
+        monkeypatch.setattr(lstm_module, "_ONEDNN", False)
+        expected = stack(inputs, mask)
+    for a, b, old in zip(updated, expected, packed):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+        assert not torch.allclose(a, old)
+    copy.deepcopy(stack)  # oneDNN's opaque tensors are not part of the module's copyable state
+
+
+def test_gradients_flow_through_the_bmm_path_when_weights_train():
+    stack = make_stack(3).train()
+    inputs = torch.randn(2, 3, 6)
+    mask = torch.ones(2, 3, dtype=torch.bool)
+    stack(inputs, mask)[-1].sum().backward()
+    assert stack._packed == {}
+    assert stack.recurrent_weights[0].grad.abs().sum() > 0
