@@ -32,6 +32,9 @@ TASKS = {
 # small encoders for the tasks whose paper encoder is slow on CPU
 TEST_SIZES = {"srl": "hidden_size=8, num_layers=2"}
 LIBSONNET, DATA = TASKS["ner"]
+# Biases of scores that only ever enter a softmax: a constant shift changes nothing, so their
+# gradient is rounding noise, exactly zero in some batches.
+SOFTMAX_INVARIANT = {"sst": {"_self_attentive_pooling_projection.bias"}}
 
 
 def write_config(tmp_path, placement, layer_norm=False, task="ner"):
@@ -61,7 +64,7 @@ class TestPlacements(ModelTestCase):
     def test_train_save_reload_predict(self, placement, task):
         config = write_config(self.tmp, placement, task=task)
         self.set_up_model(config, TASKS[task][1])
-        self.ensure_model_can_train_save_and_load(config, tolerance=1e-4)
+        self.ensure_model_can_train_save_and_load(config, tolerance=1e-4, gradients_to_ignore=SOFTMAX_INVARIANT.get(task))
         if task != "coref":  # coref keeps spans_per_word x the *padded* length: batches of 1 (as configured)
             self.ensure_batch_predictions_are_consistent()
 
