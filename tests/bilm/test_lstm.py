@@ -108,6 +108,9 @@ def test_onednn_packed_path_equals_bmm_path_and_follows_weight_changes(monkeypat
     inputs = torch.randn(3, 6, 6)
     mask = torch.arange(6)[None, :] < torch.tensor(lengths)[:, None]
     with torch.no_grad():
+        stack(inputs, mask)
+        assert stack._packed == {}  # weights this small stay with bmm
+        monkeypatch.setattr(lstm_module, "_ONEDNN_MIN_BYTES", 0)
         packed = stack(inputs, mask)
         assert sorted(stack._packed) == [0, 1]  # the packed path ran
         monkeypatch.setattr(lstm_module, "_ONEDNN", False)
