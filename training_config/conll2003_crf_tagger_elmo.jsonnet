@@ -8,6 +8,6 @@ local tagger = import "conll2003_crf_tagger.libsonnet";
 local elmo_placement = "input";  // "input", "output" or "both"
 local elmo_lambda = 0.1;
 local elmo_layer_norm = false;
-local elmo_dropout = 0.0;  // the encoder's variational dropout (0.5) already covers ELMo at its input
+local elmo_dropout = 0.0;  // the encoder's variational dropout (0.5) already covers ELMo at its input; ELMo at the output bypasses it, so give it dropout here for "output" / "both"
 
 tagger(elmo={ placement: elmo_placement, lambda: elmo_lambda, layer_norm: elmo_layer_norm, dropout: elmo_dropout })
