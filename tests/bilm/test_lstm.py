@@ -137,3 +137,10 @@ def test_gradients_flow_through_the_bmm_path_when_weights_train():
     stack(inputs, mask)[-1].sum().backward()
     assert stack._packed == {}
     assert stack.recurrent_weights[0].grad.abs().sum() > 0
+
+
+def test_a_batch_without_tokens_gives_zeros():
+    stack = make_stack(4)
+    out = stack(torch.randn(2, 3, 6), torch.zeros(2, 3, dtype=torch.bool))
+    assert [tuple(layer.shape) for layer in out] == [(2, 3, 12), (2, 3, 12)]
+    assert all(layer.abs().sum() == 0 for layer in out)
