@@ -65,8 +65,9 @@ class BiLm(nn.Module):
     ) -> Tuple[torch.Tensor, List[torch.Tensor]]:
         """The token layer `(batch, T, proj)` and LSTM layers `[(batch, T, 2 * proj)]` for ids
         that already hold `<S>`/`</S>` (as the LM corpus reader produces them)."""
-        token = self.char_cnn(char_ids, mask)
-        return token, self.lstm(token, mask)
+        vectors, index = self.char_cnn.distinct_words(char_ids, mask)
+        token = self.char_cnn.tokens(vectors, index, mask)
+        return token, self.lstm(token, mask, distinct=(vectors, index))
 
     def forward(
         self,

@@ -159,20 +159,32 @@ class CharCnnEncoder(nn.Module):
             hidden = highway(hidden)
         return self.projection(hidden)
 
-    def forward(self, char_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """`(batch, T, max_chars)` -> `(batch, T, projection_dim)`, zero at padding.
+    def distinct_words(self, char_ids: torch.Tensor, mask: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Encode each distinct word of the batch once.
 
-        Only the distinct words of the batch go through the CNN: sentences repeat words a lot,
-        and the CNN plus highway layers are most of the biLM's inference cost.
+        Returns `(vectors (U, projection_dim), index (batch, T))`: position `(b, t)` holds word
+        `vectors[index[b, t]]` (index 0 at padding). Sentences repeat words a lot, and the CNN
+        plus highway layers are most of the biLM's inference cost.
         """
         batch_size, timesteps, max_chars = char_ids.shape
-        flat = char_ids.reshape(-1, max_chars)
         flat_mask = mask.reshape(-1)
-        words, inverse = torch.unique(flat[flat_mask], dim=0, return_inverse=True)
+        words, inverse = torch.unique(char_ids.reshape(-1, max_chars)[flat_mask], dim=0, return_inverse=True)
         if self.word_cache_size and not self.training and not torch.is_grad_enabled():
-            encoded = self._encode_with_cache(words)
+            vectors = self._encode_with_cache(words)
         else:
-            encoded = self.encode_words(words)
-        out = encoded.new_zeros((flat.shape[0], encoded.shape[-1]))
-        out[flat_mask] = encoded[inverse]
-        return out.view(batch_size, timesteps, -1)
+            vectors = self.encode_words(words)
+        index = inverse.new_zeros(batch_size * timesteps)
+        index[flat_mask] = inverse
+        return vectors, index.view(batch_size, timesteps)
+
+    def forward(self, char_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """`(batch, T, max_chars)` -> `(batch, T, projection_dim)`, zero at padding."""
+        vectors, index = self.distinct_words(char_ids, mask)
+        return self.tokens(vectors, index, mask)
+
+    @staticmethod
+    def tokens(vectors: torch.Tensor, index: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Token vectors `(batch, T, dim)` from `distinct_words`' output, zero at padding."""
+        out = vectors.new_zeros(index.shape + vectors.shape[-1:])
+        out[mask] = vectors[index[mask]]
+        return out

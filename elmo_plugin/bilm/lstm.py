@@ -11,6 +11,12 @@ from torch import nn
 # 502, 40 MB 1018 vs 814, 80 MB (the paper's biLM) 2092 vs 1692.
 _ONEDNN = torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
 _ONEDNN_MIN_BYTES = 32 * 2**20
+# The input-to-gate products cover every position of a batch at once (hundreds of rows): oneDNN
+# beats `baddbmm` there at every size measured (e.g. 350 rows x 512 -> 16384: 41 vs 83 ms).
+_INPUT_BATCH_HINT = 1024
+
+# (gate_inputs_t, h) -> gates and m -> P m, for one direction or both stacked
+_Step = Tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor], Callable[[torch.Tensor], torch.Tensor]]
 
 
 def reverse_padded(inputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -91,8 +97,8 @@ class ProjectedLstmStack(nn.Module):
         forget_bias = torch.zeros(4 * dim)
         forget_bias[2 * dim : 3 * dim] = 1.0
         self.register_buffer("forget_bias", forget_bias, persistent=False)
-        # layer -> (weights' identity and version, packed recurrent weights, packed projections)
-        self._packed: Dict[int, Tuple[tuple, List[torch.Tensor], List[torch.Tensor]]] = {}
+        # (parameter list name, layer) -> (weight's identity and version, oneDNN packs per direction)
+        self._packed: Dict[Tuple[str, int], Tuple[Tuple[int, int], List[torch.Tensor]]] = {}
         self.reset_parameters()
 
     def __getstate__(self) -> dict:
@@ -107,72 +113,98 @@ class ProjectedLstmStack(nn.Module):
         for bias in self.biases:
             nn.init.zeros_(bias)
 
-    def _packed_weights(self, layer: int, batch_size: int) -> Tuple[List[torch.Tensor], List[torch.Tensor]]:
-        """oneDNN-packed per-direction recurrent and projection weights of `layer`, (out, in)."""
-        w_h, w_p = self.recurrent_weights[layer], self.projections[layer]
-        version = tuple((p.data_ptr(), p._version) for p in (w_h, w_p))
-        if layer not in self._packed or self._packed[layer][0] != version:
-            pack = torch.ops.mkldnn._reorder_linear_weight
+    def _uses_onednn(self, layer: int, inputs: torch.Tensor) -> bool:
+        """Whether `layer` runs on oneDNN's packed products: float32 on a CPU, no gradient needed,
+        and per-step weights too large for the cache (below that, bmm's lower per-call overhead
+        wins)."""
+        weights = [self.input_weights[layer], self.recurrent_weights[layer], self.projections[layer], self.biases[layer]]
+        needs_grad = torch.is_grad_enabled() and (inputs.requires_grad or any(w.requires_grad for w in weights))
+        step_bytes = (weights[1].numel() + weights[2].numel()) * weights[1].element_size()
+        on_cpu = inputs.device.type == "cpu" and inputs.dtype == torch.float32
+        return _ONEDNN and on_cpu and not needs_grad and step_bytes >= _ONEDNN_MIN_BYTES
+
+    def _packed_weights(self, name: str, layer: int, weight: torch.Tensor, batch_hint: int) -> List[torch.Tensor]:
+        """oneDNN-packed per-direction copies of `weight` (2, in, out), rebuilt when it changes."""
+        version = (weight.data_ptr(), weight._version)
+        key = (name, layer)
+        if key not in self._packed or self._packed[key][0] != version:
+            # bmm layout (in, out), except projections: stored (proj, dim), which is already (out, in)
+            rows_out = weight if name == "projections" else weight.transpose(1, 2)
             with torch.no_grad():
-                packed_h = [pack(w_h[d].t().contiguous(), batch_size) for d in range(2)]
-                packed_p = [pack(w_p[d].contiguous(), batch_size) for d in range(2)]
-            self._packed[layer] = (version, packed_h, packed_p)
-        return self._packed[layer][1], self._packed[layer][2]
+                packs = [torch.ops.mkldnn._reorder_linear_weight(rows_out[d].contiguous(), batch_hint) for d in range(2)]
+            self._packed[key] = (version, packs)
+        return self._packed[key][1]
 
-    def _step_products(
-        self, gate_inputs: torch.Tensor, layer: int, batch_size: int
-    ) -> Tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor], Callable[[torch.Tensor], torch.Tensor]]:
-        """The two per-step products, `(gate_inputs_t, h) -> gates` and `m -> P m`, both directions.
+    def _input_products(self, x: torch.Tensor, layer: int, onednn: bool) -> List[torch.Tensor]:
+        """Input-to-gate products plus biases for all positions at once, `x` (2, N, in).
 
-        oneDNN's packed weights on a CPU when no gradient is needed and the weights are large,
-        else `baddbmm` / `bmm`.
+        Returns the recurrence's streams: one (2, N, 4 * dim) tensor for both directions, or with
+        oneDNN one (N, 4 * dim) tensor per direction (stacking them would copy hundreds of MB).
         """
+        weight = self.input_weights[layer]
+        bias = self.biases[layer] + self.forget_bias  # (2, 1, 4 * dim)
+        if onednn:
+            packs = self._packed_weights("input_weights", layer, weight, _INPUT_BATCH_HINT)
+            linear = torch.ops.mkldnn._linear_pointwise
+            return [linear(x[d], packs[d], bias[d, 0], "none", [], "") for d in range(2)]
+        return [torch.baddbmm(bias, x, weight)]
+
+    def _step_products(self, layer: int, onednn: bool, batch_size: int) -> List[_Step]:
+        """The per-step products `(gate_inputs_t, h) -> gates` and `m -> P m`: with oneDNN one
+        pair per direction, else one `baddbmm` / `bmm` pair for both directions stacked."""
         w_h, w_p = self.recurrent_weights[layer], self.projections[layer]
-        needs_grad = torch.is_grad_enabled() and (gate_inputs.requires_grad or w_h.requires_grad or w_p.requires_grad)
-        step_bytes = (w_h.numel() + w_p.numel()) * w_h.element_size()
-        on_cpu = gate_inputs.device.type == "cpu" and gate_inputs.dtype == torch.float32
-        if _ONEDNN and on_cpu and not needs_grad and step_bytes >= _ONEDNN_MIN_BYTES:
-            packed_h, packed_p = self._packed_weights(layer, batch_size)
+        if onednn:
+            packed_h = self._packed_weights("recurrent_weights", layer, w_h, batch_size)
+            packed_p = self._packed_weights("projections", layer, w_p, batch_size)
             linear = torch.ops.mkldnn._linear_pointwise
 
-            def gates(inputs_t: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
-                return torch.stack([linear.binary(h[d], inputs_t[d], packed_h[d], None, "add") for d in range(2)])
+            def direction(d: int) -> _Step:
+                return (
+                    lambda inputs_t, h: linear.binary(h, inputs_t, packed_h[d], None, "add"),
+                    lambda m: linear(m, packed_p[d], None, "none", [], ""),
+                )
 
-            def project(m: torch.Tensor) -> torch.Tensor:
-                return torch.stack([linear(m[d], packed_p[d], None, "none", [], "") for d in range(2)])
-
-            return gates, project
+            return [direction(0), direction(1)]
         w_p_t = w_p.transpose(1, 2)  # (2, proj, dim) viewed as (2, dim, proj): faster bmm
-        return (lambda inputs_t, h: torch.baddbmm(inputs_t, h, w_h)), (lambda m: torch.bmm(m, w_p_t))
+        return [((lambda inputs_t, h: torch.baddbmm(inputs_t, h, w_h)), (lambda m: torch.bmm(m, w_p_t)))]
 
-    def _recurrence(self, gate_inputs: torch.Tensor, layer: int, active: List[int]) -> torch.Tensor:
-        """Run one layer over packed input gates (2, N, 4*dim) -> packed outputs (2, N, proj).
+    def _recurrence(self, streams: List[torch.Tensor], layer: int, active: List[int], onednn: bool) -> torch.Tensor:
+        """Run one layer over packed input gates -> packed outputs (2, N, proj).
 
-        Packed as a `PackedSequence`: the `active[t]` running rows of step `t` (rows sorted by
-        length, descending) follow those of step `t - 1`; `N = sum(active)`, no padding.
+        `streams`: as `_input_products` returns them. Packed as a `PackedSequence`: the
+        `active[t]` running rows of step `t` (rows sorted by length, descending) follow those of
+        step `t - 1`; `N = sum(active)`, no padding.
         """
-        directions = gate_inputs.shape[0]
-        step_gates, project = self._step_products(gate_inputs, layer, active[0])
-        h = gate_inputs.new_zeros((directions, active[0], self.projection_dim))
-        c = gate_inputs.new_zeros((directions, active[0], self.dim))
-        outputs = []
+        steps = self._step_products(layer, onednn, active[0])
+        h = [x.new_zeros(x.shape[:-2] + (active[0], self.projection_dim)) for x in streams]
+        c = [x.new_zeros(x.shape[:-2] + (active[0], self.dim)) for x in streams]
+        outputs: List[List[torch.Tensor]] = [[] for _ in streams]
         start = 0
         for n in active:
-            h, c = h[:, :n], c[:, :n]
-            gates = step_gates(gate_inputs[:, start : start + n], h)
+            for k, ((step_gates, project), x) in enumerate(zip(steps, streams)):
+                gates = step_gates(x[..., start : start + n, :], h[k][..., :n, :])
+                i, j, f, o = gates.chunk(4, dim=-1)
+                c[k] = torch.sigmoid(f) * c[k][..., :n, :] + torch.sigmoid(i) * torch.tanh(j)
+                if self.cell_clip is not None:
+                    c[k] = c[k].clamp(-self.cell_clip, self.cell_clip)
+                h[k] = project(torch.sigmoid(o) * torch.tanh(c[k]))
+                if self.proj_clip is not None:
+                    h[k] = h[k].clamp(-self.proj_clip, self.proj_clip)
+                outputs[k].append(h[k])
             start += n
-            i, j, f, o = gates.chunk(4, dim=-1)
-            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(j)
-            if self.cell_clip is not None:
-                c = c.clamp(-self.cell_clip, self.cell_clip)
-            h = project(torch.sigmoid(o) * torch.tanh(c))
-            if self.proj_clip is not None:
-                h = h.clamp(-self.proj_clip, self.proj_clip)
-            outputs.append(h)
-        return torch.cat(outputs, dim=1)
+        packed = [torch.cat(out, dim=-2) for out in outputs]
+        return torch.stack(packed) if len(packed) == 2 else packed[0]
 
-    def forward(self, inputs: torch.Tensor, mask: torch.Tensor) -> List[torch.Tensor]:
+    def forward(
+        self, inputs: torch.Tensor, mask: torch.Tensor, distinct: Optional[Tuple[torch.Tensor, torch.Tensor]] = None
+    ) -> List[torch.Tensor]:
         """`inputs` (batch, T, input_dim), `mask` (batch, T) with sentences left-aligned.
+
+        `distinct`, optional: `(vectors (U, input_dim), index (batch, T))` with
+        `inputs[b, t] == vectors[index[b, t]]` at every real position (the char CNN's distinct
+        words). When the input dropout is off, the first layer's input-to-gate products are
+        then computed once per distinct word instead of once per position (exact: each row of a
+        product depends only on its own input).
 
         Returns one `(batch, T, 2 * projection_dim)` tensor per layer, `[forward; backward]`,
         zero at padding. Every sentence starts from a zero state. Between the layers everything
@@ -185,20 +217,34 @@ class ProjectedLstmStack(nn.Module):
         timesteps = int(sorted_lengths[0].item()) if lengths.numel() else 0
         if timesteps == 0:
             return [inputs.new_zeros((batch_size, full_t, 2 * self.projection_dim)) for _ in range(self.n_layers)]
-        x = inputs[order, :timesteps]
-        # Backward direction runs left to right over each sentence reversed within its length;
-        # both directions are stacked, time-major, then packed: (2, N, dim).
-        x = torch.stack([x, reverse_padded(x, sorted_lengths)]).transpose(1, 2)
         steps = torch.arange(timesteps, device=lengths.device)
         active = (sorted_lengths[None, :] > steps[:, None]).sum(-1).tolist()
-        rows = torch.cat([torch.arange(n, device=x.device) + t * batch_size for t, n in enumerate(active)])
-        x = x.reshape(2, timesteps * batch_size, -1).index_select(1, rows)
+        rows = torch.cat([torch.arange(n, device=mask.device) + t * batch_size for t, n in enumerate(active)])
+
+        def pack(values: torch.Tensor) -> torch.Tensor:
+            """(batch, T, k) -> (2, N, k): sorted rows, time-major, only running positions; the
+            backward direction sees each sentence reversed within its length."""
+            values = values[order, :timesteps]
+            both = torch.stack([values, reverse_padded(values, sorted_lengths)]).transpose(1, 2)
+            return both.reshape(2, timesteps * batch_size, -1).index_select(1, rows)
+
+        dropout_off = not (self.training and self.dropout.p > 0)
+        # the first layer has no residual connection: with `distinct` its packed inputs are not needed
+        x = None if distinct is not None and dropout_off else pack(inputs)
         layers = []
         for layer in range(self.n_layers):
-            bias = self.biases[layer] + self.forget_bias  # (2, 1, 4 * dim)
-            # input-to-gate products for all running positions at once: (2, N, in) @ (2, in, 4 * dim)
-            gate_inputs = torch.baddbmm(bias, self.dropout(x), self.input_weights[layer])
-            out = self._recurrence(gate_inputs, layer, active)
+            onednn = self._uses_onednn(layer, inputs)
+            if layer == 0 and distinct is not None and dropout_off:
+                vectors, index = distinct
+                word_streams = self._input_products(vectors.expand(2, -1, -1), 0, onednn)  # per distinct word
+                word_index = pack(index[..., None])[..., 0]  # (2, N)
+                if onednn:
+                    streams = [g.index_select(0, word_index[d]) for d, g in enumerate(word_streams)]
+                else:
+                    streams = [torch.stack([word_streams[0][d].index_select(0, word_index[d]) for d in range(2)])]
+            else:
+                streams = self._input_products(self.dropout(x), layer, onednn)
+            out = self._recurrence(streams, layer, active, onednn)
             if layer > 0 and self.use_skip_connections:
                 out = out + x
             layers.append(out)

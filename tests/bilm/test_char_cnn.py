@@ -47,3 +47,17 @@ def test_word_cache_gives_the_same_vectors_and_follows_weight_changes():
     encoder.train()
     encoder(ids, mask).sum().backward()  # training never uses the cache
     assert encoder.projection.weight.grad is not None
+
+
+def test_distinct_words_index_reproduces_every_token():
+    encoder = make_encoder().eval()
+    char_ids = batch_to_ids([["the", "cat", "the"], ["cat", "sat"]])
+    mask = (char_ids > 0).any(-1)
+    with torch.no_grad():
+        vectors, index = encoder.distinct_words(char_ids, mask)
+        tokens = encoder(char_ids, mask)
+    assert vectors.shape[0] == 3  # "the", "cat", "sat"
+    assert index[0, 0] == index[0, 2] != index[0, 1]
+    assert index[0, 1] == index[1, 0]
+    torch.testing.assert_close(vectors[index][mask], tokens[mask], atol=0, rtol=0)
+    assert tokens[1, 2].abs().sum() == 0

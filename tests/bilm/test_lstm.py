@@ -112,7 +112,7 @@ def test_onednn_packed_path_equals_bmm_path_and_follows_weight_changes(monkeypat
         assert stack._packed == {}  # weights this small stay with bmm
         monkeypatch.setattr(lstm_module, "_ONEDNN_MIN_BYTES", 0)
         packed = stack(inputs, mask)
-        assert sorted(stack._packed) == [0, 1]  # the packed path ran
+        assert {layer for _, layer in stack._packed} == {0, 1}  # the packed path ran
         monkeypatch.setattr(lstm_module, "_ONEDNN", False)
         plain = stack(inputs, mask)
         monkeypatch.setattr(lstm_module, "_ONEDNN", True)
@@ -121,6 +121,7 @@ def test_onednn_packed_path_equals_bmm_path_and_follows_weight_changes(monkeypat
         # an in-place update (an optimiser step) must not leave stale packed weights behind
         stack.recurrent_weights[1].mul_(0.5)
         stack.projections[0].add_(0.1)
+        stack.input_weights[1].mul_(-1.0)
         updated = stack(inputs, mask)
         monkeypatch.setattr(lstm_module, "_ONEDNN", False)
         expected = stack(inputs, mask)
@@ -144,3 +145,38 @@ def test_a_batch_without_tokens_gives_zeros():
     out = stack(torch.randn(2, 3, 6), torch.zeros(2, 3, dtype=torch.bool))
     assert [tuple(layer.shape) for layer in out] == [(2, 3, 12), (2, 3, 12)]
     assert all(layer.abs().sum() == 0 for layer in out)
+
+
+@pytest.mark.parametrize("onednn", [False, True])
+def test_first_layer_products_per_distinct_word_equal_per_position(monkeypatch, onednn):
+    if onednn and not lstm_module._ONEDNN:
+        pytest.skip("oneDNN is not available in this torch build")
+    monkeypatch.setattr(lstm_module, "_ONEDNN_MIN_BYTES", 0 if onednn else 2**62)
+    stack = make_stack(5)
+    vectors = torch.randn(4, 6)
+    index = torch.tensor([[0, 1, 2, 1, 0], [3, 3, 0, 0, 0], [2, 0, 0, 0, 0]])
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0], [1, 0, 0, 0, 0]]).bool()
+    inputs = vectors[index] * mask[..., None]
+    with torch.no_grad():
+        per_position = stack(inputs, mask)
+        per_word = stack(inputs, mask, distinct=(vectors, index))
+        # the distinct vectors are really used: changing one word changes every layer
+        changed = stack(inputs, mask, distinct=(vectors + torch.eye(4, 6)[1], index))
+    for a, b, c in zip(per_position, per_word, changed):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+        assert not torch.allclose(a, c)
+
+
+def test_distinct_words_are_ignored_under_training_dropout():
+    stack = make_stack(6)
+    stack.dropout.p = 0.5
+    stack.train()
+    vectors = torch.randn(3, 6)
+    index = torch.tensor([[0, 1, 2], [2, 2, 0]])
+    mask = torch.ones(2, 3, dtype=torch.bool)
+    torch.manual_seed(0)
+    plain = stack(vectors[index], mask)
+    torch.manual_seed(0)
+    with_distinct = stack(vectors[index], mask, distinct=(vectors, index))
+    for a, b in zip(plain, with_distinct):
+        assert torch.equal(a, b)  # per-position dropout masks: one product per word would be wrong
