@@ -107,6 +107,10 @@ class CharCnnEncoder(nn.Module):
         self._word_cache: Dict[bytes, torch.Tensor] = {}
         self._cached_weights_version: Tuple[Tuple[int, int], ...] = ()
 
+    def clear_word_cache(self) -> None:
+        """Forget every cached word vector (e.g. to time a first pass over new text)."""
+        self._word_cache.clear()
+
     def _weights_version(self) -> Tuple[Tuple[int, int], ...]:
         return tuple((p.data_ptr(), p._version) for p in self.parameters())
 
