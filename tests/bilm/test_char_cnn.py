@@ -42,6 +42,10 @@ def test_word_cache_gives_the_same_vectors_and_follows_weight_changes():
         assert len(encoder._word_cache) == 4
         torch.testing.assert_close(encoder(ids, mask), first, atol=0, rtol=0)
         torch.testing.assert_close(plain(ids, mask), first, atol=1e-6, rtol=0)
+        encoder.clear_word_cache()
+        assert encoder._word_cache == {}
+        torch.testing.assert_close(encoder(ids, mask), first, atol=1e-6, rtol=0)
+        assert len(encoder._word_cache) == 4  # refilled on the next pass
         encoder.projection.bias.add_(1.0)  # any in-place weight change empties the cache
         torch.testing.assert_close(encoder(ids, mask)[mask], first[mask] + 1.0, atol=1e-5, rtol=0)
     encoder.train()
