@@ -124,14 +124,13 @@ class ProjectedLstmStack(nn.Module):
         return _ONEDNN and on_cpu and not needs_grad and step_bytes >= _ONEDNN_MIN_BYTES
 
     def _packed_weights(self, name: str, layer: int, weight: torch.Tensor, batch_hint: int) -> List[torch.Tensor]:
-        """oneDNN-packed per-direction copies of `weight` (2, in, out), rebuilt when it changes."""
+        """oneDNN-packed per-direction copies of `weight` (2, out, in) (a view of the parameter
+        `name`[`layer`] is fine), rebuilt when the parameter changes."""
         version = (weight.data_ptr(), weight._version)
         key = (name, layer)
         if key not in self._packed or self._packed[key][0] != version:
-            # bmm layout (in, out), except projections: stored (proj, dim), which is already (out, in)
-            rows_out = weight if name == "projections" else weight.transpose(1, 2)
             with torch.no_grad():
-                packs = [torch.ops.mkldnn._reorder_linear_weight(rows_out[d].contiguous(), batch_hint) for d in range(2)]
+                packs = [torch.ops.mkldnn._reorder_linear_weight(weight[d].contiguous(), batch_hint) for d in range(2)]
             self._packed[key] = (version, packs)
         return self._packed[key][1]
 
@@ -144,7 +143,7 @@ class ProjectedLstmStack(nn.Module):
         weight = self.input_weights[layer]
         bias = self.biases[layer] + self.forget_bias  # (2, 1, 4 * dim)
         if onednn:
-            packs = self._packed_weights("input_weights", layer, weight, _INPUT_BATCH_HINT)
+            packs = self._packed_weights("input_weights", layer, weight.transpose(1, 2), _INPUT_BATCH_HINT)
             linear = torch.ops.mkldnn._linear_pointwise
             return [linear(x[d], packs[d], bias[d, 0], "none", [], "") for d in range(2)]
         return [torch.baddbmm(bias, x, weight)]
@@ -154,8 +153,8 @@ class ProjectedLstmStack(nn.Module):
         pair per direction, else one `baddbmm` / `bmm` pair for both directions stacked."""
         w_h, w_p = self.recurrent_weights[layer], self.projections[layer]
         if onednn:
-            packed_h = self._packed_weights("recurrent_weights", layer, w_h, batch_size)
-            packed_p = self._packed_weights("projections", layer, w_p, batch_size)
+            packed_h = self._packed_weights("recurrent_weights", layer, w_h.transpose(1, 2), batch_size)
+            packed_p = self._packed_weights("projections", layer, w_p, batch_size)  # stored (2, proj, dim): (out, in)
             linear = torch.ops.mkldnn._linear_pointwise
 
             def direction(d: int) -> _Step:
