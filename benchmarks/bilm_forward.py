@@ -13,8 +13,8 @@ from allennlp.modules.elmo import _ElmoBiLm, batch_to_ids
 from torch.utils.flop_counter import FlopCounterMode
 
 from benchmarks.common import conll_dev_sentences, emit, peak_rss_mb, random_bilm_tf, timed
-from elmo_plugin.bilm import lstm as lstm_module
-from elmo_plugin.bilm.bilm_tf import load_bilm_tf
+from elmo_bilm import lstm as lstm_module
+from elmo_bilm.bilm_tf import load_bilm_tf
 
 
 def matmul_peak(device: torch.device, size: int = 2048, repeats: int = 10) -> float:

@@ -6,8 +6,8 @@ import torch
 from allennlp.data import Batch, Vocabulary
 
 from benchmarks.common import CONFIGS, DATA, emit, peak_rss_mb, timed
-from elmo_plugin.dataset_readers.lm_corpus import LmCorpusReader
-from elmo_plugin.models.bilm_language_model import BiLmLanguageModel
+from elmo_plugin.lm.dataset_readers.lm_corpus import LmCorpusReader
+from elmo_plugin.lm.models.bilm_language_model import BiLmLanguageModel
 
 
 def main() -> None:

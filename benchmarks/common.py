@@ -12,12 +12,13 @@ import torch
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from elmo_plugin.bilm.bilm import BiLm  # noqa: E402
-from elmo_plugin.bilm.bilm_tf import export_bilm_tf  # noqa: E402
-from elmo_plugin.common.config_env import config_defaults  # noqa: E402
-from elmo_plugin.dataset_readers.lm_corpus import read_sentences  # noqa: E402
+from elmo_bilm.bilm import BiLm  # noqa: E402
+from elmo_bilm.bilm_tf import export_bilm_tf  # noqa: E402
+from elmo_plugin.common.config_env import data_dir  # noqa: E402
+from elmo_plugin.lm.dataset_readers.lm_corpus import read_sentences  # noqa: E402
 
-DATA = Path(config_defaults()["ELMO_PLUGIN_DATA"])
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DATA = data_dir() or REPO_ROOT.parent / "shared" / "data"
 CACHE = Path(os.environ.get("ELMO_PLUGIN_BENCH_CACHE", "/tmp/elmo_plugin_bench"))
 
 

@@ -1,4 +1,4 @@
-"""Dev perplexity of the biLM shipped in elmo_plugin/pretrained/small (full softmax)."""
+"""Dev perplexity of the biLM shipped in elmo_bilm/pretrained/small (full softmax)."""
 import os
 
 import torch
@@ -8,10 +8,10 @@ from allennlp.training.util import evaluate
 
 import elmo_plugin  # noqa: F401  (sets BILM_DEV's default)
 from benchmarks.common import emit
-from elmo_plugin.bilm.loading import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE, PRETRAINED_DIR
-from elmo_plugin.bilm.vocab import BilmTfVocabulary
-from elmo_plugin.dataset_readers.lm_corpus import LmCorpusReader
-from elmo_plugin.models.bilm_language_model import BiLmLanguageModel
+from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE, SHIPPED_DIR as PRETRAINED_DIR
+from elmo_plugin.lm.vocabulary import BilmTfVocabulary
+from elmo_plugin.lm.dataset_readers.lm_corpus import LmCorpusReader
+from elmo_plugin.lm.models.bilm_language_model import BiLmLanguageModel
 
 
 def main() -> None:

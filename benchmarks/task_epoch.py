@@ -7,13 +7,12 @@ import tempfile
 import time
 from typing import Any, Dict, List
 
-import allennlp_models.tagging  # noqa: F401  (crf_tagger, conll2003)
 from allennlp.commands.train import train_model_from_file
 from allennlp.training.callbacks.callback import TrainerCallback
 
 import elmo_plugin  # noqa: F401
 from benchmarks.common import emit, random_bilm_tf
-from elmo_plugin.common.config_env import REPO_ROOT
+from benchmarks.common import REPO_ROOT
 
 CONFIGS = {
     "baseline": str(REPO_ROOT / "training_config" / "conll2003_crf_tagger.jsonnet"),
@@ -67,7 +66,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3)
     args = parser.parse_args()
     if args.bilm == "shipped":
-        from elmo_plugin.bilm.loading import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+        from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
 
         bilm = {"options_file": str(DEFAULT_OPTIONS_FILE), "weight_file": str(DEFAULT_WEIGHT_FILE)}
     else:

@@ -1,40 +1,20 @@
-"""ELMo (Peters et al. 2018) for AllenNLP 2.10: biLM, Eq. (1) mixes, token embedder, commands.
+"""ELMo (Peters et al. 2018) for AllenNLP 2.10: the ELMo components, the biLM language model, the
+`allennlp elmo-*` commands and the paper's six task models.
 
-Importing the package registers its components. It stays light: the `allennlp` subcommands and
-the task readers that build on allennlp-models are registered only when `allennlp.commands` /
-`allennlp_models` are already loaded (as under the `allennlp` CLI, which imports them before file
-plugins), or via `--include-package`, which imports every submodule; the package itself never
-imports allennlp-models.
+Importing the package registers every component, whichever way it is loaded (`--include-package
+elmo_plugin`, a plugins file, or `import elmo_plugin` in a script), and installs the few global
+hooks listed in `elmo_plugin.hooks`. The torch-only biLM core (no AllenNLP) is the `elmo_bilm`
+package.
 """
-import sys
+from elmo_plugin import hooks
 
-from elmo_plugin.bilm.vocab import BilmTfVocabulary
-from elmo_plugin.common.config_env import set_config_defaults
-from elmo_plugin.common.torch_compat import allow_numpy_scalars_in_checkpoints, destroy_process_group_at_exit
-from elmo_plugin.data.tokenizers import SpacyBlankTokenizer
-from elmo_plugin.dataset_readers import LmCorpusReader
-from elmo_plugin.models import BiLmLanguageModel
-from elmo_plugin.modules import regularization as _regularization
-from elmo_plugin.modules.seq2seq_encoders import OutputElmoEncoder
-from elmo_plugin.modules.text_field_embedders import ElmoPlacementEmbedder
-from elmo_plugin.token_embedders import ElmoPluginTokenEmbedder
-from elmo_plugin.training import ValidateBeforeTraining
+hooks.install()
 
-_regularization.install()
-set_config_defaults()
-allow_numpy_scalars_in_checkpoints()
-destroy_process_group_at_exit()
-
-if "allennlp.commands" in sys.modules:
-    import elmo_plugin.commands  # noqa: F401
-if "allennlp_models" in sys.modules:
-    import elmo_plugin.dataset_readers.coref  # noqa: F401
-    import elmo_plugin.dataset_readers.snli  # noqa: F401
-    import elmo_plugin.dataset_readers.squad  # noqa: F401
-    import elmo_plugin.dataset_readers.srl  # noqa: F401
-    import elmo_plugin.dataset_readers.sst  # noqa: F401
-    import elmo_plugin.models.bcn  # noqa: F401
-    import elmo_plugin.models.bidaf_self_attention  # noqa: F401
-    import elmo_plugin.models.coref_lee2017  # noqa: F401
-    import elmo_plugin.predictors.coref  # noqa: F401
-    import elmo_plugin.predictors.srl  # noqa: F401
+# Registration: importing these modules registers their components with AllenNLP.
+from elmo_plugin import commands, tasks  # noqa: E402,F401
+from elmo_plugin.data.tokenizers import SpacyBlankTokenizer  # noqa: E402,F401
+from elmo_plugin.lm import BilmTfVocabulary, BiLmLanguageModel, LmCorpusReader  # noqa: E402,F401
+from elmo_plugin.modules.seq2seq_encoders import OutputElmoEncoder  # noqa: E402,F401
+from elmo_plugin.modules.text_field_embedders import ElmoPlacementEmbedder  # noqa: E402,F401
+from elmo_plugin.token_embedders import ElmoPluginTokenEmbedder  # noqa: E402,F401
+from elmo_plugin.training import ReduceOnPlateauScheduler, SafeCheckpointer, ValidateBeforeTraining  # noqa: E402,F401

@@ -13,8 +13,10 @@ _DATA = Path(os.environ.get("ELMO_PLUGIN_DATA", Path(__file__).resolve().parents
 os.environ["ELMO_OPTIONS_FILE"] = str(_DATA / "elmo_fixture" / "options.json")
 os.environ["ELMO_WEIGHT_FILE"] = str(_DATA / "elmo_fixture" / "lm_weights.hdf5")
 
+REPO_ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("ELMO_PLUGIN_FIXTURES", str(REPO_ROOT / "fixtures"))
+
 import elmo_plugin  # noqa: E402,F401  (registers components, sets config defaults)
-from elmo_plugin.common.config_env import REPO_ROOT  # noqa: E402
 
 DATA = Path(os.environ["ELMO_PLUGIN_DATA"])
 ELMO_FIXTURE = DATA / "elmo_fixture"

@@ -1,21 +1,48 @@
-"""Packaging: a light import, and discovery through `.allennlp_plugins`."""
+"""Packaging: registration whatever the import order, discovery through `.allennlp_plugins`, the
+torch-only core."""
 import os
 import subprocess
 import sys
 
+REGISTERED = (
+    "from allennlp.models import Model\n"
+    "from allennlp.data import DatasetReader\n"
+    "from allennlp.modules.token_embedders import TokenEmbedder\n"
+    "from allennlp.predictors import Predictor\n"
+    "assert TokenEmbedder.by_name('elmo_plugin_token_embedder')\n"
+    "assert Model.by_name('elmo_plugin_bilm') and DatasetReader.by_name('elmo_plugin_lm_corpus')\n"
+    "assert Model.by_name('elmo_plugin_bcn') and DatasetReader.by_name('elmo_plugin_snli')\n"
+    "assert Model.by_name('elmo_plugin_coref') and Predictor.by_name('elmo_plugin_srl')\n"
+    "assert Model.by_name('crf_tagger') and Model.by_name('esim')\n"
+)
 
-def test_import_is_light_and_registers_components():
+
+def _python(code: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def test_import_registers_every_component_before_allennlp():
+    result = _python("import elmo_plugin\n" + REGISTERED)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_import_registers_every_component_after_allennlp():
+    result = _python("import allennlp.models, allennlp.data\nimport elmo_plugin\n" + REGISTERED)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_plugins_file_registers_every_component(repo_root):
+    code = "from allennlp.common.plugins import import_plugins\nimport_plugins()\n" + REGISTERED
+    result = _python(code, cwd=repo_root)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_biLM_core_imports_no_allennlp():
     code = (
-        "import sys, elmo_plugin\n"
-        "assert not [m for m in sys.modules if m.startswith('allennlp_models')], 'allennlp_models imported'\n"
-        "assert 'allennlp.commands' not in sys.modules\n"
-        "from allennlp.modules.token_embedders import TokenEmbedder\n"
-        "from allennlp.models import Model\n"
-        "from allennlp.data import DatasetReader\n"
-        "assert TokenEmbedder.by_name('elmo_plugin_token_embedder')\n"
-        "assert Model.by_name('elmo_plugin_bilm') and DatasetReader.by_name('elmo_plugin_lm_corpus')\n"
+        "import sys, elmo_bilm, elmo_bilm.vocab, elmo_bilm.files, elmo_bilm.shipped\n"
+        "assert not [m for m in sys.modules if m.split('.')[0] in ('allennlp', 'elmo_plugin')], sorted(sys.modules)\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    result = _python(code)
     assert result.returncode == 0, result.stderr[-2000:]
 
 
@@ -26,11 +53,12 @@ def test_subcommands_found_through_the_plugins_file(repo_root):
     assert result.returncode == 0 and "bilm-tf" in result.stdout, result.stderr[-2000:]
 
 
-def test_shipped_biLM_is_the_default(repo_root):
-    from elmo_plugin.bilm.loading import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE, load_bilm
+def test_shipped_biLM_is_the_default():
+    from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_VOCAB_FILE, DEFAULT_WEIGHT_FILE
     from elmo_plugin.common.config_env import config_defaults
+    from elmo_plugin.modules.bilm_loading import load_bilm
 
-    assert DEFAULT_WEIGHT_FILE.is_file() and (DEFAULT_OPTIONS_FILE.parent / "vocab.txt").is_file()
+    assert DEFAULT_WEIGHT_FILE.is_file() and DEFAULT_VOCAB_FILE.is_file()
     assert config_defaults()["ELMO_WEIGHT_FILE"] == str(DEFAULT_WEIGHT_FILE)
     bilm = load_bilm()
     assert bilm.num_layers == 3 and bilm.get_output_dim() == 128

@@ -4,7 +4,7 @@ import os
 import pytest
 from allennlp.common import Params
 
-from elmo_plugin.common.config_env import REPO_ROOT
+from tests.conftest import REPO_ROOT
 
 CONFIGS = sorted((REPO_ROOT / "training_config").glob("*.jsonnet"))
 

@@ -1,6 +1,6 @@
 // CoNLL-2003 NER biLSTM-CRF + ELMo at the input (Supplement A.7: lambda = 0.1).
 // Paper: 92.22 test F1 with the 5.5B biLM and Senna vectors. The biLM defaults to the plugin's
-// shipped small biLM (elmo_plugin/pretrained/small); ELMO_OPTIONS_FILE / ELMO_WEIGHT_FILE choose another.
+// shipped small biLM (elmo_bilm/pretrained/small); ELMO_OPTIONS_FILE / ELMO_WEIGHT_FILE choose another.
 // Run: allennlp train training_config/conll2003_crf_tagger_elmo.jsonnet -s out/ner --include-package elmo_plugin
 local tagger = import "conll2003_crf_tagger.libsonnet";
 

@@ -14,8 +14,8 @@ from allennlp.commands.subcommand import Subcommand
 from allennlp.common import Tqdm
 from allennlp.modules.elmo import batch_to_ids
 
-from elmo_plugin.bilm.bilm import BiLm
-from elmo_plugin.bilm.loading import load_bilm
+from elmo_bilm.bilm import BiLm
+from elmo_plugin.modules.bilm_loading import load_bilm
 
 logger = logging.getLogger(__name__)
 

@@ -6,9 +6,9 @@ import os
 from allennlp.commands.subcommand import Subcommand
 from allennlp.models.archival import load_archive
 
-from elmo_plugin.bilm.bilm_tf import export_bilm_tf
-from elmo_plugin.bilm.vocab import write_bilm_tf_vocab
-from elmo_plugin.models.bilm_language_model import BiLmLanguageModel
+from elmo_bilm.bilm_tf import export_bilm_tf
+from elmo_plugin.lm.vocabulary import write_bilm_tf_vocab
+from elmo_plugin.lm.models.bilm_language_model import BiLmLanguageModel
 
 logger = logging.getLogger(__name__)
 

@@ -1,30 +1,38 @@
-"""Default values for the environment variables that the configs in `training_config/` read.
+"""Defaults of the environment variables that the configs in `training_config/` read (hook 2 of
+`elmo_plugin.hooks`): the one place that knows where the data and the biLM are by default.
 
 AllenNLP passes the environment to jsonnet as `std.extVar`s, and jsonnet has no default for a
-missing one; so on import the plugin sets each variable below that the user has *not* set, pointing
-at the bundled data (`../shared/data` beside the repository) and fixtures. A user's own value
-always wins. `ELMO_PLUGIN_DATA` moves every data default at once. `ELMO_PROJECTION_DIM` (needed
-for encoder input sizes) is read from whichever options file `ELMO_OPTIONS_FILE` names.
+missing one; so on import the plugin sets each variable below that the user has *not* set. A
+user's own value always wins. The biLM defaults to the one shipped in `elmo_bilm`. The data
+defaults are paths under `ELMO_PLUGIN_DATA`, which defaults to `../shared/data` beside a source
+checkout; when no data folder is found (an installed wheel, say) the data variables stay unset,
+and a config that needs one fails with AllenNLP's "Undefined external variable: NAME", naming the
+variable to set. `ELMO_PROJECTION_DIM` (for encoder input sizes) is read from whichever options
+file `ELMO_OPTIONS_FILE` names.
 """
 import json
 import os
 from pathlib import Path
-from typing import Dict
+from typing import Dict, Optional
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = REPO_ROOT / "fixtures"
+from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+
+# `../shared/data` beside the source checkout this package sits in (absent in an installed wheel)
+_CHECKOUT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
-def config_defaults() -> Dict[str, str]:
-    """The variables and their defaults, given the current `ELMO_PLUGIN_DATA`."""
-    data = Path(os.environ.get("ELMO_PLUGIN_DATA", REPO_ROOT.parent / "shared" / "data"))
-    shipped = REPO_ROOT / "elmo_plugin" / "pretrained" / "small"
+def data_dir() -> Optional[Path]:
+    """`$ELMO_PLUGIN_DATA`, else the checkout's `../shared/data` if it exists, else None."""
+    if "ELMO_PLUGIN_DATA" in os.environ:
+        return Path(os.environ["ELMO_PLUGIN_DATA"])
+    return _CHECKOUT_DATA if _CHECKOUT_DATA.is_dir() else None
+
+
+def data_defaults(data: Path) -> Dict[str, str]:
+    """The data variables and their defaults under the data folder `data`."""
+    snli = data / "snli_eval"
     return {
         "ELMO_PLUGIN_DATA": str(data),
-        "ELMO_PLUGIN_FIXTURES": str(FIXTURES),
-        # the small biLM shipped with the plugin (see README)
-        "ELMO_OPTIONS_FILE": str(shipped / "options.json"),
-        "ELMO_WEIGHT_FILE": str(shipped / "weights.hdf5"),
         "CONLL2003_TRAIN": str(data / "conll2003" / "eng.train"),
         "CONLL2003_DEV": str(data / "conll2003" / "eng.testa"),
         "CONLL2003_TEST": str(data / "conll2003" / "eng.testb"),
@@ -44,9 +52,7 @@ def config_defaults() -> Dict[str, str]:
         "COREF_TRAIN": str(data / "format_samples" / "coref.gold_conll"),
         "COREF_DEV": str(data / "format_samples" / "coref.gold_conll"),
         "COREF_TEST": str(data / "format_samples" / "coref.gold_conll"),
-        # Optional pretrained word vectors (GloVe/Senna): empty = trained from scratch.
-        "WORD_VECTORS": "",
-        # biLM pretraining: comma-separated FORMAT::PATH lists (see LmCorpusReader), vocab.txt or "".
+        # biLM pretraining: comma-separated FORMAT::PATH lists (see LmCorpusReader).
         "BILM_TRAIN": ",".join(
             [
                 f"wikitext::{data / 'wikitext' / 'wiki.valid.tokens'}",
@@ -55,11 +61,26 @@ def config_defaults() -> Dict[str, str]:
             ]
         ),
         "BILM_DEV": f"wikitext::{data / 'wikitext' / 'wiki.test.tokens'}",
-        "BILM_VOCAB": "",
-        "BILM_PRETRAINED_ARCHIVE": "",
         "FINETUNE_TRAIN": f"conll2003::{data / 'conll2003' / 'eng.train'}",
         "FINETUNE_DEV": f"conll2003::{data / 'conll2003' / 'eng.testa'}",
     }
+
+
+def config_defaults() -> Dict[str, str]:
+    """Every variable with a default, given the current environment."""
+    defaults = {
+        # the biLM shipped with the plugin (see README)
+        "ELMO_OPTIONS_FILE": str(DEFAULT_OPTIONS_FILE),
+        "ELMO_WEIGHT_FILE": str(DEFAULT_WEIGHT_FILE),
+        # optional inputs, empty = not used
+        "WORD_VECTORS": "",  # pretrained word vectors (GloVe/Senna); empty = trained from scratch
+        "BILM_VOCAB": "",  # a bilm-tf vocab.txt; empty = built from BILM_TRAIN
+        "BILM_PRETRAINED_ARCHIVE": "",  # a model.tar.gz to fine-tune from
+    }
+    data = data_dir()
+    if data is not None:
+        defaults.update(data_defaults(data))
+    return defaults
 
 
 def set_config_defaults() -> None:

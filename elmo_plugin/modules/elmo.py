@@ -4,7 +4,7 @@ from typing import Any, Dict, List, Optional
 import torch
 from torch import nn
 
-from elmo_plugin.bilm.bilm import BiLm
+from elmo_bilm.bilm import BiLm
 from elmo_plugin.modules.activation_cache import ActivationCache
 from elmo_plugin.modules.scalar_mix import ElmoScalarMix
 

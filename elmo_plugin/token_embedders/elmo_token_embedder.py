@@ -4,7 +4,7 @@ from typing import List, Optional
 import torch
 from allennlp.modules.token_embedders import TokenEmbedder
 
-from elmo_plugin.bilm.loading import load_bilm
+from elmo_plugin.modules.bilm_loading import load_bilm
 from elmo_plugin.modules.elmo import ElmoRepresentations
 
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from allennlp.modules.elmo import batch_to_ids
 
-from elmo_plugin.bilm import load_bilm_tf
+from elmo_bilm import load_bilm_tf
 from elmo_plugin.commands.elmo_embed import embed_sentences, read_sentences
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 

@@ -3,7 +3,7 @@ import gzip
 import pytest
 
 from elmo_plugin.data.wikipedia import WikiExtractorFormatError, prepare_corpus, wikiextractor_paragraphs
-from elmo_plugin.dataset_readers.lm_corpus import LmCorpusReader
+from elmo_plugin.lm.dataset_readers.lm_corpus import LmCorpusReader
 from tests.conftest import DATA
 
 SAMPLE = """<doc id="1" url="http://x" title="Cats">

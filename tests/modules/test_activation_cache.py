@@ -1,12 +1,11 @@
 import json
 
-import allennlp_models.tagging  # noqa: F401  (crf_tagger, conll2003)
 import pytest
 import torch
 from allennlp.commands.train import train_model_from_file
 from allennlp.modules.elmo import batch_to_ids
 
-from elmo_plugin.bilm import load_bilm_tf
+from elmo_bilm import load_bilm_tf
 from elmo_plugin.modules.elmo import ElmoRepresentations
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 

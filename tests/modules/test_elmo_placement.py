@@ -1,24 +1,10 @@
 """ELMo at the input, output or both of the task encoder, for every task model: train a few steps,
 save, reload, predict."""
-import allennlp_models.classification  # noqa: F401  (bcn)
-import allennlp_models.coref  # noqa: F401
-import allennlp_models.pair_classification  # noqa: F401  (esim)
-import allennlp_models.rc  # noqa: F401
-import allennlp_models.structured_prediction  # noqa: F401  (srl)
-import allennlp_models.tagging  # noqa: F401  (crf_tagger)
 import pytest
 import torch
 from allennlp.common.testing import ModelTestCase
 
-import elmo_plugin.dataset_readers.coref  # noqa: F401
-import elmo_plugin.dataset_readers.snli  # noqa: F401  (registered once allennlp_models is loaded)
-import elmo_plugin.dataset_readers.squad  # noqa: F401
-import elmo_plugin.dataset_readers.srl  # noqa: F401
-import elmo_plugin.dataset_readers.sst  # noqa: F401
-import elmo_plugin.models.bcn  # noqa: F401
-import elmo_plugin.models.bidaf_self_attention  # noqa: F401
-import elmo_plugin.models.coref_lee2017  # noqa: F401
-from elmo_plugin.common.config_env import REPO_ROOT
+from tests.conftest import REPO_ROOT
 from tests.conftest import DATA as SHARED
 
 TASKS = {

@@ -4,7 +4,7 @@ from allennlp.common import Params
 from allennlp.modules.elmo import batch_to_ids
 from allennlp.modules.token_embedders import TokenEmbedder
 
-from elmo_plugin.bilm import load_bilm_tf
+from elmo_bilm import load_bilm_tf
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 
 

@@ -1,2 +1,1 @@
 from elmo_plugin.modules.seq2seq_encoders.output_elmo_encoder import OutputElmoEncoder
-from elmo_plugin.modules.seq2seq_encoders.stacked_bilstm_encoder import StackedBiLstmEncoder

@@ -7,7 +7,7 @@ from allennlp.data import TextFieldTensors
 from allennlp.modules.text_field_embedders import BasicTextFieldEmbedder, TextFieldEmbedder
 from allennlp.modules.token_embedders import TokenEmbedder
 
-from elmo_plugin.bilm.loading import load_bilm
+from elmo_plugin.modules.bilm_loading import load_bilm
 from elmo_plugin.modules.elmo import ElmoRepresentations
 
 PLACEMENTS = ("input", "output", "both")

@@ -1,0 +1,103 @@
+"""The bidirectional language model of ELMo: char-CNN token encoder + forward/backward LSTM stacks."""
+import copy
+from typing import Any, Dict, List, Optional, Tuple
+
+import torch
+from torch import nn
+
+from elmo_bilm.char_cnn import CharCnnEncoder, add_sentence_boundaries
+from elmo_bilm.lstm import ProjectedLstmStack
+
+
+class BiLm(nn.Module):
+    """The biLM of Peters et al. (2018), Sec. 3.1 and 3.4, configured by a bilm-tf `options.json` dict.
+
+    `forward` takes the character ids of AllenNLP's `elmo_characters` indexer (without sentence
+    boundaries) and returns every layer: layer 0 is the token representation duplicated to
+    `2 * projection_dim` (as bilm-tf and AllenNLP do), layers 1..L are `[forward; backward]`
+    LSTM outputs. The model is stateless: each sentence starts from a zero LSTM state, so a
+    sentence gets the same vectors whatever batch it is in.
+
+    # Parameters
+
+    options : `Dict[str, Any]`
+        bilm-tf options with `char_cnn` and `lstm` sections (see `../README.md`). Kept, so that
+        an export writes them back.
+    dropout : `float`, optional (default = `0.0`)
+        Dropout on the LSTM inputs in training mode (bilm-tf trains with 0.1).
+    """
+
+    def __init__(self, options: Dict[str, Any], dropout: float = 0.0) -> None:
+        super().__init__()
+        self.options = copy.deepcopy(options)
+        char_cnn = options["char_cnn"]
+        lstm = options["lstm"]
+        self.max_characters_per_token = int(char_cnn.get("max_characters_per_token", 50))
+        self.projection_dim = int(lstm["projection_dim"])
+        self.char_cnn = CharCnnEncoder(
+            char_dim=int(char_cnn["embedding"]["dim"]),
+            filters=char_cnn["filters"],
+            n_highway=int(char_cnn["n_highway"]),
+            projection_dim=self.projection_dim,
+            activation=char_cnn.get("activation", "relu"),
+        )
+        self.lstm = ProjectedLstmStack(
+            input_dim=self.projection_dim,
+            dim=int(lstm["dim"]),
+            projection_dim=self.projection_dim,
+            n_layers=int(lstm["n_layers"]),
+            cell_clip=lstm.get("cell_clip"),
+            proj_clip=lstm.get("proj_clip"),
+            use_skip_connections=bool(lstm.get("use_skip_connections", True)),
+            dropout=dropout,
+        )
+
+    @property
+    def num_layers(self) -> int:
+        """Number of output layers: the token layer plus one per LSTM layer."""
+        return self.lstm.n_layers + 1
+
+    def get_output_dim(self) -> int:
+        return 2 * self.projection_dim
+
+    def encode(
+        self, char_ids: torch.Tensor, mask: torch.Tensor
+    ) -> Tuple[torch.Tensor, List[torch.Tensor]]:
+        """The token layer `(batch, T, proj)` and LSTM layers `[(batch, T, 2 * proj)]` for ids
+        that already hold `<S>`/`</S>` (as the LM corpus reader produces them)."""
+        vectors, index = self.char_cnn.distinct_words(char_ids, mask)
+        token = self.char_cnn.tokens(vectors, index, mask)
+        return token, self.lstm(token, mask, distinct=(vectors, index))
+
+    def forward(
+        self,
+        char_ids: torch.Tensor,
+        mask: Optional[torch.Tensor] = None,
+        keep_sentence_boundaries: bool = False,
+    ) -> Dict[str, Any]:
+        """Run the biLM.
+
+        # Parameters
+
+        char_ids : `torch.Tensor`
+            `(batch, T, max_chars)` ids from the `elmo_characters` indexer, 0 = padding.
+        mask : `torch.Tensor`, optional
+            `(batch, T)`; derived from `char_ids` when not given.
+        keep_sentence_boundaries : `bool`, optional (default = `False`)
+            Return the `<S>`/`</S>` positions too (the LM training objective needs them).
+
+        # Returns
+
+        `{"activations": List[(batch, T', 2 * proj)], "mask": (batch, T'), "token": (batch, T', proj)}`
+        """
+        if mask is None:
+            mask = (char_ids > 0).any(-1)
+        char_ids, mask_with_boundaries = add_sentence_boundaries(char_ids, mask)
+        token, lstm_layers = self.encode(char_ids, mask_with_boundaries)
+        activations: List[torch.Tensor] = [torch.cat([token, token], dim=-1)] + lstm_layers
+        if keep_sentence_boundaries:
+            return {"activations": activations, "mask": mask_with_boundaries, "token": token}
+        timesteps = mask.shape[1]
+        # drop <S> (position 0) and </S> (position length + 1)
+        activations = [layer[:, 1 : timesteps + 1] * mask[..., None] for layer in activations]
+        return {"activations": activations, "mask": mask, "token": token[:, 1 : timesteps + 1]}

@@ -1,0 +1,175 @@
+"""Load and export the original bilm-tf format: `options.json` + `weights.hdf5`.
+
+The conversions (all inverted exactly by the exporter):
+- `char_embed` has 261 rows; ours has a zero padding row in front (ids are shifted by one).
+- Convolutions `CNN/W_cnn_i` are `[1, width, char_dim, n_filters]`; torch's Conv1d wants
+  `[n_filters, char_dim, width]`.
+- Dense matrices are stored `[in, out]`; `nn.Linear` keeps `[out, in]`.
+- LSTM `W_0` is `[in + proj, 4 * dim]` over `[x; h]` with TF's gate order `i, j, f, o`, split here
+  into input and recurrent parts; TF's `forget_bias=1.0` is added at run time, as in TF, so the
+  stored bias is copied unchanged and a round trip is exact.
+"""
+import json
+import os
+from typing import Any, Dict, Optional, Tuple, Union
+
+import h5py
+import numpy
+import torch
+
+from elmo_bilm.bilm import BiLm
+
+PathLike = Union[str, os.PathLike]
+
+
+class BilmTfFormatError(ValueError):
+    """A bilm-tf options/weights pair that does not fit together."""
+
+
+def read_options(options_file: PathLike) -> Dict[str, Any]:
+    """Read and check a bilm-tf `options.json`."""
+    try:
+        with open(options_file) as handle:
+            options = json.load(handle)
+    except json.JSONDecodeError as error:
+        raise BilmTfFormatError(
+            f"{options_file}, line {error.lineno}: not valid JSON ({error.msg})"
+        ) from error
+    for section, keys in {
+        "char_cnn": ("embedding", "filters", "n_highway"),
+        "lstm": ("dim", "projection_dim", "n_layers"),
+    }.items():
+        if section not in options:
+            raise BilmTfFormatError(f"{options_file}: missing section {section!r}")
+        for key in keys:
+            if key not in options[section]:
+                raise BilmTfFormatError(f"{options_file}: missing key {section}.{key}")
+    n_characters = options["char_cnn"].get("n_characters", 262)
+    if n_characters not in (261, 262):
+        raise BilmTfFormatError(
+            f"{options_file}: char_cnn.n_characters must be 261 (training) or 262 (prediction), "
+            f"got {n_characters}"
+        )
+    return options
+
+
+def _dataset(weights: h5py.File, name: str, shape: Tuple[int, ...], weight_file: PathLike) -> numpy.ndarray:
+    if name not in weights:
+        raise BilmTfFormatError(f"{weight_file}: dataset {name!r} is missing (expected shape {shape})")
+    array = weights[name][...]
+    if tuple(array.shape) != tuple(shape):
+        raise BilmTfFormatError(
+            f"{weight_file}: dataset {name!r} has shape {tuple(array.shape)} but the options "
+            f"imply {tuple(shape)}"
+        )
+    return array
+
+
+def _lstm_prefix(direction: int, layer: int) -> str:
+    return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
+
+
+def read_softmax(weight_file: PathLike) -> Optional[Tuple[numpy.ndarray, numpy.ndarray]]:
+    """The `softmax/W`, `softmax/b` datasets of a weight file written by the plugin, if any."""
+    with h5py.File(weight_file, "r") as weights:
+        if SOFTMAX_WEIGHT not in weights:
+            return None
+        return weights[SOFTMAX_WEIGHT][...], weights[SOFTMAX_BIAS][...]
+
+
+def load_bilm_tf(options_file: PathLike, weight_file: PathLike, dropout: float = 0.0) -> BiLm:
+    """Build a `BiLm` from bilm-tf files, checking every dataset's presence and shape."""
+    options = read_options(options_file)
+    bilm = BiLm(options, dropout=dropout)
+    cnn = bilm.char_cnn
+    lstm = bilm.lstm
+    with h5py.File(weight_file, "r") as weights, torch.no_grad():
+        char_dim = cnn.char_embedding.embedding_dim
+        table = _dataset(weights, "char_embed", (261, char_dim), weight_file)
+        cnn.char_embedding.weight[0].zero_()
+        cnn.char_embedding.weight[1:].copy_(torch.from_numpy(table))
+        for i, ((width, num), conv) in enumerate(zip(cnn.filters, cnn.convolutions)):
+            w = _dataset(weights, f"CNN/W_cnn_{i}", (1, width, char_dim, num), weight_file)
+            b = _dataset(weights, f"CNN/b_cnn_{i}", (num,), weight_file)
+            conv.weight.copy_(torch.from_numpy(w[0].transpose(2, 1, 0)))
+            conv.bias.copy_(torch.from_numpy(b))
+        n_filters = cnn.projection.in_features
+        for k, highway in enumerate(cnn.highways):
+            for part in ("transform", "carry"):
+                w = _dataset(weights, f"CNN_high_{k}/W_{part}", (n_filters, n_filters), weight_file)
+                b = _dataset(weights, f"CNN_high_{k}/b_{part}", (n_filters,), weight_file)
+                getattr(highway, part).weight.copy_(torch.from_numpy(w.T))
+                getattr(highway, part).bias.copy_(torch.from_numpy(b))
+        proj = cnn.projection.out_features
+        w = _dataset(weights, "CNN_proj/W_proj", (n_filters, proj), weight_file)
+        b = _dataset(weights, "CNN_proj/b_proj", (proj,), weight_file)
+        cnn.projection.weight.copy_(torch.from_numpy(w.T))
+        cnn.projection.bias.copy_(torch.from_numpy(b))
+        dim, proj = lstm.dim, lstm.projection_dim
+        for layer in range(lstm.n_layers):
+            in_dim = lstm.input_weights[layer].shape[1]
+            for direction in (0, 1):
+                prefix = _lstm_prefix(direction, layer)
+                w = _dataset(weights, f"{prefix}/W_0", (in_dim + proj, 4 * dim), weight_file)
+                b = _dataset(weights, f"{prefix}/B", (4 * dim,), weight_file)
+                p = _dataset(weights, f"{prefix}/W_P_0", (dim, proj), weight_file)
+                lstm.input_weights[layer][direction].copy_(torch.from_numpy(w[:in_dim]))
+                lstm.recurrent_weights[layer][direction].copy_(torch.from_numpy(w[in_dim:]))
+                lstm.biases[layer][direction, 0].copy_(torch.from_numpy(b))
+                lstm.projections[layer][direction].copy_(torch.from_numpy(p.T))
+    return bilm
+
+
+SOFTMAX_WEIGHT = "softmax/W"
+SOFTMAX_BIAS = "softmax/b"
+
+
+def export_bilm_tf(
+    bilm: BiLm,
+    options_file: PathLike,
+    weight_file: PathLike,
+    overwrite: bool = False,
+    softmax: Optional[Tuple[numpy.ndarray, numpy.ndarray]] = None,
+) -> None:
+    """Write `bilm` as bilm-tf `options.json` + `weights.hdf5` (float32). Refuses to overwrite.
+
+    `softmax`, optional: `(W [n_vocab, proj], b [n_vocab])` in `vocab.txt` line order, stored as
+    extra datasets `softmax/W`, `softmax/b` (bilm-tf never saved its softmax; readers that do not
+    know these datasets ignore them). They let a fine-tuning run start from the trained softmax.
+    """
+    for path in (options_file, weight_file):
+        if os.path.exists(path) and not overwrite:
+            raise FileExistsError(f"{path} exists; not overwriting it")
+    cnn = bilm.char_cnn
+    lstm = bilm.lstm
+
+    def array(tensor: torch.Tensor) -> numpy.ndarray:
+        return tensor.detach().cpu().to(torch.float32).numpy()
+
+    tmp_weights = f"{weight_file}.partial"
+    with h5py.File(tmp_weights, "w") as weights:
+        weights["char_embed"] = array(cnn.char_embedding.weight[1:])
+        for i, conv in enumerate(cnn.convolutions):
+            weights[f"CNN/W_cnn_{i}"] = array(conv.weight).transpose(2, 1, 0)[None]
+            weights[f"CNN/b_cnn_{i}"] = array(conv.bias)
+        for k, highway in enumerate(cnn.highways):
+            for part in ("transform", "carry"):
+                weights[f"CNN_high_{k}/W_{part}"] = array(getattr(highway, part).weight).T
+                weights[f"CNN_high_{k}/b_{part}"] = array(getattr(highway, part).bias)
+        if softmax is not None:
+            weights[SOFTMAX_WEIGHT] = numpy.asarray(softmax[0], dtype=numpy.float32)
+            weights[SOFTMAX_BIAS] = numpy.asarray(softmax[1], dtype=numpy.float32)
+        weights["CNN_proj/W_proj"] = array(cnn.projection.weight).T
+        weights["CNN_proj/b_proj"] = array(cnn.projection.bias)
+        for layer in range(lstm.n_layers):
+            for direction in (0, 1):
+                prefix = _lstm_prefix(direction, layer)
+                w = numpy.concatenate(
+                    [array(lstm.input_weights[layer][direction]), array(lstm.recurrent_weights[layer][direction])]
+                )
+                weights[f"{prefix}/W_0"] = w
+                weights[f"{prefix}/B"] = array(lstm.biases[layer][direction, 0])
+                weights[f"{prefix}/W_P_0"] = array(lstm.projections[layer][direction]).T
+    with open(options_file, "w") as handle:
+        json.dump(bilm.options, handle, indent=2)
+    os.replace(tmp_weights, weight_file)

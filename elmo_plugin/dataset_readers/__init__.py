@@ -1,2 +1,0 @@
-from elmo_plugin.dataset_readers.conll2003 import ElmoConll2003Reader
-from elmo_plugin.dataset_readers.lm_corpus import LmCorpusReader

@@ -1,0 +1,56 @@
+"""Everything importing `elmo_plugin` changes outside its own modules, installed once by `install()`.
+
+1. **The ELMo penalty in every model's loss.** `Model.get_regularization_penalty` is wrapped so that
+   it adds `lambda * ||w||^2` of every trainable `ElmoScalarMix` with `lambda > 0`
+   (`elmo_plugin.modules.regularization`). The Trainer adds that method's result to the loss, so
+   the `l2_coefficient` of the plugin's embedders works inside any model (allennlp-models' ESIM,
+   CRF tagger, ...) with no `regularizer` block. A mix whose weights the config's own AllenNLP
+   `regularizer` already reaches (configs copied from allennlp-models regularise
+   `scalar_parameters`) is counted once, by that regulariser, with a warning.
+2. **Config defaults.** Every environment variable the shipped configs read (`std.extVar`) that the
+   user has not set gets its default (`elmo_plugin.common.config_env`): the shipped biLM, and the
+   bundled data where a data folder is found. A user's own value always wins; a variable with no
+   default stays unset, and AllenNLP's error then names it.
+3. **Safe checkpoint loading.** torch >= 2.6 loads with `weights_only=True`; AllenNLP's training
+   states (`allennlp train --recover`) hold numpy scalars, so exactly those numpy types are added to
+   torch's allow-list (instead of switching the safe loader off).
+4. **An exit hook for distributed runs.** AllenNLP's workers return without destroying their
+   process group; with torch 2.x gloo can then abort the process at exit (SIGABRT) before the
+   model is archived. The group is destroyed at exit.
+5. **`reduce_on_plateau`** is registered again over AllenNLP's (whose constructor passes the
+   `verbose=` that torch >= 2.7 removed), in `elmo_plugin.training.reduce_on_plateau`.
+"""
+import atexit
+
+import numpy
+import torch
+import torch.distributed as dist
+
+from elmo_plugin.common.config_env import set_config_defaults
+from elmo_plugin.modules import regularization
+
+_installed = False
+
+
+def allow_numpy_scalars_in_checkpoints() -> None:
+    """Add numpy's scalar reconstructor and dtypes to torch's weights-only allow-list."""
+    dtypes = [type(numpy.dtype(name)) for name in ("float16", "float32", "float64", "int32", "int64", "bool")]
+    torch.serialization.add_safe_globals([numpy._core.multiarray.scalar, numpy.dtype, *dtypes])
+
+
+def destroy_process_group() -> None:
+    """Destroy the default process group, if one is initialised (registered with `atexit`)."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def install() -> None:
+    """Install hooks 1-4 (5 is a registration, done by importing the plugin); idempotent."""
+    global _installed
+    if _installed:
+        return
+    regularization.install()
+    set_config_defaults()
+    allow_numpy_scalars_in_checkpoints()
+    atexit.register(destroy_process_group)
+    _installed = True

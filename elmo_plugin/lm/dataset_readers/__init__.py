@@ -1,0 +1,1 @@
+from elmo_plugin.lm.dataset_readers.lm_corpus import LmCorpusReader

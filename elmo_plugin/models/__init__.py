@@ -1,1 +1,0 @@
-from elmo_plugin.models.bilm_language_model import BiLmLanguageModel

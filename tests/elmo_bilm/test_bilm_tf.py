@@ -1,0 +1,116 @@
+import h5py
+import numpy
+import pytest
+import torch
+from allennlp.modules.elmo import _ElmoBiLm, batch_to_ids
+
+from elmo_bilm import BilmTfFormatError, export_bilm_tf, load_bilm_tf
+from tests.conftest import ELMO_FIXTURE, OPTIONS_FILE, WEIGHT_FILE
+
+
+@pytest.fixture(scope="module")
+def bilm():
+    return load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE).eval()
+
+
+def test_layers_match_allennlp_elmo_bilm(bilm, fixture_sentences):
+    reference = _ElmoBiLm(str(OPTIONS_FILE), str(WEIGHT_FILE))
+    sentences = [s for group in fixture_sentences for s in group]
+    for start in range(0, len(sentences), 8):  # mixed lengths in every batch, fresh AllenNLP state
+        reference._elmo_lstm.reset_states()
+        char_ids = batch_to_ids(sentences[start : start + 8])
+        with torch.no_grad():
+            expected = reference(char_ids)
+            ours = bilm(char_ids, keep_sentence_boundaries=True)
+        mask = expected["mask"]
+        assert torch.equal(ours["mask"], mask)
+        assert len(ours["activations"]) == len(expected["activations"]) == 3
+        for layer, (mine, theirs) in enumerate(zip(ours["activations"], expected["activations"])):
+            diff = ((mine - theirs).abs() * mask[..., None]).max().item()
+            assert diff < 1e-5, f"layer {layer}: max abs difference {diff}"
+
+
+def test_top_layer_matches_bilm_tf_reference_activations(bilm, fixture_sentences):
+    # bilm-tf ran batches of 3 (one sentence from each list) carrying LSTM state across batches,
+    # so only dataset "0" of each file starts from a zero state, as the plugin's biLM always does.
+    first = [group[0] for group in fixture_sentences]
+    with torch.no_grad():
+        top = bilm(batch_to_ids(first))["activations"][-1]
+    for k, sentence in enumerate(first):
+        with h5py.File(ELMO_FIXTURE / f"lm_embeddings_{k}.hdf5", "r") as handle:
+            expected = handle["0"][...]  # (2, T, 16) = forward, backward
+        n = len(sentence)
+        ours = top[k, :n].numpy()
+        numpy.testing.assert_allclose(ours[:, :16], expected[0], atol=1e-5)
+        numpy.testing.assert_allclose(ours[:, 16:], expected[1], atol=1e-5)
+
+
+def test_export_round_trip_is_exact(bilm, tmp_path):
+    export_bilm_tf(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5")
+    with h5py.File(WEIGHT_FILE, "r") as original, h5py.File(tmp_path / "weights.hdf5", "r") as exported:
+        names = []
+        original.visititems(lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset) else None)
+        for name in names:
+            assert name in exported, name
+            numpy.testing.assert_array_equal(original[name][...], exported[name][...], err_msg=name)
+    again = load_bilm_tf(tmp_path / "options.json", tmp_path / "weights.hdf5")
+    for (name, a), (_, b) in zip(bilm.state_dict().items(), again.state_dict().items()):
+        assert torch.equal(a, b), name
+    assert again.options == bilm.options
+
+
+def test_export_refuses_to_overwrite(bilm, tmp_path):
+    (tmp_path / "weights.hdf5").write_text("keep me")
+    with pytest.raises(FileExistsError, match="weights.hdf5"):
+        export_bilm_tf(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5")
+    assert (tmp_path / "weights.hdf5").read_text() == "keep me"
+
+
+def _copy_weights(tmp_path, drop=None, replace=None):
+    path = tmp_path / "weights.hdf5"
+    with h5py.File(WEIGHT_FILE, "r") as src, h5py.File(path, "w") as dst:
+        def copy(name, obj):
+            if isinstance(obj, h5py.Dataset) and name != drop:
+                dst[name] = replace[1] if replace and name == replace[0] else obj[...]
+        src.visititems(copy)
+    return path
+
+
+def test_missing_dataset_is_named(tmp_path):
+    name = "RNN_1/RNN/MultiRNNCell/Cell1/LSTMCell/W_P_0"
+    path = _copy_weights(tmp_path, drop=name)
+    with pytest.raises(BilmTfFormatError, match="W_P_0.*missing"):
+        load_bilm_tf(OPTIONS_FILE, path)
+
+
+def test_wrong_shape_names_dataset_and_both_shapes(tmp_path):
+    path = _copy_weights(tmp_path, replace=("CNN/W_cnn_2", numpy.zeros((1, 3, 4, 7), "float32")))
+    with pytest.raises(BilmTfFormatError) as error:
+        load_bilm_tf(OPTIONS_FILE, path)
+    message = str(error.value)
+    assert "CNN/W_cnn_2" in message and "(1, 3, 4, 7)" in message and "(1, 3, 4, 16)" in message
+
+
+def test_mismatched_options_fail_clearly(tmp_path):
+    options = (OPTIONS_FILE.read_text()).replace('"dim": 64', '"dim": 32')
+    (tmp_path / "options.json").write_text(options)
+    with pytest.raises(BilmTfFormatError, match=r"W_0.*\(32, 256\).*\(32, 128\)"):
+        load_bilm_tf(tmp_path / "options.json", WEIGHT_FILE)
+
+
+def test_options_errors(tmp_path):
+    (tmp_path / "bad.json").write_text('{"lstm": {\n "dim": 4,,}}')
+    with pytest.raises(BilmTfFormatError, match="bad.json, line 2"):
+        load_bilm_tf(tmp_path / "bad.json", WEIGHT_FILE)
+    (tmp_path / "nolstm.json").write_text('{"char_cnn": {"embedding": {"dim": 4}, "filters": [], "n_highway": 0}}')
+    with pytest.raises(BilmTfFormatError, match="missing section 'lstm'"):
+        load_bilm_tf(tmp_path / "nolstm.json", WEIGHT_FILE)
+
+
+def test_training_options_with_261_characters_load(tmp_path, bilm, fixture_sentences):
+    (tmp_path / "options.json").write_text(OPTIONS_FILE.read_text().replace("262", "261"))
+    again = load_bilm_tf(tmp_path / "options.json", WEIGHT_FILE).eval()
+    char_ids = batch_to_ids(fixture_sentences[0][:3])
+    with torch.no_grad():
+        for a, b in zip(bilm(char_ids)["activations"], again(char_ids)["activations"]):
+            assert torch.equal(a, b)

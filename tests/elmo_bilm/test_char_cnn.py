@@ -1,0 +1,67 @@
+import torch
+from allennlp.modules.elmo import batch_to_ids
+
+from elmo_bilm.char_cnn import PADDING_CHAR, CharCnnEncoder
+
+
+def make_encoder(**kwargs) -> CharCnnEncoder:
+    torch.manual_seed(0)
+    encoder = CharCnnEncoder(4, [[1, 4], [2, 8], [3, 8], [7, 4]], n_highway=1, projection_dim=6, **kwargs)
+    with torch.no_grad():
+        encoder.char_embedding.weight.normal_()
+        encoder.char_embedding.weight[PADDING_CHAR + 1] = 3.0  # windows of padding often win the max-pool
+    return encoder.eval()
+
+
+def full_length_reference(encoder: CharCnnEncoder, ids: torch.Tensor) -> torch.Tensor:
+    """Convolutions over all 50 character positions, no shortcuts."""
+    chars = encoder.char_embedding(ids).transpose(1, 2)
+    hidden = torch.relu(torch.cat([conv(chars).max(-1).values for conv in encoder.convolutions], -1))
+    for highway in encoder.highways:
+        hidden = highway(hidden)
+    return encoder.projection(hidden)
+
+
+def test_truncated_convolutions_are_exact_and_long_words_work():
+    encoder = make_encoder()
+    short = batch_to_ids([["a", "ab", "naïve", "word"]])[0]  # cut to 7 + 6 positions of 50
+    long = batch_to_ids([["a", "x" * 60]])[0]  # 60 chars: clipped to 50 with the marks, no cut
+    with torch.no_grad():
+        for words in (short, long):
+            expected = full_length_reference(encoder, words)
+            torch.testing.assert_close(encoder.encode_words(words), expected, atol=1e-6, rtol=0)
+
+
+def test_word_cache_gives_the_same_vectors_and_follows_weight_changes():
+    encoder = make_encoder()
+    plain = make_encoder(word_cache_size=0)
+    ids = batch_to_ids([["the", "cat", "the", "end"], ["cat", "."]])
+    mask = (ids > 0).any(-1)
+    with torch.no_grad():
+        first = encoder(ids, mask)
+        assert len(encoder._word_cache) == 4
+        torch.testing.assert_close(encoder(ids, mask), first, atol=0, rtol=0)
+        torch.testing.assert_close(plain(ids, mask), first, atol=1e-6, rtol=0)
+        encoder.clear_word_cache()
+        assert encoder._word_cache == {}
+        torch.testing.assert_close(encoder(ids, mask), first, atol=1e-6, rtol=0)
+        assert len(encoder._word_cache) == 4  # refilled on the next pass
+        encoder.projection.bias.add_(1.0)  # any in-place weight change empties the cache
+        torch.testing.assert_close(encoder(ids, mask)[mask], first[mask] + 1.0, atol=1e-5, rtol=0)
+    encoder.train()
+    encoder(ids, mask).sum().backward()  # training never uses the cache
+    assert encoder.projection.weight.grad is not None
+
+
+def test_distinct_words_index_reproduces_every_token():
+    encoder = make_encoder().eval()
+    char_ids = batch_to_ids([["the", "cat", "the"], ["cat", "sat"]])
+    mask = (char_ids > 0).any(-1)
+    with torch.no_grad():
+        vectors, index = encoder.distinct_words(char_ids, mask)
+        tokens = encoder(char_ids, mask)
+    assert vectors.shape[0] == 3  # "the", "cat", "sat"
+    assert index[0, 0] == index[0, 2] != index[0, 1]
+    assert index[0, 1] == index[1, 0]
+    torch.testing.assert_close(vectors[index][mask], tokens[mask], atol=0, rtol=0)
+    assert tokens[1, 2].abs().sum() == 0

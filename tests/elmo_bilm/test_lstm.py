@@ -1,0 +1,182 @@
+import copy
+
+import pytest
+import torch
+
+from elmo_bilm import lstm as lstm_module
+from elmo_bilm.lstm import ProjectedLstmStack, reverse_padded
+
+
+def plain_lstm(stack: ProjectedLstmStack, sentence: torch.Tensor):
+    """Reference: one sentence, one direction and one time step at a time, no batching tricks."""
+    outputs = []
+    for direction in (0, 1):
+        x = sentence if direction == 0 else sentence.flip(0)
+        layers = []
+        for layer in range(stack.n_layers):
+            w_x = stack.input_weights[layer][direction]
+            w_h = stack.recurrent_weights[layer][direction]
+            b = stack.biases[layer][direction, 0] + stack.forget_bias
+            w_p = stack.projections[layer][direction].t()
+            h = torch.zeros(stack.projection_dim)
+            c = torch.zeros(stack.dim)
+            out = []
+            for t in range(x.shape[0]):
+                i, j, f, o = (x[t] @ w_x + h @ w_h + b).chunk(4)
+                c = (torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(j)).clamp(-stack.cell_clip, stack.cell_clip)
+                h = ((torch.sigmoid(o) * torch.tanh(c)) @ w_p).clamp(-stack.proj_clip, stack.proj_clip)
+                out.append(h)
+            out = torch.stack(out)
+            if layer > 0 and stack.use_skip_connections:
+                out = out + x
+            layers.append(out if direction == 0 else out.flip(0))
+            x = out
+        outputs.append(layers)
+    return [torch.cat([f, b], -1) for f, b in zip(*outputs)]
+
+
+def make_stack(seed: int = 0) -> ProjectedLstmStack:
+    torch.manual_seed(seed)
+    stack = ProjectedLstmStack(6, dim=10, projection_dim=6, n_layers=2, cell_clip=3.0, proj_clip=3.0)
+    with torch.no_grad():  # larger weights than the init so that clipping is exercised
+        for p in stack.parameters():
+            p.uniform_(-1.0, 1.0)
+    return stack.eval()
+
+
+def test_reverse_padded_reverses_within_length_and_is_an_involution():
+    x = torch.arange(8.0).view(2, 4, 1)
+    lengths = torch.tensor([3, 4])
+    rev = reverse_padded(x, lengths)
+    assert rev[0, :, 0].tolist() == [2.0, 1.0, 0.0, 3.0]
+    assert rev[1, :, 0].tolist() == [7.0, 6.0, 5.0, 4.0]
+    assert torch.equal(reverse_padded(rev, lengths), x)
+
+
+def test_fast_path_matches_plain_reference_with_padding_and_mixed_lengths():
+    stack = make_stack()
+    lengths = [5, 1, 3, 7, 1]
+    inputs = torch.randn(len(lengths), 7, 6) * 3
+    mask = torch.arange(7)[None, :] < torch.tensor(lengths)[:, None]
+    with torch.no_grad():
+        fast = stack(inputs * mask[..., None], mask)
+        for row, n in enumerate(lengths):
+            expected = plain_lstm(stack, inputs[row, :n])
+            for layer in range(2):
+                torch.testing.assert_close(fast[layer][row, :n], expected[layer], atol=1e-5, rtol=0)
+                assert fast[layer][row, n:].abs().max() == 0 if n < 7 else True
+
+
+def test_stateless_same_sentence_same_vectors_in_any_batch():
+    stack = make_stack(1)
+    sentence = torch.randn(4, 6)
+    other = torch.randn(2, 6, 6)
+    batch_a = torch.zeros(3, 6, 6)
+    batch_a[0, :4] = sentence
+    batch_a[1:] = other
+    mask_a = torch.tensor([[1, 1, 1, 1, 0, 0], [1] * 6, [1] * 6]).bool()
+    with torch.no_grad():
+        alone = stack(sentence[None], torch.ones(1, 4, dtype=torch.bool))
+        first = stack(batch_a, mask_a)
+        second = stack(batch_a, mask_a)  # a second call sees no state left by the first
+    for layer in range(2):
+        torch.testing.assert_close(alone[layer][0], first[layer][0, :4], atol=1e-6, rtol=0)
+        assert torch.equal(first[layer], second[layer])
+
+
+def test_gradients_reach_every_parameter_and_dropout_only_in_training():
+    stack = ProjectedLstmStack(6, dim=10, projection_dim=6, n_layers=2, cell_clip=3.0, proj_clip=3.0, dropout=0.5)
+    inputs = torch.randn(2, 5, 6)
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]]).bool()
+    stack.train()
+    sum(layer.sum() for layer in stack(inputs, mask)).backward()
+    for name, parameter in stack.named_parameters():
+        assert parameter.grad is not None and parameter.grad.abs().sum() > 0, name
+    torch.manual_seed(0)
+    a = stack(inputs, mask)[-1]
+    torch.manual_seed(1)
+    b = stack(inputs, mask)[-1]
+    assert not torch.allclose(a, b)
+    stack.eval()
+    assert torch.equal(stack(inputs, mask)[-1], stack(inputs, mask)[-1])
+
+
+@pytest.mark.skipif(not lstm_module._ONEDNN, reason="oneDNN is not available in this torch build")
+def test_onednn_packed_path_equals_bmm_path_and_follows_weight_changes(monkeypatch):
+    stack = make_stack(2)
+    lengths = [4, 6, 1]
+    inputs = torch.randn(3, 6, 6)
+    mask = torch.arange(6)[None, :] < torch.tensor(lengths)[:, None]
+    with torch.no_grad():
+        stack(inputs, mask)
+        assert stack._packed == {}  # weights this small stay with bmm
+        monkeypatch.setattr(lstm_module, "_ONEDNN_MIN_BYTES", 0)
+        packed = stack(inputs, mask)
+        assert {layer for _, layer in stack._packed} == {0, 1}  # the packed path ran
+        monkeypatch.setattr(lstm_module, "_ONEDNN", False)
+        plain = stack(inputs, mask)
+        monkeypatch.setattr(lstm_module, "_ONEDNN", True)
+        for a, b in zip(packed, plain):
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+        # an in-place update (an optimiser step) must not leave stale packed weights behind
+        stack.recurrent_weights[1].mul_(0.5)
+        stack.projections[0].add_(0.1)
+        stack.input_weights[1].mul_(-1.0)
+        updated = stack(inputs, mask)
+        monkeypatch.setattr(lstm_module, "_ONEDNN", False)
+        expected = stack(inputs, mask)
+    for a, b, old in zip(updated, expected, packed):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+        assert not torch.allclose(a, old)
+    copy.deepcopy(stack)  # oneDNN's opaque tensors are not part of the module's copyable state
+
+
+def test_gradients_flow_through_the_bmm_path_when_weights_train():
+    stack = make_stack(3).train()
+    inputs = torch.randn(2, 3, 6)
+    mask = torch.ones(2, 3, dtype=torch.bool)
+    stack(inputs, mask)[-1].sum().backward()
+    assert stack._packed == {}
+    assert stack.recurrent_weights[0].grad.abs().sum() > 0
+
+
+def test_a_batch_without_tokens_gives_zeros():
+    stack = make_stack(4)
+    out = stack(torch.randn(2, 3, 6), torch.zeros(2, 3, dtype=torch.bool))
+    assert [tuple(layer.shape) for layer in out] == [(2, 3, 12), (2, 3, 12)]
+    assert all(layer.abs().sum() == 0 for layer in out)
+
+
+@pytest.mark.parametrize("onednn", [False, True])
+def test_first_layer_products_per_distinct_word_equal_per_position(monkeypatch, onednn):
+    if onednn and not lstm_module._ONEDNN:
+        pytest.skip("oneDNN is not available in this torch build")
+    monkeypatch.setattr(lstm_module, "_ONEDNN_MIN_BYTES", 0 if onednn else 2**62)
+    stack = make_stack(5)
+    vectors = torch.randn(4, 6)
+    index = torch.tensor([[0, 1, 2, 1, 0], [3, 3, 0, 0, 0], [2, 0, 0, 0, 0]])
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0], [1, 0, 0, 0, 0]]).bool()
+    inputs = vectors[index] * mask[..., None]
+    with torch.no_grad():
+        per_position = stack(inputs, mask)
+        per_word = stack(inputs, mask, distinct=(vectors, index))
+        # the distinct vectors are really used: changing one word changes every layer
+        changed = stack(inputs, mask, distinct=(vectors + torch.eye(4, 6)[1], index))
+    for a, b, c in zip(per_position, per_word, changed):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+        assert not torch.allclose(a, c)
+
+
+def test_distinct_words_are_ignored_under_training_dropout():
+    stack = make_stack(6)
+    stack.dropout.p = 0.5
+    stack.train()
+    vectors = torch.randn(3, 6)
+    index = torch.tensor([[0, 1, 2], [2, 2, 0]])
+    mask = torch.ones(2, 3, dtype=torch.bool)
+    torch.manual_seed(0)
+    plain = stack(vectors[index], mask)
+    torch.manual_seed(0)
+    with_distinct = stack(vectors[index], mask, distinct=(vectors, index))
+    for a, b in zip(plain, with_distinct):
+        assert torch.equal(a, b)  # per-position dropout masks: one product per word would be wrong

@@ -1,0 +1,205 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy
+import pytest
+import torch
+from allennlp.commands.train import train_model_from_file
+from allennlp.data import Vocabulary
+from allennlp.models.archival import load_archive
+from allennlp.modules.elmo import batch_to_ids
+from flaky import flaky
+
+from elmo_bilm import load_bilm_tf
+from elmo_plugin.lm.vocabulary import BilmTfVocabulary
+from elmo_plugin.commands.elmo_export import export_archive
+from elmo_plugin.lm.models.bilm_language_model import BiLmLanguageModel
+from elmo_plugin.token_embedders import ElmoPluginTokenEmbedder
+
+TINY = "fixtures/bilm_tiny.jsonnet"
+
+
+def allennlp_command(*args):
+    return [os.path.join(os.path.dirname(sys.executable), "allennlp"), *map(str, args), "--include-package", "elmo_plugin"]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory, repo_root):
+    out = tmp_path_factory.mktemp("bilm_tiny")
+    train_model_from_file(str(repo_root / TINY), str(out / "run"))
+    return out / "run"
+
+
+def test_training_perplexity_falls(tiny_run):
+    epochs = [json.loads((tiny_run / f"metrics_epoch_{k}.json").read_text()) for k in range(4)]
+    first, last = epochs[0]["training_perplexity"], epochs[-1]["training_perplexity"]
+    assert last < 0.7 * first, (first, last)
+    assert epochs[-1]["validation_perplexity"] < 0.7 * epochs[0]["training_perplexity"]
+    for metrics in epochs:
+        assert {"training_perplexity_forward", "training_perplexity_backward"} <= metrics.keys()
+
+
+def test_sampled_softmax_agrees_with_full_softmax_in_expectation():
+    numpy.random.seed(0)
+    torch.manual_seed(0)
+    vocab = Vocabulary(non_padded_namespaces=())
+    vocab.add_tokens_to_namespace([f"w{i}" for i in range(198)], "lm_tokens")  # + padding, OOV = 200
+    options = json.loads(open(os.environ["ELMO_OPTIONS_FILE"]).read())
+    model = BiLmLanguageModel(vocab, options=options, num_samples=100)
+    hidden = torch.randn(500, 16, requires_grad=True)
+    zipf = 1.0 / numpy.arange(1, 199)
+    targets = torch.from_numpy(numpy.random.choice(198, 500, p=zipf / zipf.sum()) + 2)  # words, not padding/OOV
+    model.eval()
+    full = model._nll_sum(hidden, targets) / 500
+    full_grad = torch.autograd.grad(full, hidden)[0]
+    model.train()
+    draws = [model._nll_sum(hidden, targets) / 500 for _ in range(300)]
+    sampled = torch.stack(draws).mean()
+    sampled_grad = torch.autograd.grad(sampled, hidden)[0]
+    # sampled softmax is a slightly biased estimator of the loss; its gradient matches closely
+    assert abs(sampled.item() - full.item()) < 0.08 * full.item()
+    assert (sampled_grad - full_grad).norm() < 0.05 * full_grad.norm()
+    with pytest.raises(ValueError, match="num_samples"):
+        BiLmLanguageModel(vocab, options=options, num_samples=500)
+
+
+def test_archive_feeds_embedder_elmo_embed_and_export(tiny_run, tmp_path, repo_root):
+    archive = tiny_run / "model.tar.gz"
+    bilm = load_archive(str(archive)).model.bilm.eval()
+    sentences = [["the", "cat", "sat", "."], ["a", "dog"]]
+    char_ids = batch_to_ids(sentences)
+    with torch.no_grad():
+        expected = bilm(char_ids)["activations"]
+    embedder = ElmoPluginTokenEmbedder(archive_file=str(archive), scalar_mix_parameters=[-9e10, -9e10, 1.0], dropout=0.0)
+    torch.testing.assert_close(embedder.eval()(char_ids), expected[-1], atol=1e-6, rtol=0)
+
+    export_archive(str(archive), str(tmp_path / "bilm_tf"))
+    exported = load_bilm_tf(tmp_path / "bilm_tf" / "options.json", tmp_path / "bilm_tf" / "weights.hdf5").eval()
+    with torch.no_grad():
+        for a, b in zip(expected, exported(char_ids)["activations"]):
+            assert torch.equal(a, b)
+    lines = (tmp_path / "bilm_tf" / "vocab.txt").read_text().split("\n")
+    assert lines[:3] == ["<S>", "</S>", "<UNK>"]
+    vocab = BilmTfVocabulary.from_bilm_tf_vocab(str(tmp_path / "bilm_tf" / "vocab.txt"))
+    original = load_archive(str(archive)).model.vocab
+    # same tokens; bilm-tf order puts <S>, </S> first and keeps the frequency order of the rest
+    read_back = vocab.get_index_to_token_vocabulary("lm_tokens")
+    trained = original.get_index_to_token_vocabulary("lm_tokens")
+    assert set(read_back.values()) == set(trained.values())
+    assert [read_back[i] for i in range(2, 4)] == ["<S>", "</S>"]
+    rest = [t for _, t in sorted(trained.items()) if t not in ("<S>", "</S>")]
+    assert [t for _, t in sorted(read_back.items()) if t not in ("<S>", "</S>")] == rest
+    with pytest.raises(FileExistsError):
+        export_archive(str(archive), str(tmp_path / "bilm_tf"))
+
+    # elmo-embed takes the archive too (run from the repo: subcommands come from .allennlp_plugins)
+    (tmp_path / "in.txt").write_text("the cat sat .\na dog\n")
+    result = subprocess.run(
+        allennlp_command("elmo-embed", tmp_path / "in.txt", tmp_path / "out.hdf5", "--archive-file", archive, "--layers", "top"),
+        cwd=repo_root, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    import h5py
+
+    with h5py.File(tmp_path / "out.hdf5", "r") as out:
+        numpy.testing.assert_allclose(out["1"][...], expected[-1][1, :2].numpy(), atol=1e-5)
+
+
+def test_finetune_reports_dev_perplexity_before_and_after(tiny_run, tmp_path, repo_root, monkeypatch):
+    fixtures = repo_root / "fixtures" / "lm_corpus"
+    monkeypatch.setenv("FINETUNE_TRAIN", f"text::{fixtures / 'train.txt'}")
+    monkeypatch.setenv("FINETUNE_DEV", f"text::{fixtures / 'dev.txt'}")
+    monkeypatch.setenv("BILM_PRETRAINED_ARCHIVE", str(tiny_run / "model.tar.gz"))
+    overrides = json.dumps({"trainer.optimizer": {"type": "adam", "lr": 0.003}, "trainer.num_epochs": 2})
+    train_model_from_file(str(repo_root / "training_config" / "bilm_finetune.jsonnet"), str(tmp_path / "ft"), overrides=overrides)
+    before = json.loads((tmp_path / "ft" / "metrics_before_training.json").read_text())
+    after = json.loads((tmp_path / "ft" / "metrics.json").read_text())
+    # starts from the archive (softmax included): already far below the uniform 40+ perplexity
+    tiny_final = json.loads((tiny_run / "metrics.json").read_text())["validation_perplexity"]
+    assert before["validation_perplexity"] == pytest.approx(tiny_final, rel=1e-4)
+    assert after["validation_perplexity"] < before["validation_perplexity"]
+
+    # from exported bilm-tf files + vocab.txt
+    export_archive(str(tiny_run / "model.tar.gz"), str(tmp_path / "tf"))
+    monkeypatch.setenv("BILM_PRETRAINED_ARCHIVE", "")
+    monkeypatch.setenv("ELMO_OPTIONS_FILE", str(tmp_path / "tf" / "options.json"))
+    monkeypatch.setenv("ELMO_WEIGHT_FILE", str(tmp_path / "tf" / "weights.hdf5"))
+    monkeypatch.setenv("BILM_VOCAB", str(tmp_path / "tf" / "vocab.txt"))
+    train_model_from_file(str(repo_root / "training_config" / "bilm_finetune.jsonnet"), str(tmp_path / "ft2"), overrides=overrides)
+    before = json.loads((tmp_path / "ft2" / "metrics_before_training.json").read_text())
+    after = json.loads((tmp_path / "ft2" / "metrics.json").read_text())
+    # the exported softmax came along (matched by token): same starting point as the archive
+    assert before["validation_perplexity"] == pytest.approx(tiny_final, rel=1e-4)
+    assert after["validation_perplexity"] < before["validation_perplexity"]
+
+
+def test_recover_continues_an_interrupted_run(tmp_path, repo_root):
+    overrides = json.dumps({"trainer.num_epochs": 12})
+    out = tmp_path / "run"
+    command = allennlp_command("train", repo_root / TINY, "-s", out, "-o", overrides)
+    process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while not (out / "training_state_e2_b0.th").exists() and time.time() < deadline and process.poll() is None:
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (out / "metrics.json").exists(), "the run finished before it could be interrupted"
+    epoch0 = (out / "metrics_epoch_0.json").read_text()
+    result = subprocess.run(command + ["--recover"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Recovering from prior training" in result.stderr
+    assert (out / "metrics_epoch_0.json").read_text() == epoch0  # earlier epochs were not redone
+    assert json.loads((out / "metrics.json").read_text())["epoch"] == 11
+    # and it retraces an uninterrupted run exactly (AllenNLP replays the skipped epochs' randomness)
+    straight = tmp_path / "straight"
+    train_model_from_file(str(repo_root / TINY), str(straight), overrides=overrides)
+    for epoch in range(12):
+        name = f"metrics_epoch_{epoch}.json"
+        recovered = json.loads((out / name).read_text())["training_loss"]
+        assert recovered == json.loads((straight / name).read_text())["training_loss"], epoch
+    recovered, reference = torch.load(out / "best.th"), torch.load(straight / "best.th")
+    assert all(torch.equal(recovered[name], reference[name]) for name in reference)
+
+
+# One retry: torch/gloo can still abort a worker while it exits (see common/torch_compat.py).
+@flaky(max_runs=2)
+def test_distributed_training_with_two_cpu_workers(tmp_path, repo_root):
+    overrides = json.dumps({"distributed": {"cuda_devices": [-1, -1]}, "trainer.num_epochs": 2})
+    result = subprocess.run(
+        allennlp_command("train", repo_root / TINY, "-s", tmp_path / "ddp", "-o", overrides),
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((tmp_path / "ddp" / "metrics.json").read_text())
+    assert "peak_worker_1_memory_MB" in metrics  # two worker processes trained
+    assert metrics["validation_perplexity"] < 40
+    assert load_archive(str(tmp_path / "ddp" / "model.tar.gz")).model.bilm.num_layers == 3
+
+
+def test_dropout_applies_in_training_only(repo_root):
+    vocab = Vocabulary(non_padded_namespaces=())
+    vocab.add_tokens_to_namespace(["<S>", "</S>", "a", "b"], "lm_tokens")
+    options = json.loads(open(os.environ["ELMO_OPTIONS_FILE"]).read())
+    from allennlp.data import Batch
+
+    from elmo_plugin.lm.dataset_readers.lm_corpus import LmCorpusReader
+
+    reader = LmCorpusReader()
+    instance = reader.text_to_instance(["a", "b", "a"])
+    reader.apply_token_indexers(instance)
+    batch = Batch([instance])
+    batch.index_instances(vocab)
+    tensors = batch.as_tensor_dict()
+    losses = {}
+    for dropout in (0.0, 0.5):
+        torch.manual_seed(0)
+        model = BiLmLanguageModel(vocab, options=options, dropout=dropout).train()
+        first, second = model(**tensors)["loss"].item(), model(**tensors)["loss"].item()
+        losses[dropout] = (first, second, model.eval()(**tensors)["loss"].item())
+    assert losses[0.0][0] == losses[0.0][1]
+    assert losses[0.5][0] != losses[0.5][1]  # dropout active in training
+    assert losses[0.5][2] == losses[0.0][2]  # and off in evaluation (same init seed)

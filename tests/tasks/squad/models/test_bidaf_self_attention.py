@@ -1,0 +1,59 @@
+"""BiDAF + self-attention (Clark and Gardner 2017): span decoding and predictions."""
+import pytest
+import torch
+from allennlp.common.testing import ModelTestCase
+
+from elmo_plugin.tasks.squad.models.bidaf_self_attention import best_span
+from tests.conftest import DATA
+from tests.modules.test_elmo_placement import write_config
+
+
+def test_best_span_is_the_best_valid_span_of_at_most_max_length():
+    start = torch.log_softmax(torch.tensor([[0.0, 5.0, 0.0, 0.0, 0.0, 9.0]]), -1)
+    end = torch.log_softmax(torch.tensor([[7.0, 0.0, 0.0, 4.0, 6.0, 9.0]]), -1)
+    mask = torch.tensor([[True, True, True, True, True, False]])
+    # scores start + end: (1, 4) 11 > (1, 3) 9 > (0, 0) 7 > (4, 4) 6; position 5 is padding, (5, 5)
+    # would score 18; an end before its start, e.g. (1, 0) = 12, is not a span
+    assert best_span(start, end, mask, max_length=17).tolist() == [[1, 4]]
+    assert best_span(start, end, mask, max_length=3).tolist() == [[1, 3]]
+    assert best_span(start, end, mask, max_length=1).tolist() == [[0, 0]]
+
+
+class TestBidafSelfAttention(ModelTestCase):
+    @pytest.fixture(autouse=True)
+    def _model(self, tmp_path):
+        self.set_up_model(write_config(tmp_path, "both", task="squad"), DATA / "format_samples" / "squad.json")
+
+    def test_predicts_passage_substrings_and_official_scores(self):
+        self.model.eval()
+        output = self.model(**self.dataset.as_tensor_dict())
+        spans = output["best_span"].tolist()
+        for (start, end), answer, instance in zip(spans, output["best_span_str"], self.instances):
+            offsets = instance["metadata"]["token_offsets"]
+            assert 0 <= end - start < 17
+            assert answer == instance["metadata"]["original_passage"][offsets[start][0] : offsets[end][1]]
+        metrics = self.model.get_metrics(reset=True)
+        assert set(metrics) == {"start_acc", "end_acc", "span_acc", "em", "f1"}
+        assert 0.0 <= metrics["f1"] <= 1.0
+        assert self.model._phrase_layer.get_output_dim() == 180 + 32  # ELMo_out joins the GRU states
+
+
+class TestBidafSelfAttentionLearns(ModelTestCase):
+    def test_fits_the_format_sample(self, tmp_path):
+        torch.manual_seed(0)
+        self.set_up_model(write_config(tmp_path, None, task="squad"), DATA / "format_samples" / "squad.json")
+        optimizer = torch.optim.Adam(self.model.parameters(), lr=1e-2)
+        batch = self.dataset.as_tensor_dict()
+        self.model.train()
+        first = None
+        for _ in range(12):
+            optimizer.zero_grad()
+            loss = self.model(**batch)["loss"]
+            loss.backward()
+            optimizer.step()
+            first = first if first is not None else loss.item()
+        self.model.eval()
+        self.model.get_metrics(reset=True)
+        output = self.model(**batch)
+        assert output["loss"].item() < 0.3 * first
+        assert self.model.get_metrics(reset=True)["em"] >= 0.5  # of the 4 training questions, from 0
