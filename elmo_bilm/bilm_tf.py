@@ -18,12 +18,10 @@ import numpy
 import torch
 
 from elmo_bilm.bilm import BiLm
+from elmo_bilm.files import FormatError
 
 PathLike = Union[str, os.PathLike]
 
-
-class BilmTfFormatError(ValueError):
-    """A bilm-tf options/weights pair that does not fit together."""
 
 
 def read_options(options_file: PathLike) -> Dict[str, Any]:
@@ -32,7 +30,7 @@ def read_options(options_file: PathLike) -> Dict[str, Any]:
         with open(options_file) as handle:
             options = json.load(handle)
     except json.JSONDecodeError as error:
-        raise BilmTfFormatError(
+        raise FormatError(
             f"{options_file}, line {error.lineno}: not valid JSON ({error.msg})"
         ) from error
     for section, keys in {
@@ -40,13 +38,13 @@ def read_options(options_file: PathLike) -> Dict[str, Any]:
         "lstm": ("dim", "projection_dim", "n_layers"),
     }.items():
         if section not in options:
-            raise BilmTfFormatError(f"{options_file}: missing section {section!r}")
+            raise FormatError(f"{options_file}: missing section {section!r}")
         for key in keys:
             if key not in options[section]:
-                raise BilmTfFormatError(f"{options_file}: missing key {section}.{key}")
+                raise FormatError(f"{options_file}: missing key {section}.{key}")
     n_characters = options["char_cnn"].get("n_characters", 262)
     if n_characters not in (261, 262):
-        raise BilmTfFormatError(
+        raise FormatError(
             f"{options_file}: char_cnn.n_characters must be 261 (training) or 262 (prediction), "
             f"got {n_characters}"
         )
@@ -55,10 +53,10 @@ def read_options(options_file: PathLike) -> Dict[str, Any]:
 
 def _dataset(weights: h5py.File, name: str, shape: Tuple[int, ...], weight_file: PathLike) -> numpy.ndarray:
     if name not in weights:
-        raise BilmTfFormatError(f"{weight_file}: dataset {name!r} is missing (expected shape {shape})")
+        raise FormatError(f"{weight_file}: dataset {name!r} is missing (expected shape {shape})")
     array = weights[name][...]
     if tuple(array.shape) != tuple(shape):
-        raise BilmTfFormatError(
+        raise FormatError(
             f"{weight_file}: dataset {name!r} has shape {tuple(array.shape)} but the options "
             f"imply {tuple(shape)}"
         )

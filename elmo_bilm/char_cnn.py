@@ -53,6 +53,15 @@ class Highway(nn.Module):
         super().__init__()
         self.transform = nn.Linear(dim, dim)
         self.carry = nn.Linear(dim, dim)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """bilm-tf's initialisation: weights N(0, 1/dim), transform bias 0, carry bias -2 (the
+        gate starts mostly closed, so the layer starts close to the identity)."""
+        for linear in (self.transform, self.carry):
+            nn.init.normal_(linear.weight, 0.0, linear.in_features**-0.5)
+        nn.init.zeros_(self.transform.bias)
+        nn.init.constant_(self.carry.bias, -2.0)
 
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         gate = torch.sigmoid(self.carry(inputs))
@@ -106,6 +115,25 @@ class CharCnnEncoder(nn.Module):
         self.word_cache_size = word_cache_size
         self._word_cache: Dict[bytes, torch.Tensor] = {}
         self._cached_weights_version: Tuple[Tuple[int, int], ...] = ()
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """bilm-tf's initialisation for training from scratch: character embeddings U(-1, 1)
+        (the padding row 0 stays zero), convolutions U(-0.05, 0.05) for relu (Kim et al. 2015) or
+        N(0, 1/(width * char_dim)) for tanh, zero biases, projection N(0, 1/n_filters)."""
+        with torch.no_grad():
+            nn.init.uniform_(self.char_embedding.weight, -1.0, 1.0)
+            self.char_embedding.weight[0].zero_()
+        for (width, _), conv in zip(self.filters, self.convolutions):
+            if self.activation == "relu":
+                nn.init.uniform_(conv.weight, -0.05, 0.05)
+            else:
+                nn.init.normal_(conv.weight, 0.0, (width * self.char_embedding.embedding_dim) ** -0.5)
+            nn.init.zeros_(conv.bias)
+        for highway in self.highways:
+            highway.reset_parameters()
+        nn.init.normal_(self.projection.weight, 0.0, self.projection.in_features**-0.5)
+        nn.init.zeros_(self.projection.bias)
 
     def clear_word_cache(self) -> None:
         """Forget every cached word vector (e.g. to time a first pass over new text)."""

@@ -30,8 +30,8 @@ def atomic_output(path: PathLike, overwrite: bool = False) -> Iterator[str]:
 
 
 def expand_paths(spec: PathLike) -> List[str]:
-    """A file, a directory (its visible files, sorted) or a glob (its matches, sorted); none found
-    is an error naming `spec`."""
+    """A directory (its visible files, sorted), a glob (its matches, sorted; none is an error
+    naming `spec`) or a file (returned as it is: opening it reports a missing one)."""
     spec = os.fspath(spec)
     if os.path.isdir(spec):
         files = sorted(
@@ -42,9 +42,9 @@ def expand_paths(spec: PathLike) -> List[str]:
     elif any(char in spec for char in "*?["):
         files = sorted(glob.glob(spec))
     else:
-        files = [spec] if os.path.exists(spec) else []
+        files = [spec]
     if not files:
-        raise FileNotFoundError(f"{spec}: no such file, or no files in that directory or glob")
+        raise FileNotFoundError(f"{spec}: no files in that directory or glob")
     return files
 
 

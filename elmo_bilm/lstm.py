@@ -107,9 +107,16 @@ class ProjectedLstmStack(nn.Module):
         return state
 
     def reset_parameters(self) -> None:
-        for params in (self.input_weights, self.recurrent_weights, self.projections):
-            for weight in params:
-                nn.init.uniform_(weight, -0.05, 0.05)  # TF's default for LSTMCell in bilm-tf
+        """bilm-tf's initialisation (TF's default for its `LSTMCell` variables): Glorot-uniform
+        over each direction's whole `W_0` `[in + proj, 4 * dim]` (split here into input and
+        recurrent parts) and `W_P_0` `[dim, proj]`, zero biases."""
+        with torch.no_grad():
+            for w_x, w_h, w_p in zip(self.input_weights, self.recurrent_weights, self.projections):
+                bound = (6.0 / (w_x.shape[1] + w_h.shape[1] + w_x.shape[2])) ** 0.5
+                w_x.uniform_(-bound, bound)
+                w_h.uniform_(-bound, bound)
+                bound = (6.0 / (w_p.shape[1] + w_p.shape[2])) ** 0.5
+                w_p.uniform_(-bound, bound)
         for bias in self.biases:
             nn.init.zeros_(bias)
 
@@ -178,10 +185,12 @@ class ProjectedLstmStack(nn.Module):
         h = [x.new_zeros(x.shape[:-2] + (active[0], self.projection_dim)) for x in streams]
         c = [x.new_zeros(x.shape[:-2] + (active[0], self.dim)) for x in streams]
         outputs: List[List[torch.Tensor]] = [[] for _ in streams]
-        start = 0
-        for n in active:
-            for k, ((step_gates, project), x) in enumerate(zip(steps, streams)):
-                gates = step_gates(x[..., start : start + n, :], h[k][..., :n, :])
+        # One split per stream, not a slice per step: the backward of a slice allocates a zero
+        # tensor of the whole stream, which made a layer's backward quadratic in the length.
+        per_step = [x.split(active, dim=-2) for x in streams]
+        for t, n in enumerate(active):
+            for k, (step_gates, project) in enumerate(steps):
+                gates = step_gates(per_step[k][t], h[k][..., :n, :])
                 i, j, f, o = gates.chunk(4, dim=-1)
                 c[k] = torch.sigmoid(f) * c[k][..., :n, :] + torch.sigmoid(i) * torch.tanh(j)
                 if self.cell_clip is not None:
@@ -190,7 +199,6 @@ class ProjectedLstmStack(nn.Module):
                 if self.proj_clip is not None:
                     h[k] = h[k].clamp(-self.proj_clip, self.proj_clip)
                 outputs[k].append(h[k])
-            start += n
         packed = [torch.cat(out, dim=-2) for out in outputs]
         return torch.stack(packed) if len(packed) == 2 else packed[0]
 

@@ -1,5 +1,5 @@
 // CoNLL-2003 NER biLSTM-CRF (Peters et al. 2018, Supplement A.7), with or without ELMo.
-// `elmo` is null (baseline) or {placement: "input" | "output" | "both", lambda, layer_norm, dropout}:
+// `elmo` is null (baseline) or {placement: "input" | "output" | "both", l2_coefficient, do_layer_norm, dropout}:
 // the plugin's placement mechanism (`elmo_plugin_placement` embedder + `elmo_plugin_output_elmo`
 // encoder wrapper; biLM from ELMO_OPTIONS_FILE / ELMO_WEIGHT_FILE).
 //

@@ -10,4 +10,4 @@ local elmo_lambda = 0.1;
 local elmo_layer_norm = false;
 local elmo_dropout = 0.0;  // the encoder's variational dropout (0.5) already covers ELMo at its input; ELMo at the output bypasses it, so give it dropout here for "output" / "both"
 
-tagger(elmo={ placement: elmo_placement, lambda: elmo_lambda, layer_norm: elmo_layer_norm, dropout: elmo_dropout })
+tagger(elmo={ placement: elmo_placement, l2_coefficient: elmo_lambda, do_layer_norm: elmo_layer_norm, dropout: elmo_dropout })

@@ -1,7 +1,15 @@
 // Shared ELMo plumbing for the task configs. `elmo` is null (baseline) or
-// {placement: "input" | "output" | "both", lambda, layer_norm, dropout}; the biLM comes from
+// {placement: "input" | "output" | "both", l2_coefficient, do_layer_norm, dropout}; the biLM comes from
 // ELMO_OPTIONS_FILE / ELMO_WEIGHT_FILE (default: the plugin's shipped small biLM).
 {
+  // the ELMo options (elmo_plugin.modules.elmo_options.ElmoOptions: the names every ELMo component takes)
+  options(elmo):: {
+    options_file: std.extVar("ELMO_OPTIONS_FILE"),
+    weight_file: std.extVar("ELMO_WEIGHT_FILE"),
+    do_layer_norm: elmo.do_layer_norm,
+    dropout: elmo.dropout,
+    l2_coefficient: elmo.l2_coefficient,
+  },
   // width of one ELMo vector: 2 x the biLM's projection
   dim(elmo):: if elmo == null then 0 else 2 * std.parseJson(std.extVar("ELMO_PROJECTION_DIM")),
   at_input(elmo):: elmo != null && (elmo.placement == "input" || elmo.placement == "both"),
@@ -13,12 +21,7 @@
     type: "elmo_plugin_placement",
     token_embedders: token_embedders,
     placement: elmo.placement,
-    options_file: std.extVar("ELMO_OPTIONS_FILE"),
-    weight_file: std.extVar("ELMO_WEIGHT_FILE"),
-    do_layer_norm: elmo.layer_norm,
-    dropout: elmo.dropout,
-    l2_coefficient: elmo.lambda,
-  },
+  } + $.options(elmo),
   // the task encoder, wrapped so that ELMo_out bypasses it and joins its output
   encoder(encoder, elmo, trailing_dim=0):: if $.at_output(elmo) then {
     type: "elmo_plugin_output_elmo",

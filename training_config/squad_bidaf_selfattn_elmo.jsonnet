@@ -10,4 +10,4 @@ local elmo_lambda = 0.0;
 local elmo_layer_norm = false;
 local elmo_dropout = 0.5;
 
-squad(elmo={ placement: elmo_placement, lambda: elmo_lambda, layer_norm: elmo_layer_norm, dropout: elmo_dropout })
+squad(elmo={ placement: elmo_placement, l2_coefficient: elmo_lambda, do_layer_norm: elmo_layer_norm, dropout: elmo_dropout })

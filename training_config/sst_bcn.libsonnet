@@ -39,11 +39,7 @@ function(elmo=null)
       integrator_dropout: 0.1,
       output_layer: { input_dim: 4 * integrated, num_layers: 3, output_dims: [1200, 600, 5], pool_sizes: 4, dropout: [0.2, 0.3, 0.0] },
       [if elmo != null then "elmo_placement"]: elmo.placement,
-      [if elmo != null then "options_file"]: std.extVar("ELMO_OPTIONS_FILE"),
-      [if elmo != null then "weight_file"]: std.extVar("ELMO_WEIGHT_FILE"),
-      [if elmo != null then "do_layer_norm"]: elmo.layer_norm,
-      [if elmo != null then "elmo_dropout"]: elmo.dropout,
-      [if elmo != null then "l2_coefficient"]: elmo.lambda,
+      [if elmo != null then "elmo"]: elmo_lib.options(elmo),
     },
     data_loader: { batch_sampler: { type: "bucket", batch_size: 32 } },
     trainer: {

@@ -9,4 +9,4 @@ local elmo_lambda = 0.001;
 local elmo_layer_norm = false;
 local elmo_dropout = 0.5;
 
-bcn(elmo={ placement: elmo_placement, lambda: elmo_lambda, layer_norm: elmo_layer_norm, dropout: elmo_dropout })
+bcn(elmo={ placement: elmo_placement, l2_coefficient: elmo_lambda, do_layer_norm: elmo_layer_norm, dropout: elmo_dropout })

@@ -61,6 +61,12 @@ def data_defaults(data: Path) -> Dict[str, str]:
             ]
         ),
         "BILM_DEV": f"wikitext::{data / 'wikitext' / 'wiki.test.tokens'}",
+        # the bundled Wikipedia, AB_wiki_98/99 held out (training_config/bilm_wikipedia.jsonnet)
+        "BILM_WIKI_TRAIN": ",".join(
+            f"wikiextractor::{data / 'wikipedia' / pattern}"
+            for pattern in ("AA_wiki_*.gz", "AB_wiki_[0-8]?.gz", "AB_wiki_9[0-7].gz")
+        ),
+        "BILM_WIKI_DEV": f"wikiextractor::{data / 'wikipedia' / 'AB_wiki_9[89].gz'}",
         "FINETUNE_TRAIN": f"conll2003::{data / 'conll2003' / 'eng.train'}",
         "FINETUNE_DEV": f"conll2003::{data / 'conll2003' / 'eng.testa'}",
     }

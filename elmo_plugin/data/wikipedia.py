@@ -7,12 +7,10 @@ from typing import IO, Iterator, List
 from allennlp.common.tqdm import Tqdm
 
 from elmo_plugin.data.tokenizers.sentence_tokenizer import SentenceTokenizer
+from elmo_bilm.files import FormatError
 
 logger = logging.getLogger(__name__)
 
-
-class WikiExtractorFormatError(ValueError):
-    """Malformed WikiExtractor output; the message names the file and line."""
 
 
 def _open(path: str) -> IO[str]:
@@ -29,21 +27,21 @@ def wikiextractor_paragraphs(path: str) -> Iterator[str]:
             line = line.strip()
             if line.startswith("<doc ") or line == "<doc>":
                 if inside:
-                    raise WikiExtractorFormatError(f"{path}:{line_number}: <doc> inside an unclosed <doc>")
+                    raise FormatError(f"{path}:{line_number}: <doc> inside an unclosed <doc>")
                 inside, title_pending = True, True
             elif line == "</doc>":
                 if not inside:
-                    raise WikiExtractorFormatError(f"{path}:{line_number}: </doc> without <doc>")
+                    raise FormatError(f"{path}:{line_number}: </doc> without <doc>")
                 inside = False
             elif line:
                 if not inside:
-                    raise WikiExtractorFormatError(f"{path}:{line_number}: text outside <doc> ... </doc>")
+                    raise FormatError(f"{path}:{line_number}: text outside <doc> ... </doc>")
                 if title_pending:
                     title_pending = False
                 else:
                     yield line
         if inside:
-            raise WikiExtractorFormatError(f"{path}:{line_number}: end of file inside <doc>")
+            raise FormatError(f"{path}:{line_number}: end of file inside <doc>")
 
 
 def prepare_corpus(input_files: List[str], output_dir: str, overwrite: bool = False) -> List[str]:

@@ -2,10 +2,13 @@
 from typing import Any, Dict, List, Optional
 
 import torch
+from allennlp.common.checks import ConfigurationError
 from torch import nn
 
 from elmo_bilm.bilm import BiLm
 from elmo_plugin.modules.activation_cache import ActivationCache
+from elmo_plugin.modules.bilm_loading import load_bilm
+from elmo_plugin.modules.elmo_options import ElmoOptions
 from elmo_plugin.modules.scalar_mix import ElmoScalarMix
 
 
@@ -15,59 +18,40 @@ class ElmoRepresentations(nn.Module):
 
     # Parameters
 
-    bilm : `BiLm`
+    options : `ElmoOptions`
+        The biLM and how its layers are mixed (the same options for every mix).
     num_output_representations : `int`, optional (default = `1`)
         Independent mixes, e.g. 2 for ELMo at the input and the output of a task encoder.
-    do_layer_norm : `bool`, optional (default = `False`)
-    dropout : `float`, optional (default = `0.5`)
-        Dropout on each ELMo vector.
-    l2_coefficient : `float`, optional (default = `0.0`)
-        The paper's `lambda` on every mix's raw weights.
-    scalar_mix_parameters : `List[float]`, optional
-        Fixed raw weights (not trained), e.g. `[-9e10, -9e10, 1]` for the top layer only.
-    requires_grad : `bool`, optional (default = `False`)
-        Fine-tune the biLM with the task. Frozen by default, as in the paper.
-    cache_activations : `bool`, optional (default = `True`)
-        With a frozen biLM, keep each sentence's biLM layers (CPU memory, see `ActivationCache`)
-        so that later epochs skip the biLM. Exact; ignored when `requires_grad`.
-    cache_size_mb : `float`, optional (default = `2048`)
-        Memory bound of that cache.
+    bilm : `BiLm`, optional
+        A biLM already in memory, instead of the files named by `options`.
     """
 
-    def __init__(
-        self,
-        bilm: BiLm,
-        num_output_representations: int = 1,
-        do_layer_norm: bool = False,
-        dropout: float = 0.5,
-        l2_coefficient: float = 0.0,
-        scalar_mix_parameters: Optional[List[float]] = None,
-        requires_grad: bool = False,
-        cache_activations: bool = True,
-        cache_size_mb: float = 2048.0,
-    ) -> None:
+    def __init__(self, options: ElmoOptions, num_output_representations: int = 1, bilm: Optional[BiLm] = None) -> None:
         super().__init__()
-        if scalar_mix_parameters is not None and len(scalar_mix_parameters) != bilm.num_layers:
-            raise ValueError(
-                f"scalar_mix_parameters has {len(scalar_mix_parameters)} values but the biLM has "
-                f"{bilm.num_layers} layers"
+        if bilm is None:
+            bilm = load_bilm(options.options_file, options.weight_file, options.archive_file)
+        mix_parameters = options.scalar_mix_parameters
+        if mix_parameters is not None and len(mix_parameters) != bilm.num_layers:
+            raise ConfigurationError(
+                f"scalar_mix_parameters has {len(mix_parameters)} values but the biLM has {bilm.num_layers} layers"
             )
         self.bilm = bilm
-        self.requires_grad = requires_grad
+        self.requires_grad = options.requires_grad
         for parameter in self.bilm.parameters():
-            parameter.requires_grad_(requires_grad)
+            parameter.requires_grad_(options.requires_grad)
         self.scalar_mixes = nn.ModuleList(
             ElmoScalarMix(
                 bilm.num_layers,
-                do_layer_norm=do_layer_norm,
-                l2_coefficient=l2_coefficient,
-                initial_scalar_parameters=scalar_mix_parameters,
-                trainable=scalar_mix_parameters is None,
+                do_layer_norm=options.do_layer_norm,
+                l2_coefficient=options.l2_coefficient,
+                initial_scalar_parameters=mix_parameters,
+                trainable=mix_parameters is None,
             )
             for _ in range(num_output_representations)
         )
-        self.dropout = nn.Dropout(dropout)
-        self.cache = ActivationCache(cache_size_mb) if cache_activations and not requires_grad else None
+        self.dropout = nn.Dropout(options.dropout)
+        use_cache = options.cache_activations and not options.requires_grad
+        self.cache = ActivationCache(options.cache_size_mb) if use_cache else None
 
     def get_output_dim(self) -> int:
         return self.bilm.get_output_dim()
@@ -95,7 +79,3 @@ class ElmoRepresentations(nn.Module):
         output = self.bilm_layers(char_ids)
         mask = output["mask"]
         return {"elmo_representations": self.mix(output["activations"], mask), "mask": mask}
-
-    def regularization_penalty(self) -> torch.Tensor:
-        """Sum of `lambda * ||w||^2` over the mixes."""
-        return sum(mix.regularization_penalty() for mix in self.scalar_mixes)

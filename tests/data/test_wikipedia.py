@@ -2,7 +2,7 @@ import gzip
 
 import pytest
 
-from elmo_plugin.data.wikipedia import WikiExtractorFormatError, prepare_corpus, wikiextractor_paragraphs
+from elmo_plugin.data.wikipedia import FormatError, prepare_corpus, wikiextractor_paragraphs
 from elmo_plugin.lm.dataset_readers.lm_corpus import LmCorpusReader
 from tests.conftest import DATA
 
@@ -68,7 +68,7 @@ def test_existing_outputs_are_kept_unless_overwrite(tmp_path):
 )
 def test_malformed_input_names_file_and_line_and_leaves_no_output(tmp_path, text, message):
     (tmp_path / "wiki_00").write_text(text)
-    with pytest.raises(WikiExtractorFormatError, match=message):
+    with pytest.raises(FormatError, match=message):
         prepare_corpus([str(tmp_path / "wiki_00")], str(tmp_path / "out"))
     assert list((tmp_path / "out").iterdir()) == []
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 from allennlp.modules.elmo import _ElmoBiLm, batch_to_ids
 
-from elmo_bilm import BilmTfFormatError, export_bilm_tf, load_bilm_tf
+from elmo_bilm import FormatError, export_bilm_tf, load_bilm_tf
 from tests.conftest import ELMO_FIXTURE, OPTIONS_FILE, WEIGHT_FILE
 
 
@@ -79,13 +79,13 @@ def _copy_weights(tmp_path, drop=None, replace=None):
 def test_missing_dataset_is_named(tmp_path):
     name = "RNN_1/RNN/MultiRNNCell/Cell1/LSTMCell/W_P_0"
     path = _copy_weights(tmp_path, drop=name)
-    with pytest.raises(BilmTfFormatError, match="W_P_0.*missing"):
+    with pytest.raises(FormatError, match="W_P_0.*missing"):
         load_bilm_tf(OPTIONS_FILE, path)
 
 
 def test_wrong_shape_names_dataset_and_both_shapes(tmp_path):
     path = _copy_weights(tmp_path, replace=("CNN/W_cnn_2", numpy.zeros((1, 3, 4, 7), "float32")))
-    with pytest.raises(BilmTfFormatError) as error:
+    with pytest.raises(FormatError) as error:
         load_bilm_tf(OPTIONS_FILE, path)
     message = str(error.value)
     assert "CNN/W_cnn_2" in message and "(1, 3, 4, 7)" in message and "(1, 3, 4, 16)" in message
@@ -94,16 +94,16 @@ def test_wrong_shape_names_dataset_and_both_shapes(tmp_path):
 def test_mismatched_options_fail_clearly(tmp_path):
     options = (OPTIONS_FILE.read_text()).replace('"dim": 64', '"dim": 32')
     (tmp_path / "options.json").write_text(options)
-    with pytest.raises(BilmTfFormatError, match=r"W_0.*\(32, 256\).*\(32, 128\)"):
+    with pytest.raises(FormatError, match=r"W_0.*\(32, 256\).*\(32, 128\)"):
         load_bilm_tf(tmp_path / "options.json", WEIGHT_FILE)
 
 
 def test_options_errors(tmp_path):
     (tmp_path / "bad.json").write_text('{"lstm": {\n "dim": 4,,}}')
-    with pytest.raises(BilmTfFormatError, match="bad.json, line 2"):
+    with pytest.raises(FormatError, match="bad.json, line 2"):
         load_bilm_tf(tmp_path / "bad.json", WEIGHT_FILE)
     (tmp_path / "nolstm.json").write_text('{"char_cnn": {"embedding": {"dim": 4}, "filters": [], "n_highway": 0}}')
-    with pytest.raises(BilmTfFormatError, match="missing section 'lstm'"):
+    with pytest.raises(FormatError, match="missing section 'lstm'"):
         load_bilm_tf(tmp_path / "nolstm.json", WEIGHT_FILE)
 
 

@@ -7,11 +7,12 @@ from allennlp.modules.elmo import batch_to_ids
 
 from elmo_bilm import load_bilm_tf
 from elmo_plugin.modules.elmo import ElmoRepresentations
+from elmo_plugin.modules.elmo_options import ElmoOptions
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 
 
 def counting_elmo(**kwargs):
-    elmo = ElmoRepresentations(load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE), dropout=0.0, **kwargs).eval()
+    elmo = ElmoRepresentations(ElmoOptions(dropout=0.0, **kwargs), bilm=load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE)).eval()
     calls = []
     elmo.bilm.register_forward_hook(lambda module, inputs, output: calls.append(inputs[0].shape[0]))
     return elmo, calls
@@ -51,7 +52,7 @@ def test_cache_respects_its_memory_bound(fixture_sentences):
 
 
 def test_no_cache_when_fine_tuning():
-    elmo = ElmoRepresentations(load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE), requires_grad=True)
+    elmo = ElmoRepresentations(ElmoOptions(requires_grad=True), bilm=load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE))
     assert elmo.cache is None
 
 

@@ -28,7 +28,7 @@ def write_config(tmp_path, placement, layer_norm=False, task="ner"):
     # ELMo's layer norm (bilm-tf, AllenNLP ScalarMix) takes its statistics over the whole batch,
     # so batch-consistency checks run without it.
     elmo = "null" if placement is None else (
-        f'{{placement: "{placement}", lambda: 0.1, layer_norm: {str(layer_norm).lower()}, dropout: 0.5}}'
+        f'{{placement: "{placement}", l2_coefficient: 0.1, do_layer_norm: {str(layer_norm).lower()}, dropout: 0.5}}'
     )
     path = tmp_path / f"{task}_{placement}_{layer_norm}.jsonnet"
     path.write_text(

@@ -1,4 +1,5 @@
 import pytest
+from allennlp.common.checks import ConfigurationError
 import torch
 from allennlp.common import Params
 from allennlp.modules.elmo import batch_to_ids
@@ -70,5 +71,5 @@ def test_dropout_applies_in_training_only():
 
 
 def test_bad_scalar_mix_parameters():
-    with pytest.raises(ValueError, match="3 layers"):
+    with pytest.raises(ConfigurationError, match="3 layers"):
         build(scalar_mix_parameters=[1.0, 2.0])

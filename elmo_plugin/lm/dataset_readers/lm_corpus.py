@@ -1,6 +1,5 @@
 """A streaming reader of language-model corpora for biLM pretraining and domain fine-tuning."""
 import functools
-import glob
 import gzip
 import logging
 import os
@@ -14,6 +13,7 @@ from allennlp.data.token_indexers import ELMoTokenCharactersIndexer, SingleIdTok
 from elmo_bilm.vocab import BOS, EOS
 from elmo_plugin.data.tokenizers.sentence_tokenizer import SentenceTokenizer
 from elmo_plugin.data.wikipedia import wikiextractor_paragraphs
+from elmo_bilm.files import FormatError, expand_paths
 
 logger = logging.getLogger(__name__)
 
@@ -21,24 +21,22 @@ FORMATS = ("text", "wikitext", "conll2003", "ptb_trees", "wikiextractor")
 FORMAT_SEPARATOR = "::"
 
 
-class CorpusError(ValueError):
-    """Unusable corpus input; the message names the file (and line)."""
 
-
-def _expand(path_spec: str) -> List[str]:
-    """A file, a directory (its files, sorted) or a glob of shards (sorted)."""
-    if os.path.isdir(path_spec):
-        files = sorted(
-            os.path.join(path_spec, name)
-            for name in os.listdir(path_spec)
-            if os.path.isfile(os.path.join(path_spec, name)) and not name.startswith(".")
-        )
-    elif any(char in path_spec for char in "*?["):
-        files = sorted(glob.glob(path_spec))
-    else:
-        files = [path_spec]
-    if not files:
-        raise CorpusError(f"{path_spec}: no corpus files found")
+def corpus_files(file_path: Union[str, List[str]], default_format: str = "text") -> List[Tuple[str, str]]:
+    """`(format, file)` for every file of a data path: a `FORMAT::PATH` spec or a list of them,
+    each PATH a file, a directory or a glob of shards (see `LmCorpusReader`)."""
+    specs = file_path if isinstance(file_path, (list, tuple)) else [file_path]
+    files = []
+    for spec in specs:
+        corpus_format, separator, path = str(spec).partition(FORMAT_SEPARATOR)
+        if not separator:
+            corpus_format, path = default_format, str(spec)
+        elif corpus_format not in FORMATS:
+            raise FormatError(f"{spec}: unknown corpus format {corpus_format!r}; one of {FORMATS}")
+        try:
+            files.extend((corpus_format, name) for name in expand_paths(path))
+        except FileNotFoundError as error:
+            raise FormatError(f"{path}: no corpus files found") from error
     return files
 
 
@@ -51,10 +49,10 @@ def _open_binary(path: str) -> BinaryIO:
         sample = handle.read(8192)
         handle.seek(0)
     except (OSError, EOFError) as error:
-        raise CorpusError(f"{path}: cannot read corpus file ({error})") from error
+        raise FormatError(f"{path}: cannot read corpus file ({error})") from error
     if b"\x00" in sample:
         handle.close()
-        raise CorpusError(f"{path}: looks like a binary file (NUL bytes), not a text corpus")
+        raise FormatError(f"{path}: looks like a binary file (NUL bytes), not a text corpus")
     return handle
 
 
@@ -67,9 +65,9 @@ def _lines(path: str) -> Iterator[Tuple[int, str]]:
                 try:
                     yield line_number, raw.decode("utf-8")
                 except UnicodeDecodeError as error:
-                    raise CorpusError(f"{path}:{line_number}: not UTF-8 text ({error.reason})") from error
+                    raise FormatError(f"{path}:{line_number}: not UTF-8 text ({error.reason})") from error
         except (OSError, EOFError) as error:
-            raise CorpusError(f"{path}:{line_number + 1}: read failed ({error})") from error
+            raise FormatError(f"{path}:{line_number + 1}: read failed ({error})") from error
 
 
 _PTB_LEAF = re.compile(r"\([^\s()]+ ([^\s()]+)\)")
@@ -111,7 +109,7 @@ def read_sentences(path: str, corpus_format: str) -> Iterator[List[str]]:
             continue
         if corpus_format == "ptb_trees":
             if not stripped.startswith("("):
-                raise CorpusError(f"{path}:{line_number}: expected a PTB tree starting with '('")
+                raise FormatError(f"{path}:{line_number}: expected a PTB tree starting with '('")
             yield _ptb_leaves(stripped)
         else:
             yield stripped.split()
@@ -168,27 +166,16 @@ class LmCorpusReader(DatasetReader):
             "lm": SingleIdTokenIndexer(namespace=lm_namespace),
         }
 
-    def _parse_spec(self, spec: str) -> Tuple[str, str]:
-        corpus_format, separator, path = str(spec).partition(FORMAT_SEPARATOR)
-        if not separator:
-            return self.corpus_format, str(spec)
-        if corpus_format not in FORMATS:
-            raise CorpusError(f"{spec}: unknown corpus format {corpus_format!r}; one of {FORMATS}")
-        return corpus_format, path
-
     def _sentences(self, file_path: Union[str, List[str]]) -> Iterator[List[str]]:
-        specs = file_path if isinstance(file_path, (list, tuple)) else [file_path]
-        for spec in specs:
-            corpus_format, path_spec = self._parse_spec(spec)
-            for path in _expand(path_spec):
-                found = False
-                for tokens in read_sentences(path, corpus_format):
-                    found = True
-                    step = self.max_sentence_length or len(tokens)
-                    for start in range(0, len(tokens), step):
-                        yield tokens[start : start + step]
-                if not found:
-                    logger.warning("%s: no sentences", path)
+        for corpus_format, path in corpus_files(file_path, self.corpus_format):
+            found = False
+            for tokens in read_sentences(path, corpus_format):
+                found = True
+                step = self.max_sentence_length or len(tokens)
+                for start in range(0, len(tokens), step):
+                    yield tokens[start : start + step]
+            if not found:
+                logger.warning("%s: no sentences", path)
 
     def _read(self, file_path: Union[str, List[str]]) -> Iterable[Instance]:
         count = 0
@@ -202,7 +189,7 @@ class LmCorpusReader(DatasetReader):
         for tokens in self.shard_iterable(counted()):
             yield self.text_to_instance(tokens)
         if count == 0:
-            raise CorpusError(f"{file_path}: empty corpus (no sentences)")
+            raise FormatError(f"{file_path}: empty corpus (no sentences)")
 
     def text_to_instance(self, tokens: List[str]) -> Instance:  # type: ignore[override]
         """One tokenised sentence (without boundaries) -> an instance with `<S>`/`</S>` added."""

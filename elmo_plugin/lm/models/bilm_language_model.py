@@ -4,6 +4,7 @@ import math
 from typing import Any, Dict, Optional
 
 import torch
+from torch.utils.checkpoint import checkpoint
 from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.models import Model
 from allennlp.models.archival import load_archive
@@ -51,6 +52,14 @@ class BiLmLanguageModel(Model):
     num_samples : `int`, optional
         Negative samples of the sampled softmax (bilm-tf: 8192); `None` = full softmax.
     lm_namespace : `str`, optional (default = `"lm_tokens"`)
+    loss_scale : `float`, optional (default = `1.0`)
+        Factor on the training loss (the per-token mean). bilm-tf differentiates the mean loss times
+        its `unroll_steps` (20); with Adagrad's initial accumulator of 1.0 that scale sets the
+        effective step size, so the pretraining configs use 20. Metrics are unaffected.
+    softmax_chunk_tokens : `int`, optional (default = `1024`)
+        The full softmax (evaluation, or training without `num_samples`) runs over this many
+        target positions at a time, so its logits take `softmax_chunk_tokens x vocabulary` floats
+        however large the batch (recomputed in the backward pass when training).
     """
 
     def __init__(
@@ -64,6 +73,8 @@ class BiLmLanguageModel(Model):
         dropout: float = 0.1,
         num_samples: Optional[int] = None,
         lm_namespace: str = "lm_tokens",
+        loss_scale: float = 1.0,
+        softmax_chunk_tokens: int = 1024,
         **kwargs,
     ) -> None:
         super().__init__(vocab, **kwargs)
@@ -109,8 +120,10 @@ class BiLmLanguageModel(Model):
         padding_column = torch.zeros(num_words, dtype=torch.bool)
         padding_column[0] = vocab._padding_token in vocab.get_token_to_index_vocabulary(lm_namespace)
         self.register_buffer("_padding_column", padding_column, persistent=False)
-        self._nll = {"forward": 0.0, "backward": 0.0}
-        self._num_targets = 0
+        self.loss_scale = loss_scale
+        self.softmax_chunk_tokens = softmax_chunk_tokens
+        # running sums on the model's device (no host sync per batch): forward nll, backward nll, targets
+        self.register_buffer("_totals", torch.zeros(3, dtype=torch.float64), persistent=False)
 
     def _load_exported_softmax(self, weight_file: str, vocab_file: str) -> None:
         """Copy the rows of an exported softmax for every token of this vocabulary it knows."""
@@ -134,13 +147,23 @@ class BiLmLanguageModel(Model):
                     found += 1
         logger.info("Softmax rows from %s for %d of %d tokens", weight_file, found, self.softmax.softmax_w.shape[0])
 
-    def _nll_sum(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        if self.training and self.num_samples is not None:
-            return self.softmax(hidden, targets)
-        logits = torch.matmul(hidden, self.softmax.softmax_w.t()) + self.softmax.softmax_b
+    def _full_softmax_nll(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        logits = torch.addmm(self.softmax.softmax_b, hidden, self.softmax.softmax_w.t())
         # the padding id is never a word: keep it out of the normalisation
         logits = logits.masked_fill(self._padding_column, float("-inf"))
         return torch.nn.functional.cross_entropy(logits, targets, reduction="sum")
+
+    def _nll_sum(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        if self.training and self.num_samples is not None:
+            return self.softmax(hidden, targets)
+        total = hidden.new_zeros(())
+        for start in range(0, hidden.shape[0], self.softmax_chunk_tokens):
+            chunk = (hidden[start : start + self.softmax_chunk_tokens], targets[start : start + self.softmax_chunk_tokens])
+            if torch.is_grad_enabled() and hidden.requires_grad:
+                total = total + checkpoint(self._full_softmax_nll, *chunk, use_reentrant=False)
+            else:
+                total = total + self._full_softmax_nll(*chunk)
+        return total
 
     def forward(self, tokens: TextFieldTensors) -> Dict[str, torch.Tensor]:  # type: ignore[override]
         """`tokens`: sentences with `<S>`/`</S>`, indexed as `elmo` (characters) and `lm` (targets)."""
@@ -152,26 +175,23 @@ class BiLmLanguageModel(Model):
         proj = self.bilm.projection_dim
         # forward: position t predicts t+1; backward: position t+1 predicts t
         target_mask = mask[:, 1:]
-        num_targets = int(target_mask.sum())
-        nll = {
-            "forward": self._nll_sum(top[:, :-1, :proj][target_mask], targets[:, 1:][target_mask]),
-            "backward": self._nll_sum(top[:, 1:, proj:][target_mask], targets[:, :-1][target_mask]),
-        }
-        for direction, value in nll.items():
-            self._nll[direction] += float(value.detach())
-        self._num_targets += num_targets
-        loss = 0.5 * (nll["forward"] + nll["backward"]) / max(num_targets, 1)
-        return {"loss": loss, "num_targets": torch.tensor(num_targets)}
+        num_targets = target_mask.sum()
+        forward = self._nll_sum(top[:, :-1, :proj][target_mask], targets[:, 1:][target_mask])
+        backward = self._nll_sum(top[:, 1:, proj:][target_mask], targets[:, :-1][target_mask])
+        self._totals += torch.stack([forward.detach(), backward.detach(), num_targets]).to(self._totals.dtype)
+        loss = 0.5 * (forward + backward) / num_targets.clamp(min=1)
+        if self.training:
+            loss = loss * self.loss_scale
+        return {"loss": loss, "num_targets": num_targets}
 
     def get_metrics(self, reset: bool = False) -> Dict[str, float]:
-        count = max(self._num_targets, 1)
-        forward, backward = self._nll["forward"] / count, self._nll["backward"] / count
+        forward, backward, count = self._totals.tolist()
+        forward, backward = forward / max(count, 1.0), backward / max(count, 1.0)
         metrics = {
             "perplexity_forward": math.exp(min(forward, 50.0)),
             "perplexity_backward": math.exp(min(backward, 50.0)),
             "perplexity": math.exp(min(0.5 * (forward + backward), 50.0)),
         }
         if reset:
-            self._nll = {"forward": 0.0, "backward": 0.0}
-            self._num_targets = 0
+            self._totals.zero_()
         return metrics

@@ -1,5 +1,5 @@
 """ELMo at the input, the output, or both of a task encoder, for any TextFieldEmbedder -> Seq2SeqEncoder model."""
-from typing import Dict, List, Optional
+from typing import Dict
 
 import torch
 from allennlp.common.checks import ConfigurationError
@@ -7,8 +7,8 @@ from allennlp.data import TextFieldTensors
 from allennlp.modules.text_field_embedders import BasicTextFieldEmbedder, TextFieldEmbedder
 from allennlp.modules.token_embedders import TokenEmbedder
 
-from elmo_plugin.modules.bilm_loading import load_bilm
 from elmo_plugin.modules.elmo import ElmoRepresentations
+from elmo_plugin.modules.elmo_options import check_options, takes_elmo_options
 
 PLACEMENTS = ("input", "output", "both")
 
@@ -35,27 +35,19 @@ class ElmoPlacementEmbedder(TextFieldEmbedder):
         `"input"`, `"output"` or `"both"`.
     elmo_key : `str`, optional (default = `"elmo"`)
         The `elmo_characters` indexer's name in the dataset reader.
-    options_file, weight_file, archive_file : `str`, optional
-        The biLM (see `elmo_plugin_token_embedder`); none = the shipped small biLM.
-    do_layer_norm, dropout, l2_coefficient, scalar_mix_parameters, requires_grad, cache_activations, cache_size_mb
-        As for `elmo_plugin_token_embedder`, applied to every mix.
+    **elmo_options
+        The ELMo options (`ElmoOptions`: `options_file`, `weight_file`, `archive_file`,
+        `do_layer_norm`, `dropout`, `l2_coefficient`, `scalar_mix_parameters`, `requires_grad`,
+        `cache_activations`, `cache_size_mb`), as keys of this embedder, for every mix.
     """
 
+    @takes_elmo_options
     def __init__(
         self,
         token_embedders: Dict[str, TokenEmbedder],
         placement: str = "input",
         elmo_key: str = "elmo",
-        options_file: Optional[str] = None,
-        weight_file: Optional[str] = None,
-        archive_file: Optional[str] = None,
-        do_layer_norm: bool = False,
-        dropout: float = 0.5,
-        l2_coefficient: float = 0.0,
-        scalar_mix_parameters: Optional[List[float]] = None,
-        requires_grad: bool = False,
-        cache_activations: bool = True,
-        cache_size_mb: float = 2048.0,
+        **elmo_options,
     ) -> None:
         super().__init__()
         if placement not in PLACEMENTS:
@@ -66,15 +58,7 @@ class ElmoPlacementEmbedder(TextFieldEmbedder):
         self.elmo_key = elmo_key
         self.base = BasicTextFieldEmbedder(token_embedders)
         self.elmo = ElmoRepresentations(
-            load_bilm(options_file, weight_file, archive_file),
-            num_output_representations=2 if placement == "both" else 1,
-            do_layer_norm=do_layer_norm,
-            dropout=dropout,
-            l2_coefficient=l2_coefficient,
-            scalar_mix_parameters=scalar_mix_parameters,
-            requires_grad=requires_grad,
-            cache_activations=cache_activations,
-            cache_size_mb=cache_size_mb,
+            check_options(elmo_options), num_output_representations=2 if placement == "both" else 1
         )
 
     @property

@@ -7,33 +7,31 @@ with `FILE:LINE: ...`.
 """
 import os
 from typing import List
+from elmo_bilm.files import FormatError
 
 # document id, part, word number, word, POS, parse bit, lemma, frameset, sense, speaker, NE,
 # (one column per predicate), coreference
 _MIN_COLUMNS = 12
 
 
-class Conll2012FormatError(ValueError):
-    """A malformed CoNLL-2012 row; the message names the file and line."""
-
 
 def _check_sentence(path: str, rows: List[List[str]], first_line: int) -> None:
     widths = {len(row) for row in rows}
     if len(widths) > 1:
-        raise Conll2012FormatError(
+        raise FormatError(
             f"{path}:{first_line}: the rows of one sentence have different column counts {sorted(widths)}"
         )
     for column in range(11, len(rows[0]) - 1):
         opened = sum(row[column].count("(") for row in rows)
         closed = sum(row[column].count(")") for row in rows)
         if opened != closed:
-            raise Conll2012FormatError(
+            raise FormatError(
                 f"{path}:{first_line}: predicate-argument column {column + 1} opens {opened} spans and closes {closed}"
             )
 
 
 def check_conll2012_file(path: str) -> None:
-    """Raise `Conll2012FormatError` at the first malformed row of `path`: too few columns, a word
+    """Raise `FormatError` at the first malformed row of `path`: too few columns, a word
     number that does not increase, a sentence whose rows differ in width, or unbalanced argument brackets."""
     rows: List[List[str]] = []
     first_line = 0
@@ -47,11 +45,11 @@ def check_conll2012_file(path: str) -> None:
                 continue
             columns = line.split()
             if len(columns) < _MIN_COLUMNS:
-                raise Conll2012FormatError(
+                raise FormatError(
                     f"{path}:{line_number}: {len(columns)} columns, a CoNLL-2012 row has at least {_MIN_COLUMNS}"
                 )
             if not columns[2].isdigit() or (rows and int(columns[2]) <= int(rows[-1][2])):
-                raise Conll2012FormatError(
+                raise FormatError(
                     f"{path}:{line_number}: word number {columns[2]!r} is not an integer above the previous row's"
                 )
             if not rows:

@@ -2,7 +2,7 @@ import gzip
 
 import pytest
 
-from elmo_plugin.lm.dataset_readers.lm_corpus import CorpusError, LmCorpusReader
+from elmo_plugin.lm.dataset_readers.lm_corpus import FormatError, LmCorpusReader
 from tests.conftest import DATA
 
 
@@ -59,27 +59,27 @@ def test_reading_is_lazy(tmp_path):
     path.write_bytes(b"first sentence\n" * 2000 + b"\xff\xfe bad\n")
     instances = iter(LmCorpusReader().read(str(path)))
     assert texts([next(instances)]) == [["<S>", "first", "sentence", "</S>"]]
-    with pytest.raises(CorpusError, match=r"big.txt:2001: not UTF-8"):
+    with pytest.raises(FormatError, match=r"big.txt:2001: not UTF-8"):
         list(instances)
 
 
 def test_bad_inputs_name_the_file(tmp_path):
     (tmp_path / "model.bin").write_bytes(b"\x00\x01\x02binary" * 10)
-    with pytest.raises(CorpusError, match="model.bin: looks like a binary file"):
+    with pytest.raises(FormatError, match="model.bin: looks like a binary file"):
         list(LmCorpusReader().read(str(tmp_path / "model.bin")))
     words = " ".join(f"w{i * 7919 % 100003}" for i in range(20000)).encode()
     (tmp_path / "broken.gz").write_bytes(gzip.compress(words)[:-500])  # truncated download
-    with pytest.raises(CorpusError, match="broken.gz.*read failed"):
+    with pytest.raises(FormatError, match="broken.gz.*read failed"):
         list(LmCorpusReader().read(str(tmp_path / "broken.gz")))
     (tmp_path / "empty.txt").write_text("\n\n")
-    with pytest.raises(CorpusError, match="empty.txt: empty corpus"):
+    with pytest.raises(FormatError, match="empty.txt: empty corpus"):
         list(LmCorpusReader().read(str(tmp_path / "empty.txt")))
-    with pytest.raises(CorpusError, match="nothing-\\*.txt: no corpus files"):
+    with pytest.raises(FormatError, match="nothing-\\*.txt: no corpus files"):
         list(LmCorpusReader().read(str(tmp_path / "nothing-*.txt")))
-    with pytest.raises(CorpusError, match="missing.txt: cannot read"):
+    with pytest.raises(FormatError, match="missing.txt: cannot read"):
         list(LmCorpusReader().read(str(tmp_path / "missing.txt")))
-    with pytest.raises(CorpusError, match="unknown corpus format 'tsv'"):
+    with pytest.raises(FormatError, match="unknown corpus format 'tsv'"):
         list(LmCorpusReader().read(f"tsv::{tmp_path / 'empty.txt'}"))
     (tmp_path / "trees.txt").write_text("(3 (2 fine) (2 tree))\nnot a tree\n")
-    with pytest.raises(CorpusError, match="trees.txt:2: expected a PTB tree"):
+    with pytest.raises(FormatError, match="trees.txt:2: expected a PTB tree"):
         list(LmCorpusReader(corpus_format="ptb_trees").read(str(tmp_path / "trees.txt")))

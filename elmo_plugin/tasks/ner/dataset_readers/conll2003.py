@@ -5,12 +5,10 @@ from typing import Iterable, Iterator, List, Tuple
 from allennlp.common.file_utils import cached_path
 from allennlp.data import DatasetReader, Instance, Token
 from allennlp.data.dataset_readers.conll2003 import Conll2003DatasetReader
+from elmo_bilm.files import FormatError
 
 _TAG = re.compile(r"^(O|[BI]-\S+)$")
 
-
-class Conll2003FormatError(ValueError):
-    """A malformed CoNLL-2003 line; the message names the file and line."""
 
 
 @DatasetReader.register("elmo_plugin_conll2003")
@@ -34,12 +32,12 @@ class ElmoConll2003Reader(Conll2003DatasetReader):
                     sentence = []
                     continue
                 if len(fields) != 4:
-                    raise Conll2003FormatError(
+                    raise FormatError(
                         f"{file_path}:{line_number}: expected 4 columns (token POS chunk NER), got {len(fields)}: {line.rstrip()!r}"
                     )
                 for tag in fields[2:]:
                     if not _TAG.match(tag):
-                        raise Conll2003FormatError(f"{file_path}:{line_number}: {tag!r} is not an IOB tag")
+                        raise FormatError(f"{file_path}:{line_number}: {tag!r} is not an IOB tag")
                 sentence.append((line_number, fields))
         if sentence:
             yield sentence

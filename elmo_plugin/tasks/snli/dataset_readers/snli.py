@@ -6,10 +6,8 @@ from allennlp.common.file_utils import cached_path
 from allennlp.data import DatasetReader, Instance
 from allennlp.data.tokenizers import WhitespaceTokenizer
 from allennlp_models.pair_classification.dataset_readers.snli import SnliReader
+from elmo_bilm.files import FormatError
 
-
-class SnliFormatError(ValueError):
-    """A malformed SNLI record; the message names the file and line."""
 
 
 def _parse_tokens(parse: str) -> List[str]:
@@ -40,10 +38,10 @@ class ElmoSnliReader(SnliReader):
                 try:
                     example = json.loads(line)
                 except json.JSONDecodeError as error:
-                    raise SnliFormatError(f"{file_path}:{line_number}: invalid JSON ({error.msg})") from error
+                    raise FormatError(f"{file_path}:{line_number}: invalid JSON ({error.msg})") from error
                 missing = [key for key in ("sentence1", "sentence2") if key not in example]
                 if missing:
-                    raise SnliFormatError(f"{file_path}:{line_number}: missing {', '.join(missing)}")
+                    raise FormatError(f"{file_path}:{line_number}: missing {', '.join(missing)}")
                 label = example.get("gold_label")
                 if label == "-":
                     continue

@@ -12,12 +12,10 @@ from allennlp_models.rc.dataset_readers import utils
 from allennlp_models.rc.dataset_readers.squad import SquadReader
 
 from elmo_plugin.data.tokenizers import SpacyBlankTokenizer
+from elmo_bilm.files import FormatError
 
 logger = logging.getLogger(__name__)
 
-
-class SquadFormatError(ValueError):
-    """A malformed SQuAD record; the message names the file, line and JSON path."""
 
 
 @DatasetReader.register("elmo_plugin_squad")
@@ -57,7 +55,7 @@ class ElmoSquadReader(SquadReader):
         try:
             dataset = json.loads(text)
         except json.JSONDecodeError as error:
-            raise SquadFormatError(f"{file_path}:{error.lineno}: invalid JSON ({error.msg})") from error
+            raise FormatError(f"{file_path}:{error.lineno}: invalid JSON ({error.msg})") from error
         id_lines: Dict[str, int] = {}  # question id -> its line, for error messages
         line, position = 1, 0
         for match in re.finditer(r'"id"\s*:\s*"([^"]*)"', text):
@@ -65,10 +63,10 @@ class ElmoSquadReader(SquadReader):
             position = match.start()
             id_lines[match.group(1)] = line
 
-        def fail(path: str, record: Any, message: str) -> SquadFormatError:
+        def fail(path: str, record: Any, message: str) -> FormatError:
             ids = re.findall(r"'id': '([^']*)'", repr(record)) if isinstance(record, (dict, list)) else []
             line = id_lines.get(ids[0], 1) if ids else 1
-            return SquadFormatError(f"{file_path}:{line}: {path}: {message}")
+            return FormatError(f"{file_path}:{line}: {path}: {message}")
 
         def field(record: Any, key: str, kind: type, path: str) -> Any:
             if not isinstance(record, dict) or not isinstance(record.get(key), kind):

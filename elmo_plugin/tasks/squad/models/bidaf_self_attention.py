@@ -104,8 +104,9 @@ class BidafSelfAttention(Model):
             attention._bias.requires_grad_(False)
         self._span_start_encoder = span_start_encoder
         self._span_end_encoder = span_end_encoder
-        self._span_start_predictor = torch.nn.Linear(span_start_encoder.get_output_dim(), 1)
-        self._span_end_predictor = torch.nn.Linear(span_end_encoder.get_output_dim(), 1)
+        # no bias: span logits go through a softmax over the passage (same reason as above)
+        self._span_start_predictor = torch.nn.Linear(span_start_encoder.get_output_dim(), 1, bias=False)
+        self._span_end_predictor = torch.nn.Linear(span_end_encoder.get_output_dim(), 1, bias=False)
         self._dropout = InputVariationalDropout(dropout)
         self._max_span_length = max_span_length
         self._span_start_accuracy = CategoricalAccuracy()

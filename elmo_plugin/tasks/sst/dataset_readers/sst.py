@@ -7,10 +7,8 @@ from allennlp_models.classification.dataset_readers.stanford_sentiment_tree_bank
     StanfordSentimentTreeBankDatasetReader,
 )
 from nltk.tree import Tree
+from elmo_bilm.files import FormatError
 
-
-class SstFormatError(ValueError):
-    """A malformed tree; the message names the file and line."""
 
 
 @DatasetReader.register("elmo_plugin_sst")
@@ -44,7 +42,7 @@ class ElmoSstReader(StanfordSentimentTreeBankDatasetReader):
                 try:
                     tree = Tree.fromstring(line)
                 except ValueError as error:
-                    raise SstFormatError(f"{file_path}:{line_number}: not a PTB tree ({error})") from error
+                    raise FormatError(f"{file_path}:{line_number}: not a PTB tree ({error})") from error
                 phrases = tree.subtrees() if self._use_subtrees else [tree]
                 for phrase in phrases:
                     leaves = phrase.leaves()

@@ -1,6 +1,6 @@
 import pytest
 
-from elmo_plugin.tasks.common.conll2012 import Conll2012FormatError
+from elmo_plugin.tasks.common.conll2012 import FormatError
 from elmo_plugin.tasks.coref.dataset_readers.coref import ElmoCorefReader
 from elmo_plugin.tasks.coref.genres import GENRES
 from tests.conftest import DATA
@@ -44,5 +44,5 @@ def test_malformed_row_names_file_and_line(tmp_path):
     lines = SAMPLE.read_text().splitlines()
     lines[5] = "\t".join(lines[5].split()[:-1] + ["(3", "extra"])  # one column too many for its sentence
     (tmp_path / "bad.gold_conll").write_text("\n".join(lines) + "\n")
-    with pytest.raises(Conll2012FormatError, match=r"bad.gold_conll:2: the rows of one sentence have different column counts"):
+    with pytest.raises(FormatError, match=r"bad.gold_conll:2: the rows of one sentence have different column counts"):
         list(ElmoCorefReader(max_span_width=10).read(str(tmp_path / "bad.gold_conll")))

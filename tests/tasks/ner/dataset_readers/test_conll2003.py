@@ -1,6 +1,6 @@
 import pytest
 
-from elmo_plugin.tasks.ner.dataset_readers.conll2003 import Conll2003FormatError, ElmoConll2003Reader
+from elmo_plugin.tasks.ner.dataset_readers.conll2003 import FormatError, ElmoConll2003Reader
 from tests.conftest import DATA
 
 
@@ -15,8 +15,8 @@ def test_reads_conll2003_and_converts_to_bioul():
 
 def test_malformed_lines_name_file_and_line(tmp_path):
     (tmp_path / "bad.txt").write_text("-DOCSTART- -X- O O\n\nEU NNP I-NP I-ORG\nrejects VBZ I-VP\n")
-    with pytest.raises(Conll2003FormatError, match=r"bad.txt:4: expected 4 columns"):
+    with pytest.raises(FormatError, match=r"bad.txt:4: expected 4 columns"):
         list(ElmoConll2003Reader().read(str(tmp_path / "bad.txt")))
     (tmp_path / "tag.txt").write_text("EU NNP I-NP ORG\n")
-    with pytest.raises(Conll2003FormatError, match=r"tag.txt:1: 'ORG' is not an IOB tag"):
+    with pytest.raises(FormatError, match=r"tag.txt:1: 'ORG' is not an IOB tag"):
         list(ElmoConll2003Reader().read(str(tmp_path / "tag.txt")))

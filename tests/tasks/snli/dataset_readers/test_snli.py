@@ -1,6 +1,6 @@
 import pytest
 
-from elmo_plugin.tasks.snli.dataset_readers.snli import ElmoSnliReader, SnliFormatError
+from elmo_plugin.tasks.snli.dataset_readers.snli import ElmoSnliReader, FormatError
 from tests.conftest import DATA
 
 
@@ -17,8 +17,8 @@ def test_skips_unlabelled_and_names_bad_lines(tmp_path):
     (tmp_path / "a.jsonl").write_text(good + "\n" + good.replace("entailment", "-") + "\n")
     assert len(list(ElmoSnliReader().read(str(tmp_path / "a.jsonl")))) == 1
     (tmp_path / "b.jsonl").write_text(good + "\n{not json\n")
-    with pytest.raises(SnliFormatError, match=r"b.jsonl:2: invalid JSON"):
+    with pytest.raises(FormatError, match=r"b.jsonl:2: invalid JSON"):
         list(ElmoSnliReader().read(str(tmp_path / "b.jsonl")))
     (tmp_path / "c.jsonl").write_text('{"sentence1": "x", "gold_label": "neutral"}\n')
-    with pytest.raises(SnliFormatError, match=r"c.jsonl:1: missing sentence2"):
+    with pytest.raises(FormatError, match=r"c.jsonl:1: missing sentence2"):
         list(ElmoSnliReader().read(str(tmp_path / "c.jsonl")))

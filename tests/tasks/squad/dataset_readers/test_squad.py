@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from elmo_plugin.tasks.squad.dataset_readers.squad import ElmoSquadReader, SquadFormatError
+from elmo_plugin.tasks.squad.dataset_readers.squad import ElmoSquadReader, FormatError
 from tests.conftest import DATA
 
 SAMPLE = DATA / "format_samples" / "squad.json"
@@ -40,12 +40,12 @@ def test_answers_not_in_the_passage_or_past_its_limit_are_unmappable(tmp_path):
 
 def test_malformed_records_name_file_line_and_path(tmp_path):
     (tmp_path / "broken.json").write_text('{"data": [\n{"title": "x",\n "paragraphs": [}\n]}')
-    with pytest.raises(SquadFormatError, match=r"broken.json:3: invalid JSON"):
+    with pytest.raises(FormatError, match=r"broken.json:3: invalid JSON"):
         list(ElmoSquadReader().read(str(tmp_path / "broken.json")))
     data = json.loads(SAMPLE.read_text())
     del data["data"][0]["paragraphs"][1]["qas"][2]["question"]
     text = json.dumps(data, indent=1)
     (tmp_path / "missing.json").write_text(text)
     line = text[: text.index('"5733b1da4776f41900661067"')].count("\n") + 1
-    with pytest.raises(SquadFormatError, match=rf"missing.json:{line}: data\[0\].paragraphs\[1\].qas\[2\]: missing or not a str: 'question'"):
+    with pytest.raises(FormatError, match=rf"missing.json:{line}: data\[0\].paragraphs\[1\].qas\[2\]: missing or not a str: 'question'"):
         list(ElmoSquadReader().read(str(tmp_path / "missing.json")))

@@ -1,6 +1,6 @@
 import pytest
 
-from elmo_plugin.tasks.common.conll2012 import Conll2012FormatError
+from elmo_plugin.tasks.common.conll2012 import FormatError
 from elmo_plugin.tasks.srl.dataset_readers.srl import ElmoSrlReader
 from tests.conftest import DATA
 
@@ -39,5 +39,5 @@ def test_malformed_rows_name_file_and_line(tmp_path, damage, message):
     rows = SAMPLE.read_text().splitlines()
     damage(rows)
     (tmp_path / "bad.gold_conll").write_text("\n".join(rows) + "\n")
-    with pytest.raises(Conll2012FormatError, match=message):
+    with pytest.raises(FormatError, match=message):
         list(ElmoSrlReader().read(str(tmp_path / "bad.gold_conll")))

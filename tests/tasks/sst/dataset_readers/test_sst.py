@@ -1,6 +1,6 @@
 import pytest
 
-from elmo_plugin.tasks.sst.dataset_readers.sst import ElmoSstReader, SstFormatError
+from elmo_plugin.tasks.sst.dataset_readers.sst import ElmoSstReader, FormatError
 from tests.conftest import DATA
 
 TREE = "(3 (2 It) (4 (4 (2 's) (4 (3 (2 a) (4 (3 lovely) (2 film))) (2 .)))))\n"
@@ -19,5 +19,5 @@ def test_phrase_level_training_keeps_phrases_of_four_or_more_tokens(tmp_path):
 def test_reads_sst_and_names_malformed_lines(tmp_path):
     assert len(list(ElmoSstReader().read(str(DATA / "sst" / "dev.txt")))) == 1101
     (tmp_path / "bad.txt").write_text(TREE + "(2 (2 broken)\n")
-    with pytest.raises(SstFormatError, match=r"bad.txt:2: not a PTB tree"):
+    with pytest.raises(FormatError, match=r"bad.txt:2: not a PTB tree"):
         list(ElmoSstReader().read(str(tmp_path / "bad.txt")))

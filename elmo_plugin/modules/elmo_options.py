@@ -1,0 +1,91 @@
+"""The ELMo options, defined once: every ELMo component takes exactly these names.
+
+`elmo_plugin_token_embedder` and `elmo_plugin_placement` take them as top-level keys (through
+`takes_elmo_options`), `elmo_plugin_bcn` as its `elmo` object, and `training_config/elmo.libsonnet`
+writes the same names.
+"""
+import dataclasses
+import inspect
+from typing import Any, Callable, List, Optional, TypeVar
+
+from allennlp.common import FromParams
+
+_Init = TypeVar("_Init", bound=Callable[..., None])
+
+
+@dataclasses.dataclass(frozen=True)
+class ElmoOptions(FromParams):
+    """Which biLM, and how its layers become ELMo vectors (Eq. 1 of Peters et al. 2018).
+
+    # Parameters
+
+    options_file : `str`, optional
+        bilm-tf `options.json` (with `weight_file`).
+    weight_file : `str`, optional
+        bilm-tf `weights.hdf5`.
+    archive_file : `str`, optional
+        A `model.tar.gz` trained with the plugin's `elmo_plugin_bilm` model, instead of the two
+        files. With none of the three, the biLM shipped with the plugin is used.
+    do_layer_norm : `bool`, optional (default = `False`)
+        Layer-normalise each biLM layer (masked) before mixing.
+    dropout : `float`, optional (default = `0.5`)
+        Dropout on each ELMo vector.
+    l2_coefficient : `float`, optional (default = `0.0`)
+        The paper's `lambda` in `lambda * ||w||^2` on the raw mixing weights, added to the
+        training loss by the Trainer (see `elmo_plugin.hooks`).
+    scalar_mix_parameters : `List[float]`, optional
+        Fixed raw mixing weights (then not trained, nor is `gamma`), e.g. `[-9e10, -9e10, 1]`
+        for the top layer only.
+    requires_grad : `bool`, optional (default = `False`)
+        Fine-tune the biLM with the task (frozen by default, as in the paper).
+    cache_activations : `bool`, optional (default = `True`)
+        With a frozen biLM, keep each sentence's biLM layers in memory so that epochs after the
+        first skip the biLM (exact: mixing and dropout still run every time). Ignored with
+        `requires_grad`.
+    cache_size_mb : `float`, optional (default = `2048`)
+        Memory bound of that cache; sentences beyond it are recomputed.
+    """
+
+    options_file: Optional[str] = None
+    weight_file: Optional[str] = None
+    archive_file: Optional[str] = None
+    do_layer_norm: bool = False
+    dropout: float = 0.5
+    l2_coefficient: float = 0.0
+    scalar_mix_parameters: Optional[List[float]] = None
+    requires_grad: bool = False
+    cache_activations: bool = True
+    cache_size_mb: float = 2048.0
+
+
+def takes_elmo_options(init: _Init) -> _Init:
+    """Give a constructor written `__init__(self, <own parameters>, **elmo_options)` the full
+    signature with every `ElmoOptions` field as a keyword parameter, so that AllenNLP's
+    `from_params`, `inspect.signature` and `help()` see them by name (AllenNLP reads constructor
+    signatures). The body receives them in `**elmo_options` and builds `ElmoOptions(**elmo_options)`."""
+    signature = inspect.signature(init)
+    own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    shared = [
+        inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, default=field.default, annotation=field.type)
+        for field in dataclasses.fields(ElmoOptions)
+    ]
+    init.__signature__ = signature.replace(parameters=own + shared)  # type: ignore[attr-defined]
+    return init
+
+
+def elmo_options_doc() -> str:
+    """The `# Parameters` entries of `ElmoOptions`, for the docstrings of the components."""
+    doc = inspect.getdoc(ElmoOptions) or ""
+    return doc.split("# Parameters", 1)[1].strip("\n")
+
+
+def option_names() -> List[str]:
+    return [field.name for field in dataclasses.fields(ElmoOptions)]
+
+
+def check_options(kwargs: Any) -> ElmoOptions:
+    """`ElmoOptions(**kwargs)` with an error naming any unknown option."""
+    unknown = sorted(set(kwargs) - set(option_names()))
+    if unknown:
+        raise TypeError(f"unknown ELMo option(s) {unknown}; the options are {option_names()}")
+    return ElmoOptions(**kwargs)
