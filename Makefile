@@ -19,6 +19,8 @@ $(BIN)/.installed: requirements.txt requirements-allennlp.txt requirements-dev.t
 	touch $@
 
 test: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -q tests
 
 bench: install

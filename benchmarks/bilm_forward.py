@@ -5,6 +5,7 @@ threads. AllenNLP's state is reset before every batch so both compute the same t
 is timed twice: with its char-CNN word cache emptied first (a first pass over the text: the
 headline figure) and again with every word cached.
 """
+
 import argparse
 from unittest import mock
 
@@ -85,7 +86,10 @@ def main() -> None:
         ours_warm_s = timed(run_ours)  # every word's vector already in the word cache
         # FlopCounterMode does not see oneDNN's packed products: count the same arithmetic on
         # the bmm path (identical products, untimed)
-        with FlopCounterMode(display=False) as counter, mock.patch.object(lstm_module, "_ONEDNN", False):
+        with (
+            FlopCounterMode(display=False) as counter,
+            mock.patch.object(lstm_module, "_ONEDNN", False),
+        ):
             run_ours_first_pass()
         matmul_flops_per_s = matmul_peak(device)
     plugin_flops_per_s = counter.get_total_flops() / ours_s

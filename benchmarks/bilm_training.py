@@ -1,4 +1,5 @@
 """biLM training throughput: forward + backward + Adagrad step with the sampled softmax."""
+
 import argparse
 import itertools
 
@@ -20,20 +21,29 @@ def main() -> None:
     args = parser.parse_args()
     device = torch.device(args.device)
     reader = LmCorpusReader(max_sentence_length=50)
-    instances = list(itertools.islice(reader.read(f"conll2003::{DATA / 'conll2003' / 'eng.train'}"), 4000))
+    instances = list(
+        itertools.islice(reader.read(f"conll2003::{DATA / 'conll2003' / 'eng.train'}"), 4000)
+    )
     vocab = Vocabulary.from_instances(instances, max_vocab_size={"lm_tokens": 50000})
-    model = BiLmLanguageModel(vocab, options=CONFIGS[args.config], dropout=0.1, num_samples=args.num_samples).to(device)
+    model = BiLmLanguageModel(
+        vocab, options=CONFIGS[args.config], dropout=0.1, num_samples=args.num_samples
+    ).to(device)
     optimizer = torch.optim.Adagrad(model.parameters(), lr=0.2, initial_accumulator_value=1.0)
     batches = []
     for i in range(args.batches + 1):
         batch = Batch(instances[i * args.batch_size : (i + 1) * args.batch_size])
         batch.index_instances(vocab)
         batches.append(batch.as_tensor_dict())
-    tokens = sum(int((b["tokens"]["lm"]["tokens"] > 0).sum()) - 2 * args.batch_size for b in batches[1:])
+    tokens = sum(
+        int((b["tokens"]["lm"]["tokens"] > 0).sum()) - 2 * args.batch_size for b in batches[1:]
+    )
     model.train()
 
     def step(batch) -> None:
-        tensors = {"lm": {"tokens": batch["tokens"]["lm"]["tokens"].to(device)}, "elmo": {"elmo_tokens": batch["tokens"]["elmo"]["elmo_tokens"].to(device)}}
+        tensors = {
+            "lm": {"tokens": batch["tokens"]["lm"]["tokens"].to(device)},
+            "elmo": {"elmo_tokens": batch["tokens"]["elmo"]["elmo_tokens"].to(device)},
+        }
         optimizer.zero_grad()
         model(tensors)["loss"].backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)

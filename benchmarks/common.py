@@ -1,4 +1,5 @@
 """Shared pieces of the benchmarks: biLM configurations, random bilm-tf weights, data, measurements."""
+
 import itertools
 import json
 import os
@@ -32,7 +33,14 @@ def _options(filters: List[List[int]], n_highway: int, dim: int, proj: int) -> D
             "n_characters": 262,
             "n_highway": n_highway,
         },
-        "lstm": {"cell_clip": 3, "dim": dim, "n_layers": 2, "proj_clip": 3, "projection_dim": proj, "use_skip_connections": True},
+        "lstm": {
+            "cell_clip": 3,
+            "dim": dim,
+            "n_layers": 2,
+            "proj_clip": 3,
+            "projection_dim": proj,
+            "use_skip_connections": True,
+        },
     }
 
 
@@ -48,7 +56,10 @@ CONFIGS = {
 def random_bilm_tf(config: str, seed: int = 0) -> Dict[str, str]:
     """bilm-tf files with random weights for `config` (cached under $ELMO_PLUGIN_BENCH_CACHE)."""
     folder = CACHE / config
-    files = {"options_file": str(folder / "options.json"), "weight_file": str(folder / "weights.hdf5")}
+    files = {
+        "options_file": str(folder / "options.json"),
+        "weight_file": str(folder / "weights.hdf5"),
+    }
     if not (folder / "weights.hdf5").exists():
         folder.mkdir(parents=True, exist_ok=True)
         torch.manual_seed(seed)
@@ -63,7 +74,9 @@ def random_bilm_tf(config: str, seed: int = 0) -> Dict[str, str]:
 
 def conll_dev_sentences(limit: int) -> List[List[str]]:
     """The first `limit` sentences of CoNLL-2003 dev (eng.testa), in file order."""
-    return list(itertools.islice(read_sentences(str(DATA / "conll2003" / "eng.testa"), "conll2003"), limit))
+    return list(
+        itertools.islice(read_sentences(str(DATA / "conll2003" / "eng.testa"), "conll2003"), limit)
+    )
 
 
 def peak_rss_mb() -> float:

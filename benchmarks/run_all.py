@@ -1,5 +1,6 @@
 """`make bench`: run every benchmark in its own process (so peak RSS is per configuration) and
 print one table. Set ELMO_PLUGIN_BENCH_DEVICE=cuda to run the biLM sections on a GPU."""
+
 import json
 import os
 import subprocess
@@ -21,40 +22,69 @@ RUNS = [
 
 def run(module_args: List[str]) -> List[Dict[str, Any]]:
     result = subprocess.run([sys.executable, "-m", *module_args], capture_output=True, text=True)
-    records = [json.loads(line[6:]) for line in result.stdout.splitlines() if line.startswith("BENCH ")]
+    records = [
+        json.loads(line[6:]) for line in result.stdout.splitlines() if line.startswith("BENCH ")
+    ]
     if result.returncode != 0 or not records:
         print(f"FAILED: {' '.join(module_args)}\n{result.stderr[-2000:]}", file=sys.stderr)
     return records
+
+
+def row(cells: List[Any]) -> str:
+    """One markdown table row."""
+    return "| " + " | ".join(str(cell) for cell in cells) + " |"
 
 
 def main() -> None:
     records = [record for args in RUNS for record in run(args)]
     forward = [r for r in records if r["bench"] == "bilm_forward"]
     print("\n## biLM inference, all layers (CoNLL-2003 dev, batch 32, file order)")
-    print("| config | device | AllenNLP tok/s | plugin tok/s | ratio | warm word cache tok/s | ratio | max abs diff | peak RSS MB | plugin GFLOP/s | matmul GFLOP/s | fraction of matmul |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    header = [
+        "config",
+        "device",
+        "AllenNLP tok/s",
+        "plugin tok/s",
+        "ratio",
+        "warm word cache tok/s",
+    ]
+    header += ["ratio", "max abs diff", "peak RSS MB", "plugin GFLOP/s", "matmul GFLOP/s"]
+    print(row(header + ["fraction of matmul"]))
+    print(row(["---", "---"] + ["---:"] * 10))
     for r in forward:
-        print(
-            f"| {r['config']} | {r['device']} | {r['allennlp_tokens_per_s']:.0f} | {r['plugin_tokens_per_s']:.0f} | "
-            f"{r['ratio']:.2f}x | {r['plugin_warm_cache_tokens_per_s']:.0f} | {r['warm_cache_ratio']:.2f}x | {r['max_abs_diff']:.1e} | {r['peak_rss_mb']:.0f} | {r['plugin_gflops_per_s']:.1f} | "
-            f"{r['matmul_gflops_per_s']:.1f} | {r['fraction_of_matmul_peak']:.2f} |"
-        )
-    print("\n## Task training with a frozen biLM (CoNLL-2003 biLSTM-CRF, 1000 train sentences, s/epoch)")
-    print("| biLM | baseline (no ELMo) | ELMo uncached | ELMo cached | cached / baseline | uncached / baseline |")
+        cells = [r["config"], r["device"], f"{r['allennlp_tokens_per_s']:.0f}"]
+        cells += [f"{r['plugin_tokens_per_s']:.0f}", f"{r['ratio']:.2f}x"]
+        cells += [f"{r['plugin_warm_cache_tokens_per_s']:.0f}", f"{r['warm_cache_ratio']:.2f}x"]
+        cells += [
+            f"{r['max_abs_diff']:.1e}",
+            f"{r['peak_rss_mb']:.0f}",
+            f"{r['plugin_gflops_per_s']:.1f}",
+        ]
+        cells += [f"{r['matmul_gflops_per_s']:.1f}", f"{r['fraction_of_matmul_peak']:.2f}"]
+        print(row(cells))
+    print(
+        "\n## Task training with a frozen biLM (CoNLL-2003 biLSTM-CRF, 1000 train sentences, s/epoch)"
+    )
+    print(
+        "| biLM | baseline (no ELMo) | ELMo uncached | ELMo cached | cached / baseline | uncached / baseline |"
+    )
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for r in (r for r in records if r["bench"] == "task_epoch"):
         e = r["epoch_seconds"]
         cells = [" / ".join(f"{t:.1f}" for t in e[v]) for v in ("baseline", "uncached", "cached")]
-        print(f"| {r['bilm']} | {cells[0]} | {cells[1]} | {cells[2]} | {r['cached_over_baseline']:.2f}x | {r['uncached_over_baseline']:.2f}x |")
+        ratios = [f"{r['cached_over_baseline']:.2f}x", f"{r['uncached_over_baseline']:.2f}x"]
+        print(row([r["bilm"], *cells, *ratios]))
     print("(epochs listed in order; the ratios use the epochs after the first)")
     print("\n## biLM training (forward + backward + Adagrad, sampled softmax)")
     print("| config | device | batch | negatives | vocab | train tok/s | peak RSS MB |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for r in (r for r in records if r["bench"] == "bilm_training"):
-        print(f"| {r['config']} | {r['device']} | {r['batch_size']} | {r['num_samples']} | {r['vocab']} | {r['train_tokens_per_s']:.0f} | {r['peak_rss_mb']:.0f} |")
+        cells = [r["config"], r["device"], r["batch_size"], r["num_samples"], r["vocab"]]
+        print(row([*cells, f"{r['train_tokens_per_s']:.0f}", f"{r['peak_rss_mb']:.0f}"]))
     for r in (r for r in records if r["bench"] == "shipped_bilm"):
-        print(f"\n## Shipped small biLM\ndev perplexity (full softmax, {r['dev']}): {r['dev_perplexity']:.1f} "
-              f"(forward {r['dev_perplexity_forward']:.1f}, backward {r['dev_perplexity_backward']:.1f})")
+        print(
+            f"\n## Shipped small biLM\ndev perplexity (full softmax, {r['dev']}): {r['dev_perplexity']:.1f} "
+            f"(forward {r['dev_perplexity_forward']:.1f}, backward {r['dev_perplexity_backward']:.1f})"
+        )
 
 
 if __name__ == "__main__":

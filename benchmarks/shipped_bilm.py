@@ -1,4 +1,5 @@
 """Dev perplexity of the biLM shipped in elmo_bilm/pretrained/small (full softmax)."""
+
 import os
 
 import torch
@@ -8,10 +9,16 @@ from allennlp.training.util import evaluate
 
 import elmo_plugin  # noqa: F401  (sets BILM_DEV's default)
 from benchmarks.common import emit
-from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE, SHIPPED_DIR as PRETRAINED_DIR
-from elmo_plugin.lm.vocabulary import BilmTfVocabulary
+from elmo_bilm.shipped import (
+    DEFAULT_OPTIONS_FILE,
+    DEFAULT_WEIGHT_FILE,
+)
+from elmo_bilm.shipped import (
+    SHIPPED_DIR as PRETRAINED_DIR,
+)
 from elmo_plugin.lm.dataset_readers.lm_corpus import LmCorpusReader
 from elmo_plugin.lm.models.bilm_language_model import BiLmLanguageModel
+from elmo_plugin.lm.vocabulary import BilmTfVocabulary
 
 
 def main() -> None:
@@ -26,7 +33,9 @@ def main() -> None:
     )
     dev = os.environ["BILM_DEV"].split(",")
     loader = MultiProcessDataLoader(
-        LmCorpusReader(max_sentence_length=50), dev, batch_sampler=BucketBatchSampler(64, shuffle=False)
+        LmCorpusReader(max_sentence_length=50),
+        dev,
+        batch_sampler=BucketBatchSampler(64, shuffle=False),
     )
     loader.index_with(vocab)
     with torch.no_grad():

@@ -1,6 +1,7 @@
 """Task training with a frozen biLM: epoch times of the CoNLL-2003 biLSTM-CRF without ELMo, with
 ELMo recomputed every epoch, and with the exact activation cache (epochs after the first).
 """
+
 import argparse
 import json
 import tempfile
@@ -11,8 +12,7 @@ from allennlp.commands.train import train_model_from_file
 from allennlp.training.callbacks.callback import TrainerCallback
 
 import elmo_plugin  # noqa: F401
-from benchmarks.common import emit, random_bilm_tf
-from benchmarks.common import REPO_ROOT
+from benchmarks.common import REPO_ROOT, emit, random_bilm_tf
 
 CONFIGS = {
     "baseline": str(REPO_ROOT / "training_config" / "conll2003_crf_tagger.jsonnet"),
@@ -29,7 +29,14 @@ class EpochTimer(TrainerCallback):
         EPOCH_TIMES.clear()
         self._last = time.perf_counter()
 
-    def on_epoch(self, trainer: Any, metrics: Dict[str, Any], epoch: int, is_primary: bool = True, **kwargs: Any) -> None:
+    def on_epoch(
+        self,
+        trainer: Any,
+        metrics: Dict[str, Any],
+        epoch: int,
+        is_primary: bool = True,
+        **kwargs: Any,
+    ) -> None:
         now = time.perf_counter()
         EPOCH_TIMES.append(now - self._last)
         self._last = now
@@ -71,7 +78,10 @@ def main() -> None:
         bilm = {"options_file": str(DEFAULT_OPTIONS_FILE), "weight_file": str(DEFAULT_WEIGHT_FILE)}
     else:
         bilm = random_bilm_tf(args.bilm)
-    times = {variant: run(variant, bilm, args.sentences, args.epochs) for variant in ("baseline", "uncached", "cached")}
+    times = {
+        variant: run(variant, bilm, args.sentences, args.epochs)
+        for variant in ("baseline", "uncached", "cached")
+    }
     later = {variant: sum(t[1:]) / len(t[1:]) for variant, t in times.items()}
     emit(
         {

@@ -1,4 +1,5 @@
 """The bidirectional language model of ELMo: char-CNN token encoder + forward/backward LSTM stacks."""
+
 import copy
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -51,6 +52,10 @@ class BiLm(nn.Module):
             use_skip_connections=bool(lstm.get("use_skip_connections", True)),
             dropout=dropout,
         )
+
+    def set_dropout(self, dropout: float) -> None:
+        """Set the dropout on the LSTM inputs (active in training mode only)."""
+        self.lstm.dropout.p = dropout
 
     @property
     def num_layers(self) -> int:

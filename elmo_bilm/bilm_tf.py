@@ -9,6 +9,7 @@ The conversions (all inverted exactly by the exporter):
   into input and recurrent parts; TF's `forget_bias=1.0` is added at run time, as in TF, so the
   stored bias is copied unchanged and a round trip is exact.
 """
+
 import json
 import os
 from typing import Any, Dict, Optional, Tuple, Union
@@ -18,10 +19,9 @@ import numpy
 import torch
 
 from elmo_bilm.bilm import BiLm
-from elmo_bilm.files import FormatError
+from elmo_bilm.files import FormatError, atomic_output
 
 PathLike = Union[str, os.PathLike]
-
 
 
 def read_options(options_file: PathLike) -> Dict[str, Any]:
@@ -51,7 +51,9 @@ def read_options(options_file: PathLike) -> Dict[str, Any]:
     return options
 
 
-def _dataset(weights: h5py.File, name: str, shape: Tuple[int, ...], weight_file: PathLike) -> numpy.ndarray:
+def _dataset(
+    weights: h5py.File, name: str, shape: Tuple[int, ...], weight_file: PathLike
+) -> numpy.ndarray:
     if name not in weights:
         raise FormatError(f"{weight_file}: dataset {name!r} is missing (expected shape {shape})")
     array = weights[name][...]
@@ -144,8 +146,7 @@ def export_bilm_tf(
     def array(tensor: torch.Tensor) -> numpy.ndarray:
         return tensor.detach().cpu().to(torch.float32).numpy()
 
-    tmp_weights = f"{weight_file}.partial"
-    with h5py.File(tmp_weights, "w") as weights:
+    with atomic_output(weight_file, overwrite) as partial, h5py.File(partial, "w") as weights:
         weights["char_embed"] = array(cnn.char_embedding.weight[1:])
         for i, conv in enumerate(cnn.convolutions):
             weights[f"CNN/W_cnn_{i}"] = array(conv.weight).transpose(2, 1, 0)[None]
@@ -163,11 +164,13 @@ def export_bilm_tf(
             for direction in (0, 1):
                 prefix = _lstm_prefix(direction, layer)
                 w = numpy.concatenate(
-                    [array(lstm.input_weights[layer][direction]), array(lstm.recurrent_weights[layer][direction])]
+                    [
+                        array(lstm.input_weights[layer][direction]),
+                        array(lstm.recurrent_weights[layer][direction]),
+                    ]
                 )
                 weights[f"{prefix}/W_0"] = w
                 weights[f"{prefix}/B"] = array(lstm.biases[layer][direction, 0])
                 weights[f"{prefix}/W_P_0"] = array(lstm.projections[layer][direction]).T
-    with open(options_file, "w") as handle:
+    with atomic_output(options_file, overwrite) as partial, open(partial, "w") as handle:
         json.dump(bilm.options, handle, indent=2)
-    os.replace(tmp_weights, weight_file)

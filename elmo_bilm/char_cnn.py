@@ -1,4 +1,5 @@
 """The biLM's context-independent token encoder: a character CNN (Sec. 3.4 of Peters et al. 2018)."""
+
 from typing import Dict, List, Sequence, Tuple
 
 import torch
@@ -114,7 +115,7 @@ class CharCnnEncoder(nn.Module):
         self.output_dim = projection_dim
         self.word_cache_size = word_cache_size
         self._word_cache: Dict[bytes, torch.Tensor] = {}
-        self._cached_weights_version: Tuple[Tuple[int, int], ...] = ()
+        self._cache_key_context: Tuple[object, ...] = ()
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -128,7 +129,9 @@ class CharCnnEncoder(nn.Module):
             if self.activation == "relu":
                 nn.init.uniform_(conv.weight, -0.05, 0.05)
             else:
-                nn.init.normal_(conv.weight, 0.0, (width * self.char_embedding.embedding_dim) ** -0.5)
+                nn.init.normal_(
+                    conv.weight, 0.0, (width * self.char_embedding.embedding_dim) ** -0.5
+                )
             nn.init.zeros_(conv.bias)
         for highway in self.highways:
             highway.reset_parameters()
@@ -139,15 +142,21 @@ class CharCnnEncoder(nn.Module):
         """Forget every cached word vector (e.g. to time a first pass over new text)."""
         self._word_cache.clear()
 
-    def _weights_version(self) -> Tuple[Tuple[int, int], ...]:
-        return tuple((p.data_ptr(), p._version) for p in self.parameters())
+    def _cache_context(self, device: torch.device) -> Tuple[object, ...]:
+        """What the cached vectors depend on besides the words: every weight (identity and
+        in-place version), the device, and the autocast state there (a vector computed in bf16
+        must not be served to a float32 pass)."""
+        autocast = torch.is_autocast_enabled(device.type)
+        dtype = torch.get_autocast_dtype(device.type) if autocast else None
+        weights = tuple((p.data_ptr(), p._version) for p in self.parameters())
+        return (str(device), autocast, dtype, *weights)
 
     def _encode_with_cache(self, words: torch.Tensor) -> torch.Tensor:
         """`encode_words` through the inference word cache."""
-        version = self._weights_version()
-        if version != self._cached_weights_version:
+        context = self._cache_context(words.device)
+        if context != self._cache_key_context:
             self._word_cache.clear()
-            self._cached_weights_version = version
+            self._cache_key_context = context
         rows = words.to(torch.int16).cpu().numpy()
         keys = [row.tobytes() for row in rows]
         missing = [i for i, key in enumerate(keys) if key not in self._word_cache]
@@ -157,7 +166,8 @@ class CharCnnEncoder(nn.Module):
             for position, i in enumerate(missing):
                 fresh[keys[i]] = encoded[position]
                 if len(self._word_cache) < self.word_cache_size:
-                    self._word_cache[keys[i]] = encoded[position]
+                    # a copy: a view would keep the whole batch's tensor alive
+                    self._word_cache[keys[i]] = encoded[position].clone()
         return torch.stack([fresh[key] if key in fresh else self._word_cache[key] for key in keys])
 
     def encode_words(self, word_char_ids: torch.Tensor) -> torch.Tensor:
@@ -191,7 +201,9 @@ class CharCnnEncoder(nn.Module):
             hidden = highway(hidden)
         return self.projection(hidden)
 
-    def distinct_words(self, char_ids: torch.Tensor, mask: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    def distinct_words(
+        self, char_ids: torch.Tensor, mask: torch.Tensor
+    ) -> Tuple[torch.Tensor, torch.Tensor]:
         """Encode each distinct word of the batch once.
 
         Returns `(vectors (U, projection_dim), index (batch, T))`: position `(b, t)` holds word
@@ -200,7 +212,9 @@ class CharCnnEncoder(nn.Module):
         """
         batch_size, timesteps, max_chars = char_ids.shape
         flat_mask = mask.reshape(-1)
-        words, inverse = torch.unique(char_ids.reshape(-1, max_chars)[flat_mask], dim=0, return_inverse=True)
+        words, inverse = torch.unique(
+            char_ids.reshape(-1, max_chars)[flat_mask], dim=0, return_inverse=True
+        )
         if self.word_cache_size and not self.training and not torch.is_grad_enabled():
             vectors = self._encode_with_cache(words)
         else:

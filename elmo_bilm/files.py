@@ -1,4 +1,5 @@
 """File helpers shared by the plugin: format errors, atomic outputs, path lists, text opening."""
+
 import contextlib
 import glob
 import gzip

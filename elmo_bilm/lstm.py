@@ -1,4 +1,5 @@
 """The biLM's contextual part: forward and backward stacks of LSTMs with a projection (Sec. 3.1)."""
+
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
@@ -16,7 +17,9 @@ _ONEDNN_MIN_BYTES = 32 * 2**20
 _INPUT_BATCH_HINT = 1024
 
 # (gate_inputs_t, h) -> gates and m -> P m, for one direction or both stacked
-_Step = Tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor], Callable[[torch.Tensor], torch.Tensor]]
+_Step = Tuple[
+    Callable[[torch.Tensor, torch.Tensor], torch.Tensor], Callable[[torch.Tensor], torch.Tensor]
+]
 
 
 def reverse_padded(inputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -101,6 +104,12 @@ class ProjectedLstmStack(nn.Module):
         self._packed: Dict[Tuple[str, int], Tuple[Tuple[int, int], List[torch.Tensor]]] = {}
         self.reset_parameters()
 
+    def _apply(self, fn, recurse: bool = True):  # type: ignore[no-untyped-def]
+        """`.to()`, `.cuda()`, `.double()`, ...: the oneDNN packs belong to the old tensors, drop
+        them (hundreds of MB at the paper size) rather than keep them until the next use."""
+        self._packed.clear()
+        return super()._apply(fn, recurse)
+
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_packed"] = {}  # oneDNN's opaque tensors cannot be copied or pickled; rebuilt on use
@@ -124,20 +133,32 @@ class ProjectedLstmStack(nn.Module):
         """Whether `layer` runs on oneDNN's packed products: float32 on a CPU, no gradient needed,
         and per-step weights too large for the cache (below that, bmm's lower per-call overhead
         wins)."""
-        weights = [self.input_weights[layer], self.recurrent_weights[layer], self.projections[layer], self.biases[layer]]
-        needs_grad = torch.is_grad_enabled() and (inputs.requires_grad or any(w.requires_grad for w in weights))
+        weights = [
+            self.input_weights[layer],
+            self.recurrent_weights[layer],
+            self.projections[layer],
+            self.biases[layer],
+        ]
+        needs_grad = torch.is_grad_enabled() and (
+            inputs.requires_grad or any(w.requires_grad for w in weights)
+        )
         step_bytes = (weights[1].numel() + weights[2].numel()) * weights[1].element_size()
         on_cpu = inputs.device.type == "cpu" and inputs.dtype == torch.float32
         return _ONEDNN and on_cpu and not needs_grad and step_bytes >= _ONEDNN_MIN_BYTES
 
-    def _packed_weights(self, name: str, layer: int, weight: torch.Tensor, batch_hint: int) -> List[torch.Tensor]:
+    def _packed_weights(
+        self, name: str, layer: int, weight: torch.Tensor, batch_hint: int
+    ) -> List[torch.Tensor]:
         """oneDNN-packed per-direction copies of `weight` (2, out, in) (a view of the parameter
         `name`[`layer`] is fine), rebuilt when the parameter changes."""
         version = (weight.data_ptr(), weight._version)
         key = (name, layer)
         if key not in self._packed or self._packed[key][0] != version:
             with torch.no_grad():
-                packs = [torch.ops.mkldnn._reorder_linear_weight(weight[d].contiguous(), batch_hint) for d in range(2)]
+                packs = [
+                    torch.ops.mkldnn._reorder_linear_weight(weight[d].contiguous(), batch_hint)
+                    for d in range(2)
+                ]
             self._packed[key] = (version, packs)
         return self._packed[key][1]
 
@@ -150,7 +171,9 @@ class ProjectedLstmStack(nn.Module):
         weight = self.input_weights[layer]
         bias = self.biases[layer] + self.forget_bias  # (2, 1, 4 * dim)
         if onednn:
-            packs = self._packed_weights("input_weights", layer, weight.transpose(1, 2), _INPUT_BATCH_HINT)
+            packs = self._packed_weights(
+                "input_weights", layer, weight.transpose(1, 2), _INPUT_BATCH_HINT
+            )
             linear = torch.ops.mkldnn._linear_pointwise
             return [linear(x[d], packs[d], bias[d, 0], "none", [], "") for d in range(2)]
         return [torch.baddbmm(bias, x, weight)]
@@ -160,8 +183,12 @@ class ProjectedLstmStack(nn.Module):
         pair per direction, else one `baddbmm` / `bmm` pair for both directions stacked."""
         w_h, w_p = self.recurrent_weights[layer], self.projections[layer]
         if onednn:
-            packed_h = self._packed_weights("recurrent_weights", layer, w_h.transpose(1, 2), batch_size)
-            packed_p = self._packed_weights("projections", layer, w_p, batch_size)  # stored (2, proj, dim): (out, in)
+            packed_h = self._packed_weights(
+                "recurrent_weights", layer, w_h.transpose(1, 2), batch_size
+            )
+            packed_p = self._packed_weights(
+                "projections", layer, w_p, batch_size
+            )  # stored (2, proj, dim): (out, in)
             linear = torch.ops.mkldnn._linear_pointwise
 
             def direction(d: int) -> _Step:
@@ -172,9 +199,13 @@ class ProjectedLstmStack(nn.Module):
 
             return [direction(0), direction(1)]
         w_p_t = w_p.transpose(1, 2)  # (2, proj, dim) viewed as (2, dim, proj): faster bmm
-        return [((lambda inputs_t, h: torch.baddbmm(inputs_t, h, w_h)), (lambda m: torch.bmm(m, w_p_t)))]
+        return [
+            ((lambda inputs_t, h: torch.baddbmm(inputs_t, h, w_h)), (lambda m: torch.bmm(m, w_p_t)))
+        ]
 
-    def _recurrence(self, streams: List[torch.Tensor], layer: int, active: List[int], onednn: bool) -> torch.Tensor:
+    def _recurrence(
+        self, streams: List[torch.Tensor], layer: int, active: List[int], onednn: bool
+    ) -> torch.Tensor:
         """Run one layer over packed input gates -> packed outputs (2, N, proj).
 
         `streams`: as `_input_products` returns them. Packed as a `PackedSequence`: the
@@ -203,7 +234,10 @@ class ProjectedLstmStack(nn.Module):
         return torch.stack(packed) if len(packed) == 2 else packed[0]
 
     def forward(
-        self, inputs: torch.Tensor, mask: torch.Tensor, distinct: Optional[Tuple[torch.Tensor, torch.Tensor]] = None
+        self,
+        inputs: torch.Tensor,
+        mask: torch.Tensor,
+        distinct: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
     ) -> List[torch.Tensor]:
         """`inputs` (batch, T, input_dim), `mask` (batch, T) with sentences left-aligned.
 
@@ -223,10 +257,15 @@ class ProjectedLstmStack(nn.Module):
         batch_size, full_t = mask.shape
         timesteps = int(sorted_lengths[0].item()) if lengths.numel() else 0
         if timesteps == 0:
-            return [inputs.new_zeros((batch_size, full_t, 2 * self.projection_dim)) for _ in range(self.n_layers)]
+            return [
+                inputs.new_zeros((batch_size, full_t, 2 * self.projection_dim))
+                for _ in range(self.n_layers)
+            ]
         steps = torch.arange(timesteps, device=lengths.device)
         active = (sorted_lengths[None, :] > steps[:, None]).sum(-1).tolist()
-        rows = torch.cat([torch.arange(n, device=mask.device) + t * batch_size for t, n in enumerate(active)])
+        rows = torch.cat(
+            [torch.arange(n, device=mask.device) + t * batch_size for t, n in enumerate(active)]
+        )
 
         def pack(values: torch.Tensor) -> torch.Tensor:
             """(batch, T, k) -> (2, N, k): sorted rows, time-major, only running positions; the
@@ -243,12 +282,18 @@ class ProjectedLstmStack(nn.Module):
             onednn = self._uses_onednn(layer, inputs)
             if layer == 0 and distinct is not None and dropout_off:
                 vectors, index = distinct
-                word_streams = self._input_products(vectors.expand(2, -1, -1), 0, onednn)  # per distinct word
+                word_streams = self._input_products(
+                    vectors.expand(2, -1, -1), 0, onednn
+                )  # per distinct word
                 word_index = pack(index[..., None])[..., 0]  # (2, N)
                 if onednn:
                     streams = [g.index_select(0, word_index[d]) for d, g in enumerate(word_streams)]
                 else:
-                    streams = [torch.stack([word_streams[0][d].index_select(0, word_index[d]) for d in range(2)])]
+                    streams = [
+                        torch.stack(
+                            [word_streams[0][d].index_select(0, word_index[d]) for d in range(2)]
+                        )
+                    ]
             else:
                 streams = self._input_products(self.dropout(x), layer, onednn)
             out = self._recurrence(streams, layer, active, onednn)
@@ -258,9 +303,15 @@ class ProjectedLstmStack(nn.Module):
             x = out
         results = []
         for out in layers:
-            padded = out.new_zeros((2, timesteps * batch_size, self.projection_dim)).index_copy(1, rows, out)
-            padded = padded.view(2, timesteps, batch_size, self.projection_dim).transpose(1, 2)  # (2, batch, T, proj)
-            both = torch.cat([padded[0], reverse_padded(padded[1], sorted_lengths)], dim=-1)[restore]
+            padded = out.new_zeros((2, timesteps * batch_size, self.projection_dim)).index_copy(
+                1, rows, out
+            )
+            padded = padded.view(2, timesteps, batch_size, self.projection_dim).transpose(
+                1, 2
+            )  # (2, batch, T, proj)
+            both = torch.cat([padded[0], reverse_padded(padded[1], sorted_lengths)], dim=-1)[
+                restore
+            ]
             if full_t > timesteps:
                 both = nn.functional.pad(both, (0, 0, 0, full_t - timesteps))
             results.append(both)

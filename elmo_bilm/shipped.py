@@ -1,4 +1,5 @@
 """Where the biLM shipped with the package lives (the default of every ELMo component)."""
+
 from pathlib import Path
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "pretrained" / "small"

@@ -1,4 +1,5 @@
 """bilm-tf vocabulary files (`vocab.txt`): one token a line, `<S>`, `</S>`, `<UNK>` first."""
+
 import os
 from typing import Iterable, List
 
@@ -18,7 +19,9 @@ def read_vocab_file(vocab_file: "os.PathLike[str] | str") -> List[str]:
         for line_number, line in enumerate(handle, start=1):
             fields = line.split()
             if len(fields) != 1:
-                raise FormatError(f"{vocab_file}:{line_number}: expected one token per line, got {line!r}")
+                raise FormatError(
+                    f"{vocab_file}:{line_number}: expected one token per line, got {line!r}"
+                )
             tokens.append(fields[0])
     return tokens
 

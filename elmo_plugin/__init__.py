@@ -6,6 +6,7 @@ elmo_plugin`, a plugins file, or `import elmo_plugin` in a script), and installs
 hooks listed in `elmo_plugin.hooks`. The torch-only biLM core (no AllenNLP) is the `elmo_bilm`
 package.
 """
+
 from elmo_plugin import hooks
 
 hooks.install()
@@ -13,7 +14,7 @@ hooks.install()
 # Registration: importing these modules registers their components with AllenNLP.
 from elmo_plugin import commands, tasks  # noqa: E402,F401
 from elmo_plugin.data.tokenizers import SpacyBlankTokenizer  # noqa: E402,F401
-from elmo_plugin.lm import BilmTfVocabulary, BiLmLanguageModel, LmCorpusReader  # noqa: E402,F401
+from elmo_plugin.lm import BiLmLanguageModel, BilmTfVocabulary, LmCorpusReader  # noqa: E402,F401
 from elmo_plugin.modules.seq2seq_encoders import OutputElmoEncoder  # noqa: E402,F401
 from elmo_plugin.modules.text_field_embedders import ElmoPlacementEmbedder  # noqa: E402,F401
 from elmo_plugin.token_embedders import ElmoPluginTokenEmbedder  # noqa: E402,F401

@@ -20,6 +20,7 @@
 5. **`reduce_on_plateau`** is registered again over AllenNLP's (whose constructor passes the
    `verbose=` that torch >= 2.7 removed), in `elmo_plugin.training.reduce_on_plateau`.
 """
+
 import atexit
 
 import numpy
@@ -34,7 +35,10 @@ _installed = False
 
 def allow_numpy_scalars_in_checkpoints() -> None:
     """Add numpy's scalar reconstructor and dtypes to torch's weights-only allow-list."""
-    dtypes = [type(numpy.dtype(name)) for name in ("float16", "float32", "float64", "int32", "int64", "bool")]
+    dtypes = [
+        type(numpy.dtype(name))
+        for name in ("float16", "float32", "float64", "int32", "int64", "bool")
+    ]
     torch.serialization.add_safe_globals([numpy._core.multiarray.scalar, numpy.dtype, *dtypes])
 
 

@@ -1,4 +1,5 @@
 """Shared test set-up: offline Hugging Face, paths to the bundled data (never copied into the repo)."""
+
 import json
 import os
 from pathlib import Path
@@ -7,9 +8,16 @@ from typing import List
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# Tests run on the CPU even where a GPU is visible (AllenNLP would train on it, and CUDA's
+# nondeterministic kernels and TF32 break the exact comparisons); the GPU check is `make gpu-check`.
+os.environ["CUDA_VISIBLE_DEVICES"] = ""
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # Tests run the configs on the tiny bilm-tf fixture biLM, not the shipped default.
-_DATA = Path(os.environ.get("ELMO_PLUGIN_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+_DATA = Path(
+    os.environ.get(
+        "ELMO_PLUGIN_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    )
+)
 os.environ["ELMO_OPTIONS_FILE"] = str(_DATA / "elmo_fixture" / "options.json")
 os.environ["ELMO_WEIGHT_FILE"] = str(_DATA / "elmo_fixture" / "lm_weights.hdf5")
 
@@ -34,3 +42,12 @@ def fixture_sentences() -> List[List[List[str]]]:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now (for a distributed process group)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -1,13 +1,26 @@
 """The README's headline command runs as printed (output directory aside)."""
+
 import json
 import os
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # trains models or starts subprocesses
+
 
 def test_snli_esim_elmo_headline_command(tmp_path, repo_root):
     allennlp = os.path.join(os.path.dirname(sys.executable), "allennlp")
-    command = [allennlp, "train", "training_config/snli_esim_elmo.jsonnet", "-s", str(tmp_path / "out"), "--include-package", "elmo_plugin"]
+    command = [
+        allennlp,
+        "train",
+        "training_config/snli_esim_elmo.jsonnet",
+        "-s",
+        str(tmp_path / "out"),
+        "--include-package",
+        "elmo_plugin",
+    ]
     result = subprocess.run(command, cwd=repo_root, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())

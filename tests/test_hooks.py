@@ -2,7 +2,10 @@ import subprocess
 import sys
 
 import numpy
+import pytest
 import torch
+
+from tests.conftest import free_port
 
 
 def test_checkpoints_with_numpy_scalars_load_with_the_safe_default(tmp_path):
@@ -13,6 +16,7 @@ def test_checkpoints_with_numpy_scalars_load_with_the_safe_default(tmp_path):
     assert loaded["metric_tracker"]["best"] == 0.25 and loaded["metric_tracker"]["count"] == 3
 
 
+@pytest.mark.slow
 def test_process_group_is_destroyed_at_exit():
     # a worker that exits with its process group alive (as AllenNLP's do): the plugin's atexit
     # hook destroys it. atexit runs handlers last-in first-out, so the check registered before
@@ -21,10 +25,12 @@ def test_process_group_is_destroyed_at_exit():
         "import atexit, os, torch.distributed as dist\n"
         "atexit.register(lambda: print('initialised at exit:', dist.is_initialized()))\n"
         "import elmo_plugin\n"
-        "os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT='29533')\n"
+        f"os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT='{free_port()}')\n"
         "dist.init_process_group('gloo', rank=0, world_size=1)\n"
         "print('initialised:', dist.is_initialized())\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split() == ["initialised:", "True", "initialised", "at", "exit:", "False"]

@@ -1,8 +1,13 @@
 """Packaging: registration whatever the import order, discovery through `.allennlp_plugins`, the
 torch-only core."""
+
 import os
 import subprocess
 import sys
+
+import pytest
+
+pytestmark = pytest.mark.slow  # trains models or starts subprocesses
 
 REGISTERED = (
     "from allennlp.models import Model\n"
@@ -18,7 +23,9 @@ REGISTERED = (
 
 
 def _python(code: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=cwd
+    )
 
 
 def test_import_registers_every_component_before_allennlp():
@@ -49,12 +56,18 @@ def test_biLM_core_imports_no_allennlp():
 def test_subcommands_found_through_the_plugins_file(repo_root):
     allennlp = os.path.join(os.path.dirname(sys.executable), "allennlp")
     assert (repo_root / ".allennlp_plugins").read_text().split() == ["elmo_plugin"]
-    result = subprocess.run([allennlp, "elmo-export", "--help"], cwd=repo_root, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [allennlp, "elmo-export", "--help"],
+        cwd=repo_root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0 and "bilm-tf" in result.stdout, result.stderr[-2000:]
 
 
 def test_shipped_biLM_is_the_default():
-    from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_VOCAB_FILE, DEFAULT_WEIGHT_FILE
+    from elmo_bilm.shipped import DEFAULT_VOCAB_FILE, DEFAULT_WEIGHT_FILE
     from elmo_plugin.common.config_env import config_defaults
     from elmo_plugin.modules.bilm_loading import load_bilm
 

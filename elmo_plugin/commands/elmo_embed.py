@@ -2,6 +2,7 @@
 
 The `allennlp elmo` command that AllenNLP 1.0 dropped, with bilm-tf's `dump_bilm_embeddings` layout.
 """
+
 import argparse
 import json
 import logging
@@ -15,6 +16,7 @@ from allennlp.common import Tqdm
 from allennlp.modules.elmo import batch_to_ids
 
 from elmo_bilm.bilm import BiLm
+from elmo_bilm.files import atomic_output
 from elmo_plugin.modules.bilm_loading import load_bilm
 
 logger = logging.getLogger(__name__)
@@ -62,8 +64,7 @@ def embed_sentences(
     # Batch sentences of similar length together; the biLM is stateless, so order is free.
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-    partial = f"{output_file}.partial"
-    try:
+    with atomic_output(output_file, overwrite) as partial:
         with h5py.File(partial, "w") as out, torch.no_grad():
             for batch in Tqdm.tqdm(batches, desc="elmo-embed", unit="batch"):
                 char_ids = batch_to_ids([sentences[i] for i in batch]).to(device)
@@ -77,10 +78,6 @@ def embed_sentences(
                     out.create_dataset(str(index), data=vectors.cpu().numpy())
             sentence_to_index = {" ".join(tokens): str(i) for i, tokens in enumerate(sentences)}
             out.create_dataset("sentence_to_index", data=json.dumps(sentence_to_index))
-        os.replace(partial, output_file)
-    finally:
-        if os.path.exists(partial):
-            os.remove(partial)
 
 
 @Subcommand.register("elmo-embed")
@@ -97,18 +94,25 @@ class ElmoEmbed(Subcommand):
             "(n_layers, n_tokens, dim) with --layers all, (n_tokens, dim) otherwise, and a "
             "'sentence_to_index' JSON string."
         )
-        subparser = parser.add_parser(self.name, description=description, help="Embed sentences with ELMo.")
+        subparser = parser.add_parser(
+            self.name, description=description, help="Embed sentences with ELMo."
+        )
         subparser.add_argument("input_file", help="text file, one tokenised sentence per line")
         subparser.add_argument("output_file", help="HDF5 file to write")
         subparser.add_argument("--options-file", help="bilm-tf options.json (with --weight-file)")
         subparser.add_argument("--weight-file", help="bilm-tf weights.hdf5")
         subparser.add_argument(
-            "--archive-file", help="an elmo_plugin_bilm model.tar.gz instead; with none, the shipped small biLM"
+            "--archive-file",
+            help="an elmo_plugin_bilm model.tar.gz instead; with none, the shipped small biLM",
         )
         subparser.add_argument("--batch-size", type=int, default=64, help="sentences per batch")
         subparser.add_argument("--cuda-device", type=int, default=-1, help="GPU id, -1 for CPU")
-        subparser.add_argument("--layers", choices=LAYER_CHOICES, default="all", help="which layers to write")
-        subparser.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
+        subparser.add_argument(
+            "--layers", choices=LAYER_CHOICES, default="all", help="which layers to write"
+        )
+        subparser.add_argument(
+            "--overwrite", action="store_true", help="replace OUTPUT if it exists"
+        )
         subparser.set_defaults(func=_run)
         return subparser
 

@@ -1,4 +1,5 @@
 """`allennlp elmo-export`: a trained biLM archive -> bilm-tf `options.json` + `weights.hdf5` + `vocab.txt`."""
+
 import argparse
 import logging
 import os
@@ -7,8 +8,8 @@ from allennlp.commands.subcommand import Subcommand
 from allennlp.models.archival import load_archive
 
 from elmo_bilm.bilm_tf import export_bilm_tf
-from elmo_plugin.lm.vocabulary import write_bilm_tf_vocab
 from elmo_plugin.lm.models.bilm_language_model import BiLmLanguageModel
+from elmo_plugin.lm.vocabulary import write_bilm_tf_vocab
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +26,10 @@ def export_archive(archive_file: str, output_dir: str) -> None:
 
 def export_model(model: BiLmLanguageModel, output_dir: str) -> None:
     """`export_archive` for a model in memory."""
-    paths = {name: os.path.join(output_dir, name) for name in ("options.json", "weights.hdf5", "vocab.txt")}
+    paths = {
+        name: os.path.join(output_dir, name)
+        for name in ("options.json", "weights.hdf5", "vocab.txt")
+    }
     existing = [path for path in paths.values() if os.path.exists(path)]
     if existing:
         raise FileExistsError(f"not overwriting {', '.join(existing)}")
@@ -34,8 +38,8 @@ def export_model(model: BiLmLanguageModel, output_dir: str) -> None:
     # softmax rows in vocab.txt order (<UNK> = the namespace's OOV row)
     rows = [model.vocab.get_token_index(token, model.lm_namespace) for token in tokens]
     softmax = (
-        model.softmax.softmax_w.detach()[rows].numpy(),
-        model.softmax.softmax_b.detach()[rows].numpy(),
+        model.softmax.softmax_w.detach().float().cpu()[rows].numpy(),
+        model.softmax.softmax_b.detach().float().cpu()[rows].numpy(),
     )
     model.bilm.options["n_tokens_vocab"] = len(tokens)
     export_bilm_tf(model.bilm, paths["options.json"], paths["weights.hdf5"], softmax=softmax)
@@ -54,8 +58,12 @@ class ElmoExport(Subcommand):
             "model.tar.gz into OUTPUT_DIR. The softmax goes into weights.hdf5 as the extra datasets "
             "softmax/W and softmax/b (in vocab.txt order), which bilm-tf readers ignore."
         )
-        subparser = parser.add_parser(self.name, description=description, help="Export a biLM to bilm-tf files.")
+        subparser = parser.add_parser(
+            self.name, description=description, help="Export a biLM to bilm-tf files."
+        )
         subparser.add_argument("archive_file", help="model.tar.gz of an elmo_plugin_bilm run")
-        subparser.add_argument("output_dir", help="directory for options.json, weights.hdf5, vocab.txt")
+        subparser.add_argument(
+            "output_dir", help="directory for options.json, weights.hdf5, vocab.txt"
+        )
         subparser.set_defaults(func=lambda args: export_archive(args.archive_file, args.output_dir))
         return subparser

@@ -1,25 +1,16 @@
 """`allennlp elmo-prepare-corpus`: raw Wikipedia -> sentence-per-line text for `elmo_plugin_lm_corpus`."""
+
 import argparse
-import glob
-import os
 from typing import List
 
 from allennlp.commands.subcommand import Subcommand
 
+from elmo_bilm.files import expand_paths
 from elmo_plugin.data.wikipedia import prepare_corpus
 
 
 def _input_files(inputs: List[str]) -> List[str]:
-    files: List[str] = []
-    for item in inputs:
-        if os.path.isdir(item):
-            files.extend(sorted(os.path.join(item, name) for name in os.listdir(item) if not name.startswith(".")))
-        else:
-            matches = sorted(glob.glob(item))
-            if not matches:
-                raise FileNotFoundError(f"no such file: {item}")
-            files.extend(matches)
-    return files
+    return [path for item in inputs for path in expand_paths(item)]
 
 
 @Subcommand.register("elmo-prepare-corpus")
@@ -37,9 +28,17 @@ class ElmoPrepareCorpus(Subcommand):
             "or directories), write OUTPUT_DIR/<name>.txt.gz with one tokenised sentence per line. "
             "Titles are dropped. Existing outputs are kept (an interrupted run resumes) unless --overwrite."
         )
-        subparser = parser.add_parser(self.name, description=description, help="Prepare a raw-text biLM corpus.")
-        subparser.add_argument("inputs", nargs="+", help="WikiExtractor files, globs or directories")
+        subparser = parser.add_parser(
+            self.name, description=description, help="Prepare a raw-text biLM corpus."
+        )
+        subparser.add_argument(
+            "inputs", nargs="+", help="WikiExtractor files, globs or directories"
+        )
         subparser.add_argument("output_dir", help="directory for the .txt.gz shards")
         subparser.add_argument("--overwrite", action="store_true", help="replace existing outputs")
-        subparser.set_defaults(func=lambda args: prepare_corpus(_input_files(args.inputs), args.output_dir, args.overwrite))
+        subparser.set_defaults(
+            func=lambda args: prepare_corpus(
+                _input_files(args.inputs), args.output_dir, args.overwrite
+            )
+        )
         return subparser

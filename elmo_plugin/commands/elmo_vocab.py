@@ -1,4 +1,5 @@
 """`allennlp elmo-vocab`: a bilm-tf `vocab.txt` for biLM pretraining from a corpus of any size."""
+
 import argparse
 
 from allennlp.commands.subcommand import Subcommand
@@ -20,11 +21,19 @@ class ElmoVocab(Subcommand):
             "for the corpus INPUT: FORMAT::PATH specs as for BILM_TRAIN (comma-separated or several "
             "arguments; PATH a file, directory or glob). Only the counts are held in memory."
         )
-        subparser = parser.add_parser(self.name, description=description, help="Build a biLM vocab.txt.")
+        subparser = parser.add_parser(
+            self.name, description=description, help="Build a biLM vocab.txt."
+        )
         subparser.add_argument("output_file", help="vocab.txt to write (never overwritten)")
-        subparser.add_argument("inputs", nargs="+", help="FORMAT::PATH corpus specs, e.g. text::out/wiki")
-        subparser.add_argument("--min-count", type=int, default=3, help="drop tokens seen fewer times (default 3)")
-        subparser.add_argument("--max-size", type=int, help="keep at most this many tokens (besides the specials)")
+        subparser.add_argument(
+            "inputs", nargs="+", help="FORMAT::PATH corpus specs, e.g. text::out/wiki"
+        )
+        subparser.add_argument(
+            "--min-count", type=int, default=3, help="drop tokens seen fewer times (default 3)"
+        )
+        subparser.add_argument(
+            "--max-size", type=int, help="keep at most this many tokens (besides the specials)"
+        )
         subparser.set_defaults(func=_run)
         return subparser
 

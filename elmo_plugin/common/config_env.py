@@ -10,6 +10,7 @@ and a config that needs one fails with AllenNLP's "Undefined external variable: 
 variable to set. `ELMO_PROJECTION_DIM` (for encoder input sizes) is read from whichever options
 file `ELMO_OPTIONS_FILE` names.
 """
+
 import json
 import os
 from pathlib import Path
@@ -30,7 +31,6 @@ def data_dir() -> Optional[Path]:
 
 def data_defaults(data: Path) -> Dict[str, str]:
     """The data variables and their defaults under the data folder `data`."""
-    snli = data / "snli_eval"
     return {
         "ELMO_PLUGIN_DATA": str(data),
         "CONLL2003_TRAIN": str(data / "conll2003" / "eng.train"),

@@ -1,20 +1,16 @@
 """Raw Wikipedia (WikiExtractor output) -> one tokenised sentence per line, for biLM pretraining."""
+
 import gzip
 import logging
 import os
-from typing import IO, Iterator, List
+from typing import Iterator, List
 
 from allennlp.common.tqdm import Tqdm
 
+from elmo_bilm.files import FormatError, atomic_output, open_text
 from elmo_plugin.data.tokenizers.sentence_tokenizer import SentenceTokenizer
-from elmo_bilm.files import FormatError
 
 logger = logging.getLogger(__name__)
-
-
-
-def _open(path: str) -> IO[str]:
-    return gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else open(path, encoding="utf-8")
 
 
 def wikiextractor_paragraphs(path: str) -> Iterator[str]:
@@ -22,7 +18,7 @@ def wikiextractor_paragraphs(path: str) -> Iterator[str]:
     gzip), without the title line that opens each block."""
     inside = False
     title_pending = False
-    with _open(path) as handle:
+    with open_text(path) as handle:
         for line_number, line in enumerate(handle, start=1):
             line = line.strip()
             if line.startswith("<doc ") or line == "<doc>":
@@ -60,16 +56,13 @@ def prepare_corpus(input_files: List[str], output_dir: str, overwrite: bool = Fa
         if os.path.exists(output) and not overwrite:
             logger.info("keeping %s", output)
             continue
-        partial = f"{output}.partial"
         count = 0
-        try:
-            with gzip.open(partial, "wt", encoding="utf-8") as out:
-                for tokens in tokenizer.sentences(wikiextractor_paragraphs(path)):
-                    out.write(" ".join(tokens) + "\n")
-                    count += 1
-        except BaseException:
-            os.remove(partial)
-            raise
-        os.replace(partial, output)
+        with (
+            atomic_output(output, overwrite) as partial,
+            gzip.open(partial, "wt", encoding="utf-8") as out,
+        ):
+            for tokens in tokenizer.sentences(wikiextractor_paragraphs(path)):
+                out.write(" ".join(tokens) + "\n")
+                count += 1
         logger.info("%s: %d sentences -> %s", path, count, output)
     return outputs

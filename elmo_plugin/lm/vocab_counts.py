@@ -1,4 +1,5 @@
 """A biLM softmax vocabulary from a large corpus in one streaming pass of token counts."""
+
 import collections
 import logging
 from typing import Counter, List, Optional, Union
@@ -29,14 +30,21 @@ def count_tokens(file_path: Union[str, List[str]]) -> Counter[str]:
 
 
 def build_vocab_file(
-    file_path: Union[str, List[str]], vocab_file: str, min_count: int = 1, max_size: Optional[int] = None
+    file_path: Union[str, List[str]],
+    vocab_file: str,
+    min_count: int = 1,
+    max_size: Optional[int] = None,
 ) -> List[str]:
     """Write a bilm-tf `vocab.txt` of the corpus: `<S>`, `</S>`, `<UNK>`, then every token seen at
     least `min_count` times, most frequent first (ties in code-point order), at most `max_size` of
     them. Never overwrites. Returns the lines written."""
     counts = count_tokens(file_path)
     ranked = sorted(
-        (token for token, count in counts.items() if count >= min_count and token not in SPECIAL_TOKENS),
+        (
+            token
+            for token, count in counts.items()
+            if count >= min_count and token not in SPECIAL_TOKENS
+        ),
         key=lambda token: (-counts[token], token),
     )
     kept = ranked[:max_size] if max_size is not None else ranked

@@ -1,4 +1,5 @@
 """AllenNLP vocabularies <-> bilm-tf `vocab.txt` files (the softmax namespace of the biLM)."""
+
 from typing import List, Optional
 
 from allennlp.data import Vocabulary
@@ -37,7 +38,9 @@ class BilmTfVocabulary(Vocabulary):
         return vocab
 
 
-def write_bilm_tf_vocab(vocab: Vocabulary, vocab_file: str, namespace: str = "lm_tokens") -> List[str]:
+def write_bilm_tf_vocab(
+    vocab: Vocabulary, vocab_file: str, namespace: str = "lm_tokens"
+) -> List[str]:
     """Write `namespace` as a bilm-tf `vocab.txt` (`<S>`, `</S>`, `<UNK>` first, then index order);
     return its lines. Never overwrites."""
     tokens = [

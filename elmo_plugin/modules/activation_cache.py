@@ -1,4 +1,5 @@
 """Per-sentence cache of a frozen biLM's layers, so task epochs after the first skip the biLM."""
+
 import logging
 from typing import Callable, Dict, List
 
@@ -35,7 +36,9 @@ class ActivationCache:
         rest run through `compute` as one smaller batch. Same format as `BiLm.forward`."""
         mask = (char_ids > 0).any(-1)
         lengths = mask.sum(-1).tolist()
-        keys = [char_ids[row, :length].cpu().numpy().tobytes() for row, length in enumerate(lengths)]
+        keys = [
+            char_ids[row, :length].cpu().numpy().tobytes() for row, length in enumerate(lengths)
+        ]
         missing = [row for row, key in enumerate(keys) if key not in self._entries]
         self.hits += len(keys) - len(missing)
         self.misses += len(missing)
@@ -62,7 +65,10 @@ class ActivationCache:
         size = entry.numel() * entry.element_size()
         if self.bytes + size > self.max_bytes:
             if not self._full_warned:
-                logger.warning("biLM activation cache full (%.0f MB): further sentences are recomputed", self.bytes / 2**20)
+                logger.warning(
+                    "biLM activation cache full (%.0f MB): further sentences are recomputed",
+                    self.bytes / 2**20,
+                )
                 self._full_warned = True
             return
         self._entries[key] = entry.detach().to("cpu", copy=True)

@@ -1,4 +1,5 @@
 """ELMo representations: one biLM pass, any number of independent Eq. (1) mixes."""
+
 from typing import Any, Dict, List, Optional
 
 import torch
@@ -26,7 +27,9 @@ class ElmoRepresentations(nn.Module):
         A biLM already in memory, instead of the files named by `options`.
     """
 
-    def __init__(self, options: ElmoOptions, num_output_representations: int = 1, bilm: Optional[BiLm] = None) -> None:
+    def __init__(
+        self, options: ElmoOptions, num_output_representations: int = 1, bilm: Optional[BiLm] = None
+    ) -> None:
         super().__init__()
         if bilm is None:
             bilm = load_bilm(options.options_file, options.weight_file, options.archive_file)

@@ -4,6 +4,7 @@
 `takes_elmo_options`), `elmo_plugin_bcn` as its `elmo` object, and `training_config/elmo.libsonnet`
 writes the same names.
 """
+
 import dataclasses
 import inspect
 from typing import Any, Callable, List, Optional, TypeVar
@@ -66,7 +67,9 @@ def takes_elmo_options(init: _Init) -> _Init:
     signature = inspect.signature(init)
     own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
     shared = [
-        inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, default=field.default, annotation=field.type)
+        inspect.Parameter(
+            field.name, inspect.Parameter.KEYWORD_ONLY, default=field.default, annotation=field.type
+        )
         for field in dataclasses.fields(ElmoOptions)
     ]
     init.__signature__ = signature.replace(parameters=own + shared)  # type: ignore[attr-defined]

@@ -7,6 +7,7 @@ as `reg_loss`). `install()` wraps that method so that it also sums the penalty o
 `regularizer` already reaches (a regex on `scalar_parameters`, as in allennlp-models' ELMo configs)
 is left to that regulariser, so nothing is counted twice; a warning names it.
 """
+
 import logging
 import re
 from typing import List, Optional
@@ -33,7 +34,9 @@ def scalar_mix_penalty(model: torch.nn.Module) -> Optional[torch.Tensor]:
     for name, module in model.named_modules():
         if not (isinstance(module, ElmoScalarMix) and module.penalized):
             continue
-        parameter_names = [f"{name}.scalar_parameters.{i}" for i in range(len(module.scalar_parameters))]
+        parameter_names = [
+            f"{name}.scalar_parameters.{i}" for i in range(len(module.scalar_parameters))
+        ]
         covered = [p for p in parameter_names if any(re.search(regex, p) for regex in patterns)]
         if covered:
             if not getattr(module, "_double_count_warned", False):

@@ -1,4 +1,5 @@
 """ELMo's Eq. (1) with the `lambda * ||w||^2` regulariser of Sec. 3.2."""
+
 from typing import List, Optional
 
 import torch

@@ -1,4 +1,5 @@
 """ELMo at the input of any AllenNLP model."""
+
 import torch
 from allennlp.modules.token_embedders import TokenEmbedder
 

@@ -1,4 +1,5 @@
 """AllenNLP's `reduce_on_plateau` scheduler, fixed for torch >= 2.7 (which removed `verbose=`)."""
+
 from typing import List, Union
 
 import torch

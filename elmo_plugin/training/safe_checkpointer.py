@@ -1,4 +1,5 @@
 """A checkpointer whose `--recover` survives a run killed while it was writing a checkpoint."""
+
 import logging
 import os
 import zipfile
@@ -31,6 +32,8 @@ class SafeCheckpointer(Checkpointer):
             elif self._is_primary:
                 for path in paths:
                     if os.path.exists(path):
-                        logger.warning("Incomplete checkpoint file %s: moved to %s.incomplete", path, path)
+                        logger.warning(
+                            "Incomplete checkpoint file %s: moved to %s.incomplete", path, path
+                        )
                         os.replace(path, f"{path}.incomplete")
         return complete

@@ -1,4 +1,5 @@
 """Measure the validation metrics before the first update (Table 7: perplexity before/after tuning)."""
+
 import json
 import logging
 import os

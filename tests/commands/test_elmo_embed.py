@@ -24,16 +24,28 @@ def bilm():
     return load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE).eval()
 
 
+@pytest.mark.slow
 def test_cli_writes_documented_file(tmp_path, repo_root, fixture_sentences, bilm):
     sentences = fixture_sentences[0][:5] + [["Single"]]
     (tmp_path / "in.txt").write_text("\n".join(" ".join(s) for s in sentences) + "\n")
     result = allennlp(
-        "elmo-embed", tmp_path / "in.txt", tmp_path / "out.hdf5",
-        "--options-file", OPTIONS_FILE, "--weight-file", WEIGHT_FILE,
-        "--batch-size", 4, "--include-package", "elmo_plugin", cwd=repo_root,
+        "elmo-embed",
+        tmp_path / "in.txt",
+        tmp_path / "out.hdf5",
+        "--options-file",
+        OPTIONS_FILE,
+        "--weight-file",
+        WEIGHT_FILE,
+        "--batch-size",
+        4,
+        "--include-package",
+        "elmo_plugin",
+        cwd=repo_root,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "elmo-embed" in result.stderr and "2/2" in result.stderr  # progress bar: 6 sentences, batches of 4
+    assert (
+        "elmo-embed" in result.stderr and "2/2" in result.stderr
+    )  # progress bar: 6 sentences, batches of 4
     with h5py.File(tmp_path / "out.hdf5", "r") as out:
         assert set(out.keys()) == {str(i) for i in range(6)} | {"sentence_to_index"}
         index = json.loads(out["sentence_to_index"][()])
@@ -46,11 +58,18 @@ def test_cli_writes_documented_file(tmp_path, repo_root, fixture_sentences, bilm
             numpy.testing.assert_allclose(stored, alone, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_cli_empty_line_error_names_line_and_writes_nothing(tmp_path, repo_root):
     (tmp_path / "in.txt").write_text("a sentence\n\nanother one\n")
     result = allennlp(
-        "elmo-embed", tmp_path / "in.txt", tmp_path / "out.hdf5",
-        "--options-file", OPTIONS_FILE, "--weight-file", WEIGHT_FILE, cwd=repo_root,
+        "elmo-embed",
+        tmp_path / "in.txt",
+        tmp_path / "out.hdf5",
+        "--options-file",
+        OPTIONS_FILE,
+        "--weight-file",
+        WEIGHT_FILE,
+        cwd=repo_root,
     )
     assert result.returncode != 0
     assert "in.txt:2: empty line" in result.stderr

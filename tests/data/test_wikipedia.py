@@ -42,7 +42,10 @@ def test_sentence_per_line_shards_readable_by_the_corpus_reader(tmp_path):
         "Cats sleep a lot .",
         "Dogs bark .",
     ]
-    sentences = [[t.text for t in i["tokens"].tokens] for i in LmCorpusReader().read(f"text::{tmp_path / 'out'}")]
+    sentences = [
+        [t.text for t in i["tokens"].tokens]
+        for i in LmCorpusReader().read(f"text::{tmp_path / 'out'}")
+    ]
     assert sentences[1] == ["<S>", "It", "is", "kept", "as", "a", "pet", "!", "</S>"]
     assert not list((tmp_path / "out").glob("*.partial"))
 
@@ -61,7 +64,10 @@ def test_existing_outputs_are_kept_unless_overwrite(tmp_path):
 @pytest.mark.parametrize(
     "text, message",
     [
-        (SAMPLE.replace("</doc>\n<doc id=\"2\"", "<doc id=\"2\"", 1), r"wiki_00:6: <doc> inside an unclosed <doc>"),
+        (
+            SAMPLE.replace('</doc>\n<doc id="2"', '<doc id="2"', 1),
+            r"wiki_00:6: <doc> inside an unclosed <doc>",
+        ),
         ("stray text\n" + SAMPLE, r"wiki_00:1: text outside <doc>"),
         (SAMPLE.rsplit("</doc>", 1)[0], r"wiki_00:10: end of file inside <doc>"),
     ],
@@ -82,11 +88,15 @@ def test_bundled_wikipedia_shard():
 def test_corpus_reader_reads_raw_wikipedia_on_the_fly(tmp_path):
     (tmp_path / "wiki_00").write_text(SAMPLE)
     prepared = prepare_corpus([str(tmp_path / "wiki_00")], str(tmp_path / "out"))
-    on_the_fly = [[t.text for t in i["tokens"].tokens] for i in LmCorpusReader().read(f"wikiextractor::{tmp_path / 'wiki_00'}")]
+    on_the_fly = [
+        [t.text for t in i["tokens"].tokens]
+        for i in LmCorpusReader().read(f"wikiextractor::{tmp_path / 'wiki_00'}")
+    ]
     with gzip.open(prepared[0], "rt") as handle:
         assert on_the_fly == [["<S>", *line.split(), "</S>"] for line in handle.read().splitlines()]
 
 
+@pytest.mark.slow
 def test_cli_prepares_a_directory(tmp_path, repo_root):
     from tests.commands.test_elmo_embed import allennlp
 

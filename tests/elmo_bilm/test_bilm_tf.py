@@ -47,9 +47,14 @@ def test_top_layer_matches_bilm_tf_reference_activations(bilm, fixture_sentences
 
 def test_export_round_trip_is_exact(bilm, tmp_path):
     export_bilm_tf(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5")
-    with h5py.File(WEIGHT_FILE, "r") as original, h5py.File(tmp_path / "weights.hdf5", "r") as exported:
+    with (
+        h5py.File(WEIGHT_FILE, "r") as original,
+        h5py.File(tmp_path / "weights.hdf5", "r") as exported,
+    ):
         names = []
-        original.visititems(lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset) else None)
+        original.visititems(
+            lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset) else None
+        )
         for name in names:
             assert name in exported, name
             numpy.testing.assert_array_equal(original[name][...], exported[name][...], err_msg=name)
@@ -69,9 +74,11 @@ def test_export_refuses_to_overwrite(bilm, tmp_path):
 def _copy_weights(tmp_path, drop=None, replace=None):
     path = tmp_path / "weights.hdf5"
     with h5py.File(WEIGHT_FILE, "r") as src, h5py.File(path, "w") as dst:
+
         def copy(name, obj):
             if isinstance(obj, h5py.Dataset) and name != drop:
                 dst[name] = replace[1] if replace and name == replace[0] else obj[...]
+
         src.visititems(copy)
     return path
 
@@ -102,7 +109,9 @@ def test_options_errors(tmp_path):
     (tmp_path / "bad.json").write_text('{"lstm": {\n "dim": 4,,}}')
     with pytest.raises(FormatError, match="bad.json, line 2"):
         load_bilm_tf(tmp_path / "bad.json", WEIGHT_FILE)
-    (tmp_path / "nolstm.json").write_text('{"char_cnn": {"embedding": {"dim": 4}, "filters": [], "n_highway": 0}}')
+    (tmp_path / "nolstm.json").write_text(
+        '{"char_cnn": {"embedding": {"dim": 4}, "filters": [], "n_highway": 0}}'
+    )
     with pytest.raises(FormatError, match="missing section 'lstm'"):
         load_bilm_tf(tmp_path / "nolstm.json", WEIGHT_FILE)
 

@@ -6,17 +6,23 @@ from elmo_bilm.char_cnn import PADDING_CHAR, CharCnnEncoder
 
 def make_encoder(**kwargs) -> CharCnnEncoder:
     torch.manual_seed(0)
-    encoder = CharCnnEncoder(4, [[1, 4], [2, 8], [3, 8], [7, 4]], n_highway=1, projection_dim=6, **kwargs)
+    encoder = CharCnnEncoder(
+        4, [[1, 4], [2, 8], [3, 8], [7, 4]], n_highway=1, projection_dim=6, **kwargs
+    )
     with torch.no_grad():
         encoder.char_embedding.weight.normal_()
-        encoder.char_embedding.weight[PADDING_CHAR + 1] = 3.0  # windows of padding often win the max-pool
+        encoder.char_embedding.weight[PADDING_CHAR + 1] = (
+            3.0  # windows of padding often win the max-pool
+        )
     return encoder.eval()
 
 
 def full_length_reference(encoder: CharCnnEncoder, ids: torch.Tensor) -> torch.Tensor:
     """Convolutions over all 50 character positions, no shortcuts."""
     chars = encoder.char_embedding(ids).transpose(1, 2)
-    hidden = torch.relu(torch.cat([conv(chars).max(-1).values for conv in encoder.convolutions], -1))
+    hidden = torch.relu(
+        torch.cat([conv(chars).max(-1).values for conv in encoder.convolutions], -1)
+    )
     for highway in encoder.highways:
         hidden = highway(hidden)
     return encoder.projection(hidden)
@@ -65,3 +71,21 @@ def test_distinct_words_index_reproduces_every_token():
     assert index[0, 1] == index[1, 0]
     torch.testing.assert_close(vectors[index][mask], tokens[mask], atol=0, rtol=0)
     assert tokens[1, 2].abs().sum() == 0
+
+
+def test_word_cache_is_keyed_by_autocast_and_holds_copies():
+    encoder = make_encoder().eval()
+    words = torch.randint(1, 200, (6, 50))
+    with torch.no_grad():
+        exact = encoder.encode_words(words)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            low = encoder._encode_with_cache(words)  # fills the cache in bf16
+        assert (low.float() - exact).abs().max() > 1e-4  # bf16 really differs
+        served = encoder._encode_with_cache(
+            words
+        )  # float32 again: recomputed, not the bf16 entries
+    torch.testing.assert_close(served, exact, atol=1e-6, rtol=0)
+    entry = next(iter(encoder._word_cache.values()))
+    assert (
+        entry.untyped_storage().nbytes() == entry.numel() * entry.element_size()
+    )  # not a view of the batch

@@ -23,8 +23,12 @@ def plain_lstm(stack: ProjectedLstmStack, sentence: torch.Tensor):
             out = []
             for t in range(x.shape[0]):
                 i, j, f, o = (x[t] @ w_x + h @ w_h + b).chunk(4)
-                c = (torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(j)).clamp(-stack.cell_clip, stack.cell_clip)
-                h = ((torch.sigmoid(o) * torch.tanh(c)) @ w_p).clamp(-stack.proj_clip, stack.proj_clip)
+                c = (torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(j)).clamp(
+                    -stack.cell_clip, stack.cell_clip
+                )
+                h = ((torch.sigmoid(o) * torch.tanh(c)) @ w_p).clamp(
+                    -stack.proj_clip, stack.proj_clip
+                )
                 out.append(h)
             out = torch.stack(out)
             if layer > 0 and stack.use_skip_connections:
@@ -37,7 +41,9 @@ def plain_lstm(stack: ProjectedLstmStack, sentence: torch.Tensor):
 
 def make_stack(seed: int = 0) -> ProjectedLstmStack:
     torch.manual_seed(seed)
-    stack = ProjectedLstmStack(6, dim=10, projection_dim=6, n_layers=2, cell_clip=3.0, proj_clip=3.0)
+    stack = ProjectedLstmStack(
+        6, dim=10, projection_dim=6, n_layers=2, cell_clip=3.0, proj_clip=3.0
+    )
     with torch.no_grad():  # larger weights than the init so that clipping is exercised
         for p in stack.parameters():
             p.uniform_(-1.0, 1.0)
@@ -85,7 +91,9 @@ def test_stateless_same_sentence_same_vectors_in_any_batch():
 
 
 def test_gradients_reach_every_parameter_and_dropout_only_in_training():
-    stack = ProjectedLstmStack(6, dim=10, projection_dim=6, n_layers=2, cell_clip=3.0, proj_clip=3.0, dropout=0.5)
+    stack = ProjectedLstmStack(
+        6, dim=10, projection_dim=6, n_layers=2, cell_clip=3.0, proj_clip=3.0, dropout=0.5
+    )
     inputs = torch.randn(2, 5, 6)
     mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]]).bool()
     stack.train()
@@ -180,3 +188,44 @@ def test_distinct_words_are_ignored_under_training_dropout():
     with_distinct = stack(vectors[index], mask, distinct=(vectors, index))
     for a, b in zip(plain, with_distinct):
         assert torch.equal(a, b)  # per-position dropout masks: one product per word would be wrong
+
+
+def _backward_allocated_bytes(
+    stack: ProjectedLstmStack, inputs: torch.Tensor, mask: torch.Tensor
+) -> int:
+    """Bytes the autograd engine allocates during the backward pass (CPU profiler)."""
+    outputs = stack(inputs, mask)
+    loss = sum(out.sum() for out in outputs)
+    with torch.profiler.profile(
+        activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True
+    ) as prof:
+        loss.backward()
+    return sum(max(event.cpu_memory_usage, 0) for event in prof.events() if event.cpu_memory_usage)
+
+
+def test_backward_memory_grows_linearly_with_sentence_length():
+    # A per-step slice of the gate stream would make autograd allocate a zero tensor of the whole
+    # stream at every step (bytes quadratic in the length); the stream is split once instead.
+    torch.manual_seed(0)
+    stack = ProjectedLstmStack(8, dim=16, projection_dim=8, n_layers=1)
+    per_length = {}
+    for length in (50, 200):
+        inputs = torch.randn(2, length, 8, requires_grad=True)
+        per_length[length] = _backward_allocated_bytes(
+            stack, inputs, torch.ones(2, length, dtype=torch.bool)
+        )
+    stream_bytes = 2 * 2 * 200 * 4 * 16 * 4  # (directions, rows, 4 * dim) float32 at length 200
+    assert per_length[200] < 4 * per_length[50], per_length  # 4x the length: linear, not 16x
+    assert per_length[200] < 40 * stream_bytes, (per_length, stream_bytes)
+
+
+def test_onednn_packs_are_dropped_when_the_module_moves(monkeypatch):
+    monkeypatch.setattr(lstm_module, "_ONEDNN_MIN_BYTES", 0)
+    stack = make_stack().eval()
+    with torch.no_grad():
+        stack(torch.randn(2, 5, 6), torch.ones(2, 5, dtype=torch.bool))
+    if not lstm_module._ONEDNN:
+        pytest.skip("no oneDNN in this torch build")
+    assert stack._packed
+    stack.to(torch.float64)
+    assert not stack._packed

@@ -1,5 +1,6 @@
 """The pretraining data pipeline holds a bounded number of sentences whatever the corpus size, and
 an epoch sees every sentence exactly once (with and without data-loader workers)."""
+
 import collections
 import weakref
 from typing import List
@@ -44,7 +45,9 @@ def corpus(tmp_path_factory):
         lines = [f"s{i} " + " ".join(["w"] * (1 + i % 9)) for i in range(shard, NUM_SENTENCES, 3)]
         (folder / f"shard-{shard}.txt").write_text("\n".join(lines) + "\n")
     vocab = Vocabulary(non_padded_namespaces=())
-    vocab.add_tokens_to_namespace(["<S>", "</S>", "w"] + [f"s{i}" for i in range(NUM_SENTENCES)], "lm_tokens")
+    vocab.add_tokens_to_namespace(
+        ["<S>", "</S>", "w"] + [f"s{i}" for i in range(NUM_SENTENCES)], "lm_tokens"
+    )
     return str(folder), vocab
 
 

@@ -12,7 +12,9 @@ from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 
 
 def counting_elmo(**kwargs):
-    elmo = ElmoRepresentations(ElmoOptions(dropout=0.0, **kwargs), bilm=load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE)).eval()
+    elmo = ElmoRepresentations(
+        ElmoOptions(dropout=0.0, **kwargs), bilm=load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE)
+    ).eval()
     calls = []
     elmo.bilm.register_forward_hook(lambda module, inputs, output: calls.append(inputs[0].shape[0]))
     return elmo, calls
@@ -23,7 +25,10 @@ def test_cached_layers_equal_uncached_under_reshuffling(fixture_sentences):
     cached, calls = counting_elmo()
     plain, _ = counting_elmo(cache_activations=False)
     first = [sentences[:6], sentences[6:]]
-    second = [[sentences[i] for i in (11, 3, 0, 7)], [sentences[i] for i in (5, 9, 1, 2, 4, 6, 8, 10, 12)]]
+    second = [
+        [sentences[i] for i in (11, 3, 0, 7)],
+        [sentences[i] for i in (5, 9, 1, 2, 4, 6, 8, 10, 12)],
+    ]
     for batch in first:
         cached(batch_to_ids(batch))
     assert sum(calls) == len(sentences) and len(cached.cache) == len(sentences)
@@ -52,10 +57,13 @@ def test_cache_respects_its_memory_bound(fixture_sentences):
 
 
 def test_no_cache_when_fine_tuning():
-    elmo = ElmoRepresentations(ElmoOptions(requires_grad=True), bilm=load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE))
+    elmo = ElmoRepresentations(
+        ElmoOptions(requires_grad=True), bilm=load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE)
+    )
     assert elmo.cache is None
 
 
+@pytest.mark.slow
 def test_cached_and_uncached_training_give_the_same_losses(tmp_path, repo_root):
     losses = {}
     for cache in (True, False):
@@ -70,7 +78,12 @@ def test_cached_and_uncached_training_give_the_same_losses(tmp_path, repo_root):
         }
         out = tmp_path / str(cache)
         train_model_from_file(
-            str(repo_root / "training_config" / "conll2003_crf_tagger_elmo.jsonnet"), str(out), overrides=json.dumps(overrides)
+            str(repo_root / "training_config" / "conll2003_crf_tagger_elmo.jsonnet"),
+            str(out),
+            overrides=json.dumps(overrides),
         )
-        losses[cache] = [json.loads((out / f"metrics_epoch_{k}.json").read_text())["training_loss"] for k in range(3)]
+        losses[cache] = [
+            json.loads((out / f"metrics_epoch_{k}.json").read_text())["training_loss"]
+            for k in range(3)
+        ]
     assert losses[True] == pytest.approx(losses[False], rel=1e-5)

@@ -1,4 +1,5 @@
 """Unit checks of the placement pieces' options."""
+
 import pytest
 import torch
 from allennlp.common.checks import ConfigurationError
@@ -11,7 +12,9 @@ from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 
 
 def embedder(**kwargs):
-    return ElmoPlacementEmbedder({}, options_file=str(OPTIONS_FILE), weight_file=str(WEIGHT_FILE), dropout=0.0, **kwargs).eval()
+    return ElmoPlacementEmbedder(
+        {}, options_file=str(OPTIONS_FILE), weight_file=str(WEIGHT_FILE), dropout=0.0, **kwargs
+    ).eval()
 
 
 def test_elmo_key_names_the_indexer_output():

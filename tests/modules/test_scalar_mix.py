@@ -22,7 +22,9 @@ def test_mix_is_gamma_times_softmax_weighted_sum():
 def test_penalty_is_lambda_times_squared_norm_of_raw_weights():
     mix = ElmoScalarMix(3, l2_coefficient=0.1, initial_scalar_parameters=[1.0, -2.0, 3.0])
     assert mix.regularization_penalty().item() == pytest.approx(0.1 * 14.0)
-    fixed = ElmoScalarMix(3, l2_coefficient=0.1, initial_scalar_parameters=[1.0, -2.0, 3.0], trainable=False)
+    fixed = ElmoScalarMix(
+        3, l2_coefficient=0.1, initial_scalar_parameters=[1.0, -2.0, 3.0], trainable=False
+    )
     assert fixed.regularization_penalty().item() == 0.0 and not fixed.penalized
     with pytest.raises(ValueError):
         ElmoScalarMix(3, l2_coefficient=-1.0)
@@ -48,3 +50,16 @@ def test_every_model_penalty_includes_the_mixes():
     # and it has a gradient: 2 * lambda * w
     model.get_regularization_penalty().backward()
     assert model.a.scalar_parameters[1].grad.item() == pytest.approx(2 * 0.5 * 2.0)
+
+
+def test_a_regularizer_that_already_reaches_the_mix_counts_it_once(caplog):
+    regularizer = RegularizerApplicator(
+        [("scalar_parameters", L2Regularizer(0.5)), ("other.weight", L2Regularizer(1.0))]
+    )
+    model = _TwoMixes(regularizer)
+    expected = (
+        0.5 * (5.0 + 75.0) + (model.other.weight**2).sum().item()
+    )  # both mixes by the regex, not again by lambda
+    with caplog.at_level("WARNING"):
+        assert model.get_regularization_penalty().item() == pytest.approx(expected)
+    assert "already reaches a.scalar_parameters.0" in caplog.text

@@ -1,4 +1,5 @@
 """The task metrics agree with the official scripts' definitions on hand-made cases."""
+
 import pytest
 import torch
 from allennlp_models.structured_prediction.metrics.srl_eval_scorer import SrlEvalScorer
@@ -10,17 +11,41 @@ def test_srl_span_f1_is_the_official_conll_script_excluding_the_verb():
     words = ["The", "cat", "sat", "on", "the", "mat"]
     gold = ["B-ARG0", "I-ARG0", "B-V", "B-ARGM-LOC", "I-ARGM-LOC", "I-ARGM-LOC"]
     predicted = [
-        ["B-ARG0", "I-ARG0", "B-V", "B-ARGM-LOC", "I-ARGM-LOC", "O"],  # ARG0 right, LOC boundary wrong
-        ["B-ARG0", "I-ARG0", "O", "B-ARGM-LOC", "I-ARGM-LOC", "I-ARGM-LOC"],  # V missed: not counted
+        [
+            "B-ARG0",
+            "I-ARG0",
+            "B-V",
+            "B-ARGM-LOC",
+            "I-ARGM-LOC",
+            "O",
+        ],  # ARG0 right, LOC boundary wrong
+        [
+            "B-ARG0",
+            "I-ARG0",
+            "O",
+            "B-ARGM-LOC",
+            "I-ARGM-LOC",
+            "I-ARGM-LOC",
+        ],  # V missed: not counted
     ]
     scorer = SrlEvalScorer(ignore_classes=["V"])
-    scorer([2], [words], [convert_bio_tags_to_conll_format(predicted[0])], [convert_bio_tags_to_conll_format(gold)])
+    scorer(
+        [2],
+        [words],
+        [convert_bio_tags_to_conll_format(predicted[0])],
+        [convert_bio_tags_to_conll_format(gold)],
+    )
     metrics = scorer.get_metric(reset=True)
     # 1 of 2 predicted argument spans matches 1 of 2 gold spans exactly
     assert metrics["precision-overall"] == pytest.approx(0.5)
     assert metrics["recall-overall"] == pytest.approx(0.5)
     assert metrics["f1-measure-overall"] == pytest.approx(0.5)
-    scorer([2], [words], [convert_bio_tags_to_conll_format(predicted[1])], [convert_bio_tags_to_conll_format(gold)])
+    scorer(
+        [2],
+        [words],
+        [convert_bio_tags_to_conll_format(predicted[1])],
+        [convert_bio_tags_to_conll_format(gold)],
+    )
     assert scorer.get_metric(reset=True)["f1-measure-overall"] == pytest.approx(1.0)
 
 
@@ -35,7 +60,9 @@ def test_coref_muc_b_cubed_and_ceaf_phi4_match_their_definitions():
     a, b, c, d = (0, 0), (1, 1), (2, 2), (3, 3)
     metric = ConllCorefScores()
     top_spans = torch.tensor([[a, b, c, d]])
-    antecedent_indices = torch.tensor([[[0, 0], [0, 0], [1, 0], [2, 1]]])  # previous spans, nearest first
+    antecedent_indices = torch.tensor(
+        [[[0, 0], [0, 0], [1, 0], [2, 1]]]
+    )  # previous spans, nearest first
     predicted_antecedents = torch.tensor([[-1, 0, -1, 0]])  # b -> a, d -> c
     metric(top_spans, antecedent_indices, predicted_antecedents, [{"clusters": [[a, b, c]]}])
     expected = {"muc": (0.5, 0.5), "b_cubed": (5 / 8, 5 / 9), "ceafe": (0.4, 0.8)}
@@ -54,7 +81,9 @@ def test_squad_em_and_f1_follow_the_official_v1_1_script():
 
     metric = SquadEmAndF1()
     metric("The Eiffel Tower!", ["Eiffel tower"])  # EM 1, F1 1
-    metric("Paris France", ["Paris", "in France"])  # EM 0; F1 max(2/3 vs "paris", 1/2 vs "in france")
+    metric(
+        "Paris France", ["Paris", "in France"]
+    )  # EM 0; F1 max(2/3 vs "paris", 1/2 vs "in france")
     metric("no overlap", ["something else"])  # 0, 0
     exact_match, f1 = metric.get_metric()
     assert exact_match == pytest.approx(1 / 3)

@@ -1,4 +1,5 @@
 """`allennlp predict` works offline for the SQuAD, SRL and coreference models."""
+
 import json
 
 import pytest
@@ -9,7 +10,7 @@ from allennlp.predictors import Predictor
 
 from tests.commands.test_elmo_embed import allennlp
 from tests.conftest import DATA
-from tests.modules.test_elmo_placement import TASKS, write_config
+from tests.modules.test_elmo_placement import write_config
 
 
 class TestOfflinePredictors(AllenNlpTestCase):
@@ -26,7 +27,10 @@ class TestOfflinePredictors(AllenNlpTestCase):
         predictor, _ = self._predictor("srl", "elmo_plugin_srl")
         tokens = ["The", "cat", "sat", "on", "the", "mat", "and", "purred", "."]
         result = predictor.predict_json({"tokens": tokens, "verb_indices": [2, 7]})
-        assert result["words"] == tokens and [v["verb"] for v in result["verbs"]] == ["sat", "purred"]
+        assert result["words"] == tokens and [v["verb"] for v in result["verbs"]] == [
+            "sat",
+            "purred",
+        ]
         for frame in result["verbs"]:
             assert len(frame["tags"]) == len(tokens)
             # constrained Viterbi: no I-X without a B-X / I-X before it
@@ -39,26 +43,44 @@ class TestOfflinePredictors(AllenNlpTestCase):
     def test_coref_from_raw_text_is_the_default_predictor(self):
         predictor, _ = self._predictor("coref")
         assert type(predictor).__name__ == "OfflineCorefPredictor"
-        result = predictor.predict_json({"document": "Mali's government said it was forced. The woman denied it.", "genre": "nw"})
+        result = predictor.predict_json(
+            {
+                "document": "Mali's government said it was forced. The woman denied it.",
+                "genre": "nw",
+            }
+        )
         assert result["document"][:3] == ["Mali", "'s", "government"]
         for cluster in result["clusters"]:
             for start, end in cluster:
                 assert 0 <= start <= end < len(result["document"])
-        tokenised = predictor.predict_json({"sentences": [["She", "left", "."], ["She", "came", "back", "."]]})
+        tokenised = predictor.predict_json(
+            {"sentences": [["She", "left", "."], ["She", "came", "back", "."]]}
+        )
         assert tokenised["document"] == ["She", "left", ".", "She", "came", "back", "."]
 
     def test_squad_reading_comprehension(self):
         predictor, _ = self._predictor("squad")
         passage = "The Eiffel Tower was finished in 1889 in Paris."
-        result = predictor.predict_json({"question": "When was the tower finished?", "passage": passage})
+        result = predictor.predict_json(
+            {"question": "When was the tower finished?", "passage": passage}
+        )
         assert result["best_span_str"] and result["best_span_str"] in passage
 
+    @pytest.mark.slow
     def test_cli_predict_with_the_dataset_reader(self, repo_root):
         _, archive = self._predictor("coref")
         output = self.tmp / "predictions.jsonl"
         result = allennlp(
-            "predict", archive, DATA / "format_samples" / "coref.gold_conll", "--use-dataset-reader",
-            "--output-file", output, "--silent", "--include-package", "elmo_plugin", cwd=repo_root,
+            "predict",
+            archive,
+            DATA / "format_samples" / "coref.gold_conll",
+            "--use-dataset-reader",
+            "--output-file",
+            output,
+            "--silent",
+            "--include-package",
+            "elmo_plugin",
+            cwd=repo_root,
         )
         assert result.returncode == 0, result.stderr[-3000:]
         predictions = [json.loads(line) for line in output.read_text().splitlines()]

@@ -1,7 +1,7 @@
 import pytest
-from allennlp.common.checks import ConfigurationError
 import torch
 from allennlp.common import Params
+from allennlp.common.checks import ConfigurationError
 from allennlp.modules.elmo import batch_to_ids
 from allennlp.modules.token_embedders import TokenEmbedder
 
@@ -29,7 +29,9 @@ def test_output_is_eq1_mix_of_bilm_layers(fixture_sentences):
     with torch.no_grad():
         layers = bilm(char_ids)["activations"]
     weights = torch.softmax(torch.tensor([0.0, 1.0, -1.0]), 0)
-    torch.testing.assert_close(output, sum(w * h for w, h in zip(weights, layers)), atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        output, sum(w * h for w, h in zip(weights, layers)), atol=1e-6, rtol=0
+    )
 
 
 def test_top_layer_only_and_layer_norm(fixture_sentences):
@@ -38,10 +40,14 @@ def test_top_layer_only_and_layer_norm(fixture_sentences):
     bilm = load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE).eval()
     with torch.no_grad():
         torch.testing.assert_close(top, bilm(char_ids)["activations"][-1], atol=1e-6, rtol=0)
+    # layer norm: each layer standardised over all real tokens of the batch and all dimensions
+    # (mean and variance of bilm-tf / AllenNLP's ScalarMix), then mixed with equal weights
     normed = build(do_layer_norm=True).eval()(char_ids)
     mask = (char_ids > 0).any(-1)
-    plain = build(do_layer_norm=False).eval()(char_ids)
-    assert not torch.allclose(normed[mask], plain[mask])
+    with torch.no_grad():
+        layers = [layer[mask] for layer in bilm(char_ids)["activations"]]
+    expected = sum((h - h.mean()) / torch.sqrt(h.var(unbiased=False) + 1e-12) for h in layers) / 3
+    torch.testing.assert_close(normed[mask], expected, atol=1e-5, rtol=0)
 
 
 def test_biLM_frozen_by_default_and_mix_trained():

@@ -1,2 +1,2 @@
-from elmo_plugin.data.tokenizers.spacy_blank_tokenizer import SpacyBlankTokenizer
 from elmo_plugin.data.tokenizers.sentence_tokenizer import SentenceTokenizer
+from elmo_plugin.data.tokenizers.spacy_blank_tokenizer import SpacyBlankTokenizer

@@ -1,4 +1,5 @@
 """Offline sentence splitting + tokenisation of raw text (spaCy rules, no trained model)."""
+
 from typing import Iterable, Iterator, List
 
 import spacy

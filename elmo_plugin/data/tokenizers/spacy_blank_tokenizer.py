@@ -1,4 +1,5 @@
 """spaCy's rule-based tokenizer without a trained pipeline, so nothing is downloaded."""
+
 from typing import List
 
 import spacy
@@ -24,7 +25,11 @@ class SpacyBlankTokenizer(Tokenizer):
         self.spacy = spacy.blank(language)
 
     def tokenize(self, text: str) -> List[Token]:
-        return [Token(token.text, idx=token.idx, idx_end=token.idx + len(token.text)) for token in self.spacy(text) if not token.is_space]
+        return [
+            Token(token.text, idx=token.idx, idx_end=token.idx + len(token.text))
+            for token in self.spacy(text)
+            if not token.is_space
+        ]
 
     def batch_tokenize(self, texts: List[str]) -> List[List[Token]]:
         return [self.tokenize(text) for text in texts]

@@ -1,19 +1,24 @@
 """A streaming reader of language-model corpora for biLM pretraining and domain fine-tuning."""
+
 import functools
 import gzip
 import logging
-import os
 import re
 from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from allennlp.data import DatasetReader, Instance, Token
 from allennlp.data.fields import TextField
-from allennlp.data.token_indexers import ELMoTokenCharactersIndexer, SingleIdTokenIndexer, TokenIndexer
+from allennlp.data.token_indexers import (
+    ELMoTokenCharactersIndexer,
+    SingleIdTokenIndexer,
+    TokenIndexer,
+)
 
+from elmo_bilm.files import FormatError, expand_paths
 from elmo_bilm.vocab import BOS, EOS
+from elmo_plugin.data.conll2003 import conll2003_sentences
 from elmo_plugin.data.tokenizers.sentence_tokenizer import SentenceTokenizer
 from elmo_plugin.data.wikipedia import wikiextractor_paragraphs
-from elmo_bilm.files import FormatError, expand_paths
 
 logger = logging.getLogger(__name__)
 
@@ -21,8 +26,9 @@ FORMATS = ("text", "wikitext", "conll2003", "ptb_trees", "wikiextractor")
 FORMAT_SEPARATOR = "::"
 
 
-
-def corpus_files(file_path: Union[str, List[str]], default_format: str = "text") -> List[Tuple[str, str]]:
+def corpus_files(
+    file_path: Union[str, List[str]], default_format: str = "text"
+) -> List[Tuple[str, str]]:
     """`(format, file)` for every file of a data path: a `FORMAT::PATH` spec or a list of them,
     each PATH a file, a directory or a glob of shards (see `LmCorpusReader`)."""
     specs = file_path if isinstance(file_path, (list, tuple)) else [file_path]
@@ -65,7 +71,9 @@ def _lines(path: str) -> Iterator[Tuple[int, str]]:
                 try:
                     yield line_number, raw.decode("utf-8")
                 except UnicodeDecodeError as error:
-                    raise FormatError(f"{path}:{line_number}: not UTF-8 text ({error.reason})") from error
+                    raise FormatError(
+                        f"{path}:{line_number}: not UTF-8 text ({error.reason})"
+                    ) from error
         except (OSError, EOFError) as error:
             raise FormatError(f"{path}:{line_number + 1}: read failed ({error})") from error
 
@@ -89,17 +97,8 @@ def read_sentences(path: str, corpus_format: str) -> Iterator[List[str]]:
         yield from _sentence_tokenizer().sentences(wikiextractor_paragraphs(path))
         return
     if corpus_format == "conll2003":
-        sentence: List[str] = []
-        for _, line in _lines(path):
-            fields = line.split()
-            if not fields or fields[0] == "-DOCSTART-":
-                if sentence:
-                    yield sentence
-                sentence = []
-            else:
-                sentence.append(fields[0])
-        if sentence:
-            yield sentence
+        for sentence in conll2003_sentences(path):
+            yield [fields[0] for _, fields in sentence]
         return
     for line_number, line in _lines(path):
         stripped = line.strip()
@@ -154,7 +153,9 @@ class LmCorpusReader(DatasetReader):
         token_indexers: Optional[Dict[str, TokenIndexer]] = None,
         **kwargs,
     ) -> None:
-        super().__init__(manual_distributed_sharding=True, manual_multiprocess_sharding=True, **kwargs)
+        super().__init__(
+            manual_distributed_sharding=True, manual_multiprocess_sharding=True, **kwargs
+        )
         if corpus_format not in FORMATS:
             raise ValueError(f"corpus_format must be one of {FORMATS}, got {corpus_format!r}")
         if max_sentence_length is not None and max_sentence_length < 1:

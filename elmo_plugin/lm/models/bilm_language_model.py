@@ -1,18 +1,19 @@
 """Training the biLM: the joint forward + backward log-likelihood of Sec. 3.1."""
+
 import logging
 import math
 from typing import Any, Dict, Optional
 
 import torch
-from torch.utils.checkpoint import checkpoint
 from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.models import Model
-from allennlp.models.archival import load_archive
 from allennlp.modules.sampled_softmax_loss import SampledSoftmaxLoss
+from torch.utils.checkpoint import checkpoint
 
 from elmo_bilm.bilm import BiLm
-from elmo_bilm.bilm_tf import load_bilm_tf, read_softmax
+from elmo_bilm.bilm_tf import read_softmax
 from elmo_bilm.vocab import UNK, read_vocab_file
+from elmo_plugin.modules.bilm_loading import load_bilm, load_bilm_archive
 
 logger = logging.getLogger(__name__)
 
@@ -78,28 +79,34 @@ class BiLmLanguageModel(Model):
         **kwargs,
     ) -> None:
         super().__init__(vocab, **kwargs)
-        sources = [options is not None, pretrained_options_file is not None, pretrained_archive is not None]
+        sources = [
+            options is not None,
+            pretrained_options_file is not None,
+            pretrained_archive is not None,
+        ]
         if sum(sources) != 1:
-            raise ValueError("give exactly one of options, pretrained_options_file (+ weight file), pretrained_archive")
+            raise ValueError(
+                "give exactly one of options, pretrained_options_file (+ weight file), pretrained_archive"
+            )
         pretrained_softmax = None
         if options is not None:
             self.bilm = BiLm(options, dropout=dropout)
         elif pretrained_options_file is not None:
             if pretrained_weight_file is None:
                 raise ValueError("pretrained_options_file needs pretrained_weight_file")
-            self.bilm = load_bilm_tf(pretrained_options_file, pretrained_weight_file, dropout=dropout)
+            self.bilm = load_bilm(pretrained_options_file, pretrained_weight_file, dropout=dropout)
         else:
-            archived = load_archive(pretrained_archive).model
-            if not isinstance(archived, BiLmLanguageModel):
-                raise ValueError(f"{pretrained_archive} is not an elmo_plugin_bilm archive")
-            self.bilm = BiLm(archived.bilm.options, dropout=dropout)
-            self.bilm.load_state_dict(archived.bilm.state_dict())
-            if archived.vocab.get_token_to_index_vocabulary(lm_namespace) == vocab.get_token_to_index_vocabulary(
+            archived = load_bilm_archive(pretrained_archive)
+            self.bilm = archived.bilm
+            self.bilm.set_dropout(dropout)
+            if archived.vocab.get_token_to_index_vocabulary(
                 lm_namespace
-            ):
+            ) == vocab.get_token_to_index_vocabulary(lm_namespace):
                 pretrained_softmax = archived.softmax.state_dict()
             else:
-                logger.warning("%s: vocabulary differs; the softmax starts fresh", pretrained_archive)
+                logger.warning(
+                    "%s: vocabulary differs; the softmax starts fresh", pretrained_archive
+                )
         self.lm_namespace = lm_namespace
         num_words = vocab.get_vocab_size(lm_namespace)
         self.num_samples = num_samples
@@ -110,7 +117,10 @@ class BiLmLanguageModel(Model):
             )
         # One softmax for both directions; its sampler needs num_samples < num_words even when unused.
         self.softmax = SampledSoftmaxLoss(
-            num_words, self.bilm.projection_dim, num_samples or max(1, num_words - 1), use_character_inputs=False
+            num_words,
+            self.bilm.projection_dim,
+            num_samples or max(1, num_words - 1),
+            use_character_inputs=False,
         )
         if pretrained_softmax is not None:
             self.softmax.load_state_dict(pretrained_softmax)
@@ -118,7 +128,9 @@ class BiLmLanguageModel(Model):
             self._load_exported_softmax(pretrained_weight_file, pretrained_vocab_file)
         self.output_dropout = torch.nn.Dropout(dropout)
         padding_column = torch.zeros(num_words, dtype=torch.bool)
-        padding_column[0] = vocab._padding_token in vocab.get_token_to_index_vocabulary(lm_namespace)
+        padding_column[0] = vocab._padding_token in vocab.get_token_to_index_vocabulary(
+            lm_namespace
+        )
         self.register_buffer("_padding_column", padding_column, persistent=False)
         self.loss_scale = loss_scale
         self.softmax_chunk_tokens = softmax_chunk_tokens
@@ -134,7 +146,9 @@ class BiLmLanguageModel(Model):
         weight, bias = exported
         lines = read_vocab_file(vocab_file)
         if len(lines) != weight.shape[0]:
-            raise ValueError(f"{vocab_file} has {len(lines)} tokens but the softmax in {weight_file} has {weight.shape[0]} rows")
+            raise ValueError(
+                f"{vocab_file} has {len(lines)} tokens but the softmax in {weight_file} has {weight.shape[0]} rows"
+            )
         row_of = {token: row for row, token in enumerate(lines)}
         row_of[self.vocab._oov_token] = row_of.get(UNK, -1)
         found = 0
@@ -145,7 +159,12 @@ class BiLmLanguageModel(Model):
                     self.softmax.softmax_w[index] = torch.from_numpy(weight[row])
                     self.softmax.softmax_b[index] = float(bias[row])
                     found += 1
-        logger.info("Softmax rows from %s for %d of %d tokens", weight_file, found, self.softmax.softmax_w.shape[0])
+        logger.info(
+            "Softmax rows from %s for %d of %d tokens",
+            weight_file,
+            found,
+            self.softmax.softmax_w.shape[0],
+        )
 
     def _full_softmax_nll(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         logits = torch.addmm(self.softmax.softmax_b, hidden, self.softmax.softmax_w.t())
@@ -158,7 +177,10 @@ class BiLmLanguageModel(Model):
             return self.softmax(hidden, targets)
         total = hidden.new_zeros(())
         for start in range(0, hidden.shape[0], self.softmax_chunk_tokens):
-            chunk = (hidden[start : start + self.softmax_chunk_tokens], targets[start : start + self.softmax_chunk_tokens])
+            chunk = (
+                hidden[start : start + self.softmax_chunk_tokens],
+                targets[start : start + self.softmax_chunk_tokens],
+            )
             if torch.is_grad_enabled() and hidden.requires_grad:
                 total = total + checkpoint(self._full_softmax_nll, *chunk, use_reentrant=False)
             else:
@@ -178,7 +200,9 @@ class BiLmLanguageModel(Model):
         num_targets = target_mask.sum()
         forward = self._nll_sum(top[:, :-1, :proj][target_mask], targets[:, 1:][target_mask])
         backward = self._nll_sum(top[:, 1:, proj:][target_mask], targets[:, :-1][target_mask])
-        self._totals += torch.stack([forward.detach(), backward.detach(), num_targets]).to(self._totals.dtype)
+        self._totals += torch.stack([forward.detach(), backward.detach(), num_targets]).to(
+            self._totals.dtype
+        )
         loss = 0.5 * (forward + backward) / num_targets.clamp(min=1)
         if self.training:
             loss = loss * self.loss_scale

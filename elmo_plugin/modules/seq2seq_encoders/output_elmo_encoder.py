@@ -1,4 +1,5 @@
 """The encoder half of ELMo at the output: `h_k -> [h_k; ELMo_out]`."""
+
 import torch
 from allennlp.modules.seq2seq_encoders import Seq2SeqEncoder
 

@@ -1,4 +1,5 @@
 """ELMo at the input, the output, or both of a task encoder, for any TextFieldEmbedder -> Seq2SeqEncoder model."""
+
 from typing import Dict
 
 import torch
@@ -53,7 +54,9 @@ class ElmoPlacementEmbedder(TextFieldEmbedder):
         if placement not in PLACEMENTS:
             raise ConfigurationError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
         if elmo_key in token_embedders:
-            raise ConfigurationError(f"{elmo_key!r} is the ELMo key; do not also give it a token embedder")
+            raise ConfigurationError(
+                f"{elmo_key!r} is the ELMo key; do not also give it a token embedder"
+            )
         self.placement = placement
         self.elmo_key = elmo_key
         self.base = BasicTextFieldEmbedder(token_embedders)
@@ -68,7 +71,9 @@ class ElmoPlacementEmbedder(TextFieldEmbedder):
     def get_output_dim(self) -> int:
         return self.base.get_output_dim() + self.elmo_dim * len(self.elmo.scalar_mixes)
 
-    def forward(self, text_field_input: TextFieldTensors, num_wrapping_dims: int = 0, **kwargs) -> torch.Tensor:
+    def forward(
+        self, text_field_input: TextFieldTensors, num_wrapping_dims: int = 0, **kwargs
+    ) -> torch.Tensor:
         if self.elmo_key not in text_field_input:
             raise ConfigurationError(
                 f"no {self.elmo_key!r} indexer output; add an elmo_characters indexer named {self.elmo_key!r}"

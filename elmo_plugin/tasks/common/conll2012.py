@@ -5,14 +5,15 @@ malformed row with a bare `IndexError` or `ValueError`. The SRL and coreference 
 `conll2012_files` first, so a file path works as well as a directory and a bad row stops reading
 with `FILE:LINE: ...`.
 """
+
 import os
 from typing import List
+
 from elmo_bilm.files import FormatError
 
 # document id, part, word number, word, POS, parse bit, lemma, frameset, sense, speaker, NE,
 # (one column per predicate), coreference
 _MIN_COLUMNS = 12
-
 
 
 def _check_sentence(path: str, rows: List[List[str]], first_line: int) -> None:

@@ -1,4 +1,5 @@
 """CoNLL-2003 NER (Supplement A.7): allennlp-models' `crf_tagger` with the A.7 encoder."""
+
 import allennlp_models.tagging  # noqa: F401  (crf_tagger)
 
 from elmo_plugin.tasks.ner.dataset_readers.conll2003 import ElmoConll2003Reader  # noqa: F401

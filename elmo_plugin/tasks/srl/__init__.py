@@ -1,4 +1,5 @@
 """CoNLL-2012 SRL (Supplement A.5): allennlp-models' `srl` model (He et al. 2017)."""
+
 import allennlp_models.structured_prediction  # noqa: F401  (srl)
 
 from elmo_plugin.tasks.srl.dataset_readers.srl import ElmoSrlReader  # noqa: F401

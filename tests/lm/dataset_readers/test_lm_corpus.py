@@ -32,11 +32,17 @@ def test_gzip_glob_of_shards_and_directory(tmp_path):
 def test_long_sentences_are_split_not_dropped(tmp_path):
     (tmp_path / "a.txt").write_text(" ".join(str(i) for i in range(7)) + "\n")
     pieces = texts(LmCorpusReader(max_sentence_length=3).read(str(tmp_path / "a.txt")))
-    assert pieces == [["<S>", "0", "1", "2", "</S>"], ["<S>", "3", "4", "5", "</S>"], ["<S>", "6", "</S>"]]
+    assert pieces == [
+        ["<S>", "0", "1", "2", "</S>"],
+        ["<S>", "3", "4", "5", "</S>"],
+        ["<S>", "6", "</S>"],
+    ]
 
 
 def test_wikitext_drops_headings(tmp_path):
-    (tmp_path / "w.tokens").write_text(" \n = Valkyria = \n \n Senjō no Valkyria 3 .\n = = Gameplay = = \n")
+    (tmp_path / "w.tokens").write_text(
+        " \n = Valkyria = \n \n Senjō no Valkyria 3 .\n = = Gameplay = = \n"
+    )
     assert texts(LmCorpusReader(corpus_format="wikitext").read(str(tmp_path / "w.tokens"))) == [
         ["<S>", "Senjō", "no", "Valkyria", "3", ".", "</S>"]
     ]
@@ -48,7 +54,12 @@ def test_task_text_formats_and_list_of_prefixed_paths():
     reader = LmCorpusReader()
     conll = next(iter(reader.read(f"conll2003::{DATA / 'conll2003' / 'eng.testa'}")))
     assert texts([conll])[0][:4] == ["<S>", "CRICKET", "-", "LEICESTERSHIRE"]
-    both = reader.read([f"ptb_trees::{DATA / 'format_samples' / 'sst.txt'}", f"conll2003::{DATA / 'conll2003' / 'eng.testa'}"])
+    both = reader.read(
+        [
+            f"ptb_trees::{DATA / 'format_samples' / 'sst.txt'}",
+            f"conll2003::{DATA / 'conll2003' / 'eng.testa'}",
+        ]
+    )
     first = texts([next(iter(both))])[0]
     assert "(" not in " ".join(first) and first[0] == "<S>"
 

@@ -3,8 +3,8 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
+import h5py
 import numpy
 import pytest
 import torch
@@ -15,16 +15,25 @@ from allennlp.modules.elmo import batch_to_ids
 from flaky import flaky
 
 from elmo_bilm import load_bilm_tf
-from elmo_plugin.lm.vocabulary import BilmTfVocabulary
-from elmo_plugin.commands.elmo_export import export_archive
+from elmo_plugin.commands.elmo_export import export_archive, export_model
 from elmo_plugin.lm.models.bilm_language_model import BiLmLanguageModel
+from elmo_plugin.lm.vocabulary import BilmTfVocabulary
+from elmo_plugin.modules.bilm_loading import load_bilm
 from elmo_plugin.token_embedders import ElmoPluginTokenEmbedder
+from tests.conftest import free_port
+
+pytestmark = pytest.mark.slow  # trains models or starts subprocesses
 
 TINY = "fixtures/bilm_tiny.jsonnet"
 
 
 def allennlp_command(*args):
-    return [os.path.join(os.path.dirname(sys.executable), "allennlp"), *map(str, args), "--include-package", "elmo_plugin"]
+    return [
+        os.path.join(os.path.dirname(sys.executable), "allennlp"),
+        *map(str, args),
+        "--include-package",
+        "elmo_plugin",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -47,12 +56,16 @@ def test_sampled_softmax_agrees_with_full_softmax_in_expectation():
     numpy.random.seed(0)
     torch.manual_seed(0)
     vocab = Vocabulary(non_padded_namespaces=())
-    vocab.add_tokens_to_namespace([f"w{i}" for i in range(198)], "lm_tokens")  # + padding, OOV = 200
+    vocab.add_tokens_to_namespace(
+        [f"w{i}" for i in range(198)], "lm_tokens"
+    )  # + padding, OOV = 200
     options = json.loads(open(os.environ["ELMO_OPTIONS_FILE"]).read())
     model = BiLmLanguageModel(vocab, options=options, num_samples=100)
     hidden = torch.randn(500, 16, requires_grad=True)
     zipf = 1.0 / numpy.arange(1, 199)
-    targets = torch.from_numpy(numpy.random.choice(198, 500, p=zipf / zipf.sum()) + 2)  # words, not padding/OOV
+    targets = torch.from_numpy(
+        numpy.random.choice(198, 500, p=zipf / zipf.sum()) + 2
+    )  # words, not padding/OOV
     model.eval()
     full = model._nll_sum(hidden, targets) / 500
     full_grad = torch.autograd.grad(full, hidden)[0]
@@ -74,11 +87,27 @@ def test_archive_feeds_embedder_elmo_embed_and_export(tiny_run, tmp_path, repo_r
     char_ids = batch_to_ids(sentences)
     with torch.no_grad():
         expected = bilm(char_ids)["activations"]
-    embedder = ElmoPluginTokenEmbedder(archive_file=str(archive), scalar_mix_parameters=[-9e10, -9e10, 1.0], dropout=0.0)
+    embedder = ElmoPluginTokenEmbedder(
+        archive_file=str(archive), scalar_mix_parameters=[-9e10, -9e10, 1.0], dropout=0.0
+    )
     torch.testing.assert_close(embedder.eval()(char_ids), expected[-1], atol=1e-6, rtol=0)
+    # one loader for every source: the dropout asked for, whatever the archive was trained with
+    assert load_bilm(archive_file=str(archive), dropout=0.25).lstm.dropout.p == 0.25
+    assert (
+        load_bilm(archive_file=str(archive)).lstm.dropout.p
+        == embedder.elmo.bilm.lstm.dropout.p
+        == 0.0
+    )
+    vocab = load_archive(str(archive)).model.vocab
+    assert (
+        BiLmLanguageModel(vocab, pretrained_archive=str(archive), dropout=0.1).bilm.lstm.dropout.p
+        == 0.1
+    )
 
     export_archive(str(archive), str(tmp_path / "bilm_tf"))
-    exported = load_bilm_tf(tmp_path / "bilm_tf" / "options.json", tmp_path / "bilm_tf" / "weights.hdf5").eval()
+    exported = load_bilm_tf(
+        tmp_path / "bilm_tf" / "options.json", tmp_path / "bilm_tf" / "weights.hdf5"
+    ).eval()
     with torch.no_grad():
         for a, b in zip(expected, exported(char_ids)["activations"]):
             assert torch.equal(a, b)
@@ -99,8 +128,19 @@ def test_archive_feeds_embedder_elmo_embed_and_export(tiny_run, tmp_path, repo_r
     # elmo-embed takes the archive too (run from the repo: subcommands come from .allennlp_plugins)
     (tmp_path / "in.txt").write_text("the cat sat .\na dog\n")
     result = subprocess.run(
-        allennlp_command("elmo-embed", tmp_path / "in.txt", tmp_path / "out.hdf5", "--archive-file", archive, "--layers", "top"),
-        cwd=repo_root, capture_output=True, text=True, timeout=300,
+        allennlp_command(
+            "elmo-embed",
+            tmp_path / "in.txt",
+            tmp_path / "out.hdf5",
+            "--archive-file",
+            archive,
+            "--layers",
+            "top",
+        ),
+        cwd=repo_root,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     import h5py
@@ -109,13 +149,21 @@ def test_archive_feeds_embedder_elmo_embed_and_export(tiny_run, tmp_path, repo_r
         numpy.testing.assert_allclose(out["1"][...], expected[-1][1, :2].numpy(), atol=1e-5)
 
 
-def test_finetune_reports_dev_perplexity_before_and_after(tiny_run, tmp_path, repo_root, monkeypatch):
+def test_finetune_reports_dev_perplexity_before_and_after(
+    tiny_run, tmp_path, repo_root, monkeypatch
+):
     fixtures = repo_root / "fixtures" / "lm_corpus"
     monkeypatch.setenv("FINETUNE_TRAIN", f"text::{fixtures / 'train.txt'}")
     monkeypatch.setenv("FINETUNE_DEV", f"text::{fixtures / 'dev.txt'}")
     monkeypatch.setenv("BILM_PRETRAINED_ARCHIVE", str(tiny_run / "model.tar.gz"))
-    overrides = json.dumps({"trainer.optimizer": {"type": "adam", "lr": 0.003}, "trainer.num_epochs": 2})
-    train_model_from_file(str(repo_root / "training_config" / "bilm_finetune.jsonnet"), str(tmp_path / "ft"), overrides=overrides)
+    overrides = json.dumps(
+        {"trainer.optimizer": {"type": "adam", "lr": 0.003}, "trainer.num_epochs": 2}
+    )
+    train_model_from_file(
+        str(repo_root / "training_config" / "bilm_finetune.jsonnet"),
+        str(tmp_path / "ft"),
+        overrides=overrides,
+    )
     before = json.loads((tmp_path / "ft" / "metrics_before_training.json").read_text())
     after = json.loads((tmp_path / "ft" / "metrics.json").read_text())
     # starts from the archive (softmax included): already far below the uniform 40+ perplexity
@@ -129,7 +177,11 @@ def test_finetune_reports_dev_perplexity_before_and_after(tiny_run, tmp_path, re
     monkeypatch.setenv("ELMO_OPTIONS_FILE", str(tmp_path / "tf" / "options.json"))
     monkeypatch.setenv("ELMO_WEIGHT_FILE", str(tmp_path / "tf" / "weights.hdf5"))
     monkeypatch.setenv("BILM_VOCAB", str(tmp_path / "tf" / "vocab.txt"))
-    train_model_from_file(str(repo_root / "training_config" / "bilm_finetune.jsonnet"), str(tmp_path / "ft2"), overrides=overrides)
+    train_model_from_file(
+        str(repo_root / "training_config" / "bilm_finetune.jsonnet"),
+        str(tmp_path / "ft2"),
+        overrides=overrides,
+    )
     before = json.loads((tmp_path / "ft2" / "metrics_before_training.json").read_text())
     after = json.loads((tmp_path / "ft2" / "metrics.json").read_text())
     # the exported softmax came along (matched by token): same starting point as the archive
@@ -138,25 +190,31 @@ def test_finetune_reports_dev_perplexity_before_and_after(tiny_run, tmp_path, re
 
 
 def test_recover_continues_an_interrupted_run(tmp_path, repo_root):
-    overrides = json.dumps({"trainer.num_epochs": 12})
+    callback = [{"type": "test_kill_after_epoch"}]
+    overrides = json.dumps({"trainer.num_epochs": 12, "trainer.callbacks": callback})
     out = tmp_path / "run"
     command = allennlp_command("train", repo_root / TINY, "-s", out, "-o", overrides)
-    process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 240
-    while not (out / "training_state_e2_b0.th").exists() and time.time() < deadline and process.poll() is None:
-        time.sleep(0.02)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    assert not (out / "metrics.json").exists(), "the run finished before it could be interrupted"
+    command += ["--include-package", "tests.lm.models.kill_callback"]
+    # the first run kills itself (SIGKILL) at the end of its third epoch, before that checkpoint
+    killed = {**os.environ, "KILL_AFTER_EPOCH": "2"}
+    result = subprocess.run(
+        command, cwd=repo_root, capture_output=True, text=True, timeout=300, env=killed
+    )
+    assert result.returncode == -signal.SIGKILL, result.stderr[-3000:]
+    assert not (out / "metrics.json").exists()
     epoch0 = (out / "metrics_epoch_0.json").read_text()
-    result = subprocess.run(command + ["--recover"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        command + ["--recover"], cwd=repo_root, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Recovering from prior training" in result.stderr
     assert (out / "metrics_epoch_0.json").read_text() == epoch0  # earlier epochs were not redone
     assert json.loads((out / "metrics.json").read_text())["epoch"] == 11
     # and it retraces an uninterrupted run exactly (AllenNLP replays the skipped epochs' randomness)
     straight = tmp_path / "straight"
-    train_model_from_file(str(repo_root / TINY), str(straight), overrides=overrides)
+    train_model_from_file(
+        str(repo_root / TINY), str(straight), overrides=json.dumps({"trainer.num_epochs": 12})
+    )
     for epoch in range(12):
         name = f"metrics_epoch_{epoch}.json"
         recovered = json.loads((out / name).read_text())["training_loss"]
@@ -165,13 +223,17 @@ def test_recover_continues_an_interrupted_run(tmp_path, repo_root):
     assert all(torch.equal(recovered[name], reference[name]) for name in reference)
 
 
-# One retry: torch/gloo can still abort a worker while it exits (see common/torch_compat.py).
+# One retry: torch/gloo can still abort a worker while it exits (see elmo_plugin/hooks.py).
 @flaky(max_runs=2)
 def test_distributed_training_with_two_cpu_workers(tmp_path, repo_root):
-    overrides = json.dumps({"distributed": {"cuda_devices": [-1, -1]}, "trainer.num_epochs": 2})
+    distributed = {"cuda_devices": [-1, -1], "master_port": free_port()}
+    overrides = json.dumps({"distributed": distributed, "trainer.num_epochs": 2})
     result = subprocess.run(
         allennlp_command("train", repo_root / TINY, "-s", tmp_path / "ddp", "-o", overrides),
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = json.loads((tmp_path / "ddp" / "metrics.json").read_text())
@@ -203,3 +265,57 @@ def test_dropout_applies_in_training_only(repo_root):
     assert losses[0.0][0] == losses[0.0][1]
     assert losses[0.5][0] != losses[0.5][1]  # dropout active in training
     assert losses[0.5][2] == losses[0.0][2]  # and off in evaluation (same init seed)
+
+
+def _small_model(**kwargs) -> BiLmLanguageModel:
+    vocab = Vocabulary(non_padded_namespaces=())
+    vocab.add_tokens_to_namespace([f"w{i}" for i in range(298)], "lm_tokens")
+    options = json.loads(open(os.environ["ELMO_OPTIONS_FILE"]).read())
+    return BiLmLanguageModel(vocab, options=options, **kwargs)
+
+
+def test_chunked_full_softmax_equals_the_unchunked_one():
+    torch.manual_seed(0)
+    hidden = torch.randn(300, 16, requires_grad=True)
+    targets = torch.randint(2, 300, (300,))
+    chunked, whole = _small_model(softmax_chunk_tokens=7), _small_model(softmax_chunk_tokens=10_000)
+    whole.load_state_dict(chunked.state_dict())
+    results = []
+    for model in (chunked, whole):
+        model.eval()
+        nll = model._nll_sum(hidden, targets)
+        results.append((nll.detach(), torch.autograd.grad(nll, hidden)[0]))
+    torch.testing.assert_close(results[0][0], results[1][0])
+    torch.testing.assert_close(results[0][1], results[1][1])
+
+
+def test_loss_scale_scales_the_training_loss_only():
+    torch.manual_seed(0)
+    tokens = {
+        "elmo": {"elmo_tokens": batch_to_ids([["<S>", "a", "b", "</S>"]])},
+        "lm": {"tokens": torch.tensor([[2, 5, 6, 3]])},
+    }
+    plain, scaled = _small_model(), _small_model(loss_scale=20.0)
+    scaled.load_state_dict(plain.state_dict())
+    for model in (plain, scaled):
+        model.train()
+        model.bilm.lstm.dropout.p = 0.0
+        model.output_dropout.p = 0.0
+    torch.testing.assert_close(scaled(tokens)["loss"], 20.0 * plain(tokens)["loss"])
+    assert scaled.get_metrics()["perplexity"] == pytest.approx(plain.get_metrics()["perplexity"])
+    plain.eval(), scaled.eval()
+    torch.testing.assert_close(scaled(tokens)["loss"], plain(tokens)["loss"])
+
+
+def test_export_of_a_model_whose_tensors_are_not_float32_cpu(tiny_run, tmp_path):
+    model = load_archive(str(tiny_run / "model.tar.gz")).model
+    reference = model.softmax.softmax_w.detach().to(torch.bfloat16).float()
+    model = model.to(torch.bfloat16)  # .numpy() refuses bfloat16, as it refuses CUDA tensors
+    export_model(model, str(tmp_path / "bf16"))
+    exported = load_bilm_tf(tmp_path / "bf16" / "options.json", tmp_path / "bf16" / "weights.hdf5")
+    torch.testing.assert_close(exported.lstm.projections[0], model.bilm.lstm.projections[0].float())
+    lines = (tmp_path / "bf16" / "vocab.txt").read_text().split()
+    with h5py.File(tmp_path / "bf16" / "weights.hdf5", "r") as weights:
+        assert weights["softmax/W"].shape == (len(lines), reference.shape[1])
+        row = model.vocab.get_token_index(lines[5], model.lm_namespace)
+        numpy.testing.assert_array_equal(weights["softmax/W"][5], reference[row].numpy())

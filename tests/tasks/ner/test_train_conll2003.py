@@ -1,4 +1,5 @@
 """`allennlp train` from the command line with the plugin's TokenEmbedder on a CoNLL-2003 slice."""
+
 import json
 import os
 import subprocess
@@ -12,6 +13,8 @@ from elmo_bilm import load_bilm_tf
 from elmo_plugin.modules.scalar_mix import ElmoScalarMix
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 
+pytestmark = pytest.mark.slow  # trains models or starts subprocesses
+
 
 def test_train_crf_tagger_with_plugin_elmo(tmp_path, repo_root):
     overrides = {
@@ -20,9 +23,15 @@ def test_train_crf_tagger_with_plugin_elmo(tmp_path, repo_root):
         "trainer.num_epochs": 2,
     }
     command = [
-        os.path.join(os.path.dirname(sys.executable), "allennlp"), "train",
+        os.path.join(os.path.dirname(sys.executable), "allennlp"),
+        "train",
         str(repo_root / "fixtures" / "ner_token_embedder.jsonnet"),
-        "-s", str(tmp_path / "out"), "--include-package", "elmo_plugin", "-o", json.dumps(overrides),
+        "-s",
+        str(tmp_path / "out"),
+        "--include-package",
+        "elmo_plugin",
+        "-o",
+        json.dumps(overrides),
     ]
     # run outside the repository: the plugin is found through --include-package alone
     result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)

@@ -1,4 +1,5 @@
 """CoNLL-2012 coreference documents with the speaker and genre of Lee et al. (2017)."""
+
 import collections
 from typing import Dict, Iterable, List, Optional, Tuple
 
@@ -10,7 +11,6 @@ from allennlp_models.coref.dataset_readers.conll import ConllCorefReader
 
 from elmo_plugin.tasks.common.conll2012 import conll2012_files
 from elmo_plugin.tasks.coref.genres import GENRES
-
 
 
 def _document(sentences: List[OntonotesSentence]) -> Tuple[List[List[Tuple[int, int]]], List[int]]:
@@ -48,7 +48,9 @@ class ElmoCorefReader(ConllCorefReader):
 
     def __init__(self, max_span_width: int, **kwargs) -> None:
         if kwargs.get("wordpiece_modeling_tokenizer") is not None:
-            raise ConfigurationError("elmo_plugin_coref is word-level: no wordpiece_modeling_tokenizer")
+            raise ConfigurationError(
+                "elmo_plugin_coref is word-level: no wordpiece_modeling_tokenizer"
+            )
         super().__init__(max_span_width=max_span_width, **kwargs)
 
     def _read(self, file_path: str) -> Iterable[Instance]:
@@ -70,6 +72,9 @@ class ElmoCorefReader(ConllCorefReader):
         instance = super().text_to_instance(sentences, gold_clusters)
         text = instance["text"]
         speakers = (speakers or [0] * len(text))[: len(text)]  # max_sentences may cut the text
-        instance.add_field("genre", LabelField(GENRES.index(genre) if genre in GENRES else len(GENRES), skip_indexing=True))
+        instance.add_field(
+            "genre",
+            LabelField(GENRES.index(genre) if genre in GENRES else len(GENRES), skip_indexing=True),
+        )
         instance.add_field("speaker_ids", SequenceLabelField(speakers, text))
         return instance

@@ -1,4 +1,5 @@
 """Lee et al. (2017) end-to-end coreference, with the speaker and genre features allennlp-models lacks."""
+
 import math
 from typing import Any, Dict, List, Optional
 
@@ -33,9 +34,13 @@ class Lee2017Coreference(CoreferenceResolver):
 
     def __init__(self, feature_size: int, inference_order: int = 1, **kwargs) -> None:
         if inference_order != 1:
-            raise ConfigurationError("elmo_plugin_coref is first-order (Lee et al. 2017): inference_order must be 1")
+            raise ConfigurationError(
+                "elmo_plugin_coref is first-order (Lee et al. 2017): inference_order must be 1"
+            )
         super().__init__(feature_size=feature_size, inference_order=1, **kwargs)
-        self._genre_embedding = Embedding(num_embeddings=len(GENRES) + 1, embedding_dim=feature_size)
+        self._genre_embedding = Embedding(
+            num_embeddings=len(GENRES) + 1, embedding_dim=feature_size
+        )
         self._same_speaker_embedding = Embedding(num_embeddings=2, embedding_dim=feature_size)
 
     def forward(  # type: ignore
@@ -58,13 +63,21 @@ class Lee2017Coreference(CoreferenceResolver):
 
         contextualized = self._context_layer(text_embeddings, text_mask)
         span_embeddings = torch.cat(
-            [self._endpoint_span_extractor(contextualized, spans), self._attentive_span_extractor(text_embeddings, spans)], -1
+            [
+                self._endpoint_span_extractor(contextualized, spans),
+                self._attentive_span_extractor(text_embeddings, spans),
+            ],
+            -1,
         )
-        mention_scores = self._mention_scorer(self._mention_feedforward(span_embeddings)).squeeze(-1)
+        mention_scores = self._mention_scorer(self._mention_feedforward(span_embeddings)).squeeze(
+            -1
+        )
 
         # keep the best spans_per_word * length spans (in document order)
         num_spans_to_keep = min(int(math.floor(self._spans_per_word * document_length)), num_spans)
-        top_scores, top_mask, top_indices = util.masked_topk(mention_scores, span_mask, num_spans_to_keep)
+        top_scores, top_mask, top_indices = util.masked_topk(
+            mention_scores, span_mask, num_spans_to_keep
+        )
         flat_top_indices = util.flatten_and_batch_shift_indices(top_indices, num_spans)
         top_spans = util.batched_index_select(spans, top_indices, flat_top_indices)
         top_embeddings = util.batched_index_select(span_embeddings, top_indices, flat_top_indices)
@@ -73,27 +86,45 @@ class Lee2017Coreference(CoreferenceResolver):
 
         max_antecedents = min(self._max_antecedents, num_spans_to_keep)
         if self._coarse_to_fine:
-            pruned = self._coarse_to_fine_pruning(top_embeddings, top_scores, top_mask, max_antecedents)
+            pruned = self._coarse_to_fine_pruning(
+                top_embeddings, top_scores, top_mask, max_antecedents
+            )
         else:
             pruned = self._distance_pruning(top_embeddings, top_scores, max_antecedents)
         partial_scores, antecedent_mask, antecedent_offsets, antecedent_indices = pruned
-        flat_antecedent_indices = util.flatten_and_batch_shift_indices(antecedent_indices, num_spans_to_keep)
-        antecedent_embeddings = util.batched_index_select(top_embeddings, antecedent_indices, flat_antecedent_indices)
+        flat_antecedent_indices = util.flatten_and_batch_shift_indices(
+            antecedent_indices, num_spans_to_keep
+        )
+        antecedent_embeddings = util.batched_index_select(
+            top_embeddings, antecedent_indices, flat_antecedent_indices
+        )
         antecedent_speakers = util.batched_index_select(
             top_speakers.unsqueeze(-1), antecedent_indices, flat_antecedent_indices
         ).squeeze(-1)
         same_speaker = (top_speakers.unsqueeze(-1) == antecedent_speakers).long()
 
         # pairwise: [g_i; g_j; g_i * g_j; distance] (allennlp-models) + [same speaker; genre]
-        pair_embeddings = self._compute_span_pair_embeddings(top_embeddings, antecedent_embeddings, antecedent_offsets)
-        genre_embeddings = self._genre_embedding(genre)[:, None, None, :].expand(*same_speaker.shape, -1)
-        pair_embeddings = torch.cat([pair_embeddings, self._same_speaker_embedding(same_speaker), genre_embeddings], -1)
-        antecedent_scores = self._antecedent_scorer(self._antecedent_feedforward(pair_embeddings)).squeeze(-1)
+        pair_embeddings = self._compute_span_pair_embeddings(
+            top_embeddings, antecedent_embeddings, antecedent_offsets
+        )
+        genre_embeddings = self._genre_embedding(genre)[:, None, None, :].expand(
+            *same_speaker.shape, -1
+        )
+        pair_embeddings = torch.cat(
+            [pair_embeddings, self._same_speaker_embedding(same_speaker), genre_embeddings], -1
+        )
+        antecedent_scores = self._antecedent_scorer(
+            self._antecedent_feedforward(pair_embeddings)
+        ).squeeze(-1)
         antecedent_scores = util.replace_masked_values(
-            antecedent_scores + partial_scores, antecedent_mask, util.min_value_of_dtype(antecedent_scores.dtype)
+            antecedent_scores + partial_scores,
+            antecedent_mask,
+            util.min_value_of_dtype(antecedent_scores.dtype),
         )
         # the dummy antecedent (no link) scores 0
-        coreference_scores = torch.cat([antecedent_scores.new_zeros(*antecedent_scores.shape[:2], 1), antecedent_scores], -1)
+        coreference_scores = torch.cat(
+            [antecedent_scores.new_zeros(*antecedent_scores.shape[:2], 1), antecedent_scores], -1
+        )
         predicted_antecedents = coreference_scores.argmax(2) - 1
 
         output = {
@@ -102,8 +133,12 @@ class Lee2017Coreference(CoreferenceResolver):
             "predicted_antecedents": predicted_antecedents,
         }
         if span_labels is not None:
-            top_labels = util.batched_index_select(span_labels.unsqueeze(-1), top_indices, flat_top_indices)
-            antecedent_labels = util.batched_index_select(top_labels, antecedent_indices, flat_antecedent_indices).squeeze(-1)
+            top_labels = util.batched_index_select(
+                span_labels.unsqueeze(-1), top_indices, flat_top_indices
+            )
+            antecedent_labels = util.batched_index_select(
+                top_labels, antecedent_indices, flat_antecedent_indices
+            ).squeeze(-1)
             antecedent_labels = util.replace_masked_values(antecedent_labels, antecedent_mask, -100)
             gold = self._compute_antecedent_gold_labels(top_labels, antecedent_labels)
             log_probs = util.masked_log_softmax(coreference_scores, top_mask.unsqueeze(-1))

@@ -1,4 +1,5 @@
 """Coreference predictions offline: spaCy's rule-based sentence splitting and tokenisation."""
+
 from allennlp.common.util import JsonDict
 from allennlp.data import DatasetReader, Instance
 from allennlp.models import Model

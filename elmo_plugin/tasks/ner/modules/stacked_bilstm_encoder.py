@@ -1,4 +1,5 @@
 """biLSTM layers of different widths with variational dropout on each layer's input (A.7)."""
+
 from typing import List
 
 import torch
@@ -36,7 +37,8 @@ class StackedBiLstmEncoder(Seq2SeqEncoder):
         self.dropout = InputVariationalDropout(dropout)
         in_sizes = [input_size] + [2 * size for size in hidden_sizes[:-1]]
         self.layers = torch.nn.ModuleList(
-            LstmSeq2SeqEncoder(in_size, size, bidirectional=True) for in_size, size in zip(in_sizes, hidden_sizes)
+            LstmSeq2SeqEncoder(in_size, size, bidirectional=True)
+            for in_size, size in zip(in_sizes, hidden_sizes)
         )
 
     def get_input_dim(self) -> int:

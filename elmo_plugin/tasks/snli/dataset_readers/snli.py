@@ -1,4 +1,5 @@
 """SNLI with offline tokenisation and line-numbered errors."""
+
 import json
 from typing import Iterable, Iterator, List, Optional, Tuple
 
@@ -6,8 +7,8 @@ from allennlp.common.file_utils import cached_path
 from allennlp.data import DatasetReader, Instance
 from allennlp.data.tokenizers import WhitespaceTokenizer
 from allennlp_models.pair_classification.dataset_readers.snli import SnliReader
-from elmo_bilm.files import FormatError
 
+from elmo_bilm.files import FormatError
 
 
 def _parse_tokens(parse: str) -> List[str]:
@@ -38,7 +39,9 @@ class ElmoSnliReader(SnliReader):
                 try:
                     example = json.loads(line)
                 except json.JSONDecodeError as error:
-                    raise FormatError(f"{file_path}:{line_number}: invalid JSON ({error.msg})") from error
+                    raise FormatError(
+                        f"{file_path}:{line_number}: invalid JSON ({error.msg})"
+                    ) from error
                 missing = [key for key in ("sentence1", "sentence2") if key not in example]
                 if missing:
                     raise FormatError(f"{file_path}:{line_number}: missing {', '.join(missing)}")

@@ -1,4 +1,5 @@
 """SQuAD 1.1 with offline tokenisation, answer-mapping counts and located errors."""
+
 import json
 import logging
 import re
@@ -11,11 +12,10 @@ from allennlp.data.tokenizers import Tokenizer
 from allennlp_models.rc.dataset_readers import utils
 from allennlp_models.rc.dataset_readers.squad import SquadReader
 
-from elmo_plugin.data.tokenizers import SpacyBlankTokenizer
 from elmo_bilm.files import FormatError
+from elmo_plugin.data.tokenizers import SpacyBlankTokenizer
 
 logger = logging.getLogger(__name__)
-
 
 
 @DatasetReader.register("elmo_plugin_squad")
@@ -43,7 +43,9 @@ class ElmoSquadReader(SquadReader):
         As allennlp-models' "squad".
     """
 
-    def __init__(self, tokenizer: Optional[Tokenizer] = None, skip_unmappable: bool = True, **kwargs) -> None:
+    def __init__(
+        self, tokenizer: Optional[Tokenizer] = None, skip_unmappable: bool = True, **kwargs
+    ) -> None:
         super().__init__(tokenizer=tokenizer or SpacyBlankTokenizer(), **kwargs)
         self.skip_unmappable = skip_unmappable
         self.counts: Counter = Counter()
@@ -64,7 +66,11 @@ class ElmoSquadReader(SquadReader):
             id_lines[match.group(1)] = line
 
         def fail(path: str, record: Any, message: str) -> FormatError:
-            ids = re.findall(r"'id': '([^']*)'", repr(record)) if isinstance(record, (dict, list)) else []
+            ids = (
+                re.findall(r"'id': '([^']*)'", repr(record))
+                if isinstance(record, (dict, list))
+                else []
+            )
             line = id_lines.get(ids[0], 1) if ids else 1
             return FormatError(f"{file_path}:{line}: {path}: {message}")
 
@@ -82,13 +88,18 @@ class ElmoSquadReader(SquadReader):
                     passage_tokens = passage_tokens[: self.passage_length_limit]
                 offsets = [(token.idx, token.idx + len(token.text)) for token in passage_tokens]
                 for q, qa in enumerate(self.shard_iterable(field(paragraph, "qas", list, where))):
-                    instance = self._question(qa, f"{where}.qas[{q}]", context, passage_tokens, offsets, field)
+                    instance = self._question(
+                        qa, f"{where}.qas[{q}]", context, passage_tokens, offsets, field
+                    )
                     if instance is not None:
                         yield instance
         logger.info(
             "%s: %d answers mapped to token spans, %d unmappable skipped, %d mapped inexactly, "
             "%d questions skipped (no mappable answer)",
-            file_path, self.counts["mapped"], self.counts["unmappable"], self.counts["inexact"],
+            file_path,
+            self.counts["mapped"],
+            self.counts["unmappable"],
+            self.counts["inexact"],
             self.counts["skipped_questions"],
         )
 
@@ -120,5 +131,11 @@ class ElmoSquadReader(SquadReader):
             question_tokens = question_tokens[: self.question_length_limit]
         metadata: Dict[str, Any] = {"id": question_id}
         return utils.make_reading_comprehension_instance(
-            question_tokens, passage_tokens, self._token_indexers, context, spans or None, texts, metadata
+            question_tokens,
+            passage_tokens,
+            self._token_indexers,
+            context,
+            spans or None,
+            texts,
+            metadata,
         )

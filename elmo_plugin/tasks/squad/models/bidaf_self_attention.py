@@ -1,4 +1,5 @@
 """The SQuAD baseline of Peters et al. (2018): Clark and Gardner's (2017) BiDAF + self-attention."""
+
 from typing import Any, Dict, List, Optional
 
 import torch
@@ -12,14 +13,21 @@ from allennlp.training.metrics import BooleanAccuracy, CategoricalAccuracy
 from allennlp_models.rc.metrics import SquadEmAndF1
 
 
-def best_span(start_log_probs: torch.Tensor, end_log_probs: torch.Tensor, mask: torch.BoolTensor, max_length: int) -> torch.LongTensor:
+def best_span(
+    start_log_probs: torch.Tensor,
+    end_log_probs: torch.Tensor,
+    mask: torch.BoolTensor,
+    max_length: int,
+) -> torch.LongTensor:
     """`(batch, 2)` inclusive `(start, end)` maximising `start + end` log-probabilities over
     spans inside `mask` with `start <= end < start + max_length`."""
     length = start_log_probs.size(1)
     positions = torch.arange(length, device=start_log_probs.device)
     width = positions[None, :] - positions[:, None]
     valid = (width >= 0) & (width < max_length) & mask[:, :, None] & mask[:, None, :]
-    scores = (start_log_probs[:, :, None] + end_log_probs[:, None, :]).masked_fill(~valid, float("-inf"))
+    scores = (start_log_probs[:, :, None] + end_log_probs[:, None, :]).masked_fill(
+        ~valid, float("-inf")
+    )
     flat = scores.view(scores.size(0), -1).argmax(-1)
     return torch.stack([flat // length, flat % length], dim=-1)
 
@@ -82,12 +90,26 @@ class BidafSelfAttention(Model):
         **kwargs,
     ) -> None:
         super().__init__(vocab, **kwargs)
-        check_dimensions_match(text_field_embedder.get_output_dim(), phrase_layer.get_input_dim(), "embedding dim", "phrase layer input dim")
-        check_dimensions_match(hidden_dim, residual_encoder.get_input_dim(), "hidden_dim", "residual encoder input dim")
-        check_dimensions_match(hidden_dim, span_start_encoder.get_input_dim(), "hidden_dim", "span start encoder input dim")
         check_dimensions_match(
-            hidden_dim + span_start_encoder.get_output_dim(), span_end_encoder.get_input_dim(),
-            "hidden_dim + span start encoder output dim", "span end encoder input dim",
+            text_field_embedder.get_output_dim(),
+            phrase_layer.get_input_dim(),
+            "embedding dim",
+            "phrase layer input dim",
+        )
+        check_dimensions_match(
+            hidden_dim, residual_encoder.get_input_dim(), "hidden_dim", "residual encoder input dim"
+        )
+        check_dimensions_match(
+            hidden_dim,
+            span_start_encoder.get_input_dim(),
+            "hidden_dim",
+            "span start encoder input dim",
+        )
+        check_dimensions_match(
+            hidden_dim + span_start_encoder.get_output_dim(),
+            span_end_encoder.get_input_dim(),
+            "hidden_dim + span start encoder output dim",
+            "span end encoder input dim",
         )
         self._text_field_embedder = text_field_embedder
         self._phrase_layer = phrase_layer
@@ -105,7 +127,9 @@ class BidafSelfAttention(Model):
         self._span_start_encoder = span_start_encoder
         self._span_end_encoder = span_end_encoder
         # no bias: span logits go through a softmax over the passage (same reason as above)
-        self._span_start_predictor = torch.nn.Linear(span_start_encoder.get_output_dim(), 1, bias=False)
+        self._span_start_predictor = torch.nn.Linear(
+            span_start_encoder.get_output_dim(), 1, bias=False
+        )
         self._span_end_predictor = torch.nn.Linear(span_end_encoder.get_output_dim(), 1, bias=False)
         self._dropout = InputVariationalDropout(dropout)
         self._max_span_length = max_span_length
@@ -127,16 +151,28 @@ class BidafSelfAttention(Model):
         offsets and gold answer texts for `best_span_str` and EM/F1."""
         question_mask = util.get_text_field_mask(question)
         passage_mask = util.get_text_field_mask(passage)
-        encoded_question = self._dropout(self._phrase_layer(self._dropout(self._text_field_embedder(question)), question_mask))
-        encoded_passage = self._dropout(self._phrase_layer(self._dropout(self._text_field_embedder(passage)), passage_mask))
+        encoded_question = self._dropout(
+            self._phrase_layer(self._dropout(self._text_field_embedder(question)), question_mask)
+        )
+        encoded_passage = self._dropout(
+            self._phrase_layer(self._dropout(self._text_field_embedder(passage)), passage_mask)
+        )
 
         # BiDAF: passage-to-question and question-to-passage attention
         similarity = self._attention(encoded_passage, encoded_question)
-        passage_question = util.weighted_sum(encoded_question, util.masked_softmax(similarity, question_mask.unsqueeze(1)))
-        question_passage_similarity = util.replace_masked_values(
-            similarity, question_mask.unsqueeze(1), util.min_value_of_dtype(similarity.dtype)
-        ).max(dim=-1).values
-        question_passage = util.weighted_sum(encoded_passage, util.masked_softmax(question_passage_similarity, passage_mask))
+        passage_question = util.weighted_sum(
+            encoded_question, util.masked_softmax(similarity, question_mask.unsqueeze(1))
+        )
+        question_passage_similarity = (
+            util.replace_masked_values(
+                similarity, question_mask.unsqueeze(1), util.min_value_of_dtype(similarity.dtype)
+            )
+            .max(dim=-1)
+            .values
+        )
+        question_passage = util.weighted_sum(
+            encoded_passage, util.masked_softmax(question_passage_similarity, passage_mask)
+        )
         merged = torch.cat(
             [
                 encoded_passage,
@@ -152,14 +188,24 @@ class BidafSelfAttention(Model):
         residual = self._dropout(self._residual_encoder(self._dropout(hidden), passage_mask))
         self_similarity = self._self_attention(residual, residual)
         length = passage_mask.size(1)
-        others = passage_mask.unsqueeze(1) & ~torch.eye(length, dtype=torch.bool, device=passage_mask.device)
+        others = passage_mask.unsqueeze(1) & ~torch.eye(
+            length, dtype=torch.bool, device=passage_mask.device
+        )
         self_attended = util.weighted_sum(residual, util.masked_softmax(self_similarity, others))
-        hidden = hidden + torch.relu(self._self_attended(self._dropout(torch.cat([residual, self_attended, residual * self_attended], dim=-1))))
+        hidden = hidden + torch.relu(
+            self._self_attended(
+                self._dropout(
+                    torch.cat([residual, self_attended, residual * self_attended], dim=-1)
+                )
+            )
+        )
 
         # span prediction
         hidden = self._dropout(hidden)
         start_states = self._span_start_encoder(hidden, passage_mask)
-        end_states = self._span_end_encoder(self._dropout(torch.cat([hidden, start_states], dim=-1)), passage_mask)
+        end_states = self._span_end_encoder(
+            self._dropout(torch.cat([hidden, start_states], dim=-1)), passage_mask
+        )
         span_start_logits = self._span_start_predictor(self._dropout(start_states)).squeeze(-1)
         span_end_logits = self._span_end_predictor(self._dropout(end_states)).squeeze(-1)
         start_log_probs = util.masked_log_softmax(span_start_logits, passage_mask)
@@ -173,9 +219,9 @@ class BidafSelfAttention(Model):
             "best_span": spans,
         }
         if span_start is not None and span_end is not None:
-            output["loss"] = torch.nn.functional.nll_loss(start_log_probs, span_start.squeeze(-1)) + torch.nn.functional.nll_loss(
-                end_log_probs, span_end.squeeze(-1)
-            )
+            output["loss"] = torch.nn.functional.nll_loss(
+                start_log_probs, span_start.squeeze(-1)
+            ) + torch.nn.functional.nll_loss(end_log_probs, span_end.squeeze(-1))
             self._span_start_accuracy(start_log_probs, span_start.squeeze(-1))
             self._span_end_accuracy(end_log_probs, span_end.squeeze(-1))
             self._span_accuracy(spans, torch.cat([span_start, span_end], dim=-1))

@@ -1,4 +1,5 @@
 """CoNLL-2012 semantic role labelling, one instance per predicate (He et al. 2017)."""
+
 from typing import Iterable, Optional
 
 from allennlp.data import DatasetReader

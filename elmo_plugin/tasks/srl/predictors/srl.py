@@ -1,4 +1,5 @@
 """SRL predictions offline: the predicates are given, as there is no POS tagger to find them."""
+
 from typing import List
 
 from allennlp.common.util import JsonDict, sanitize
@@ -25,7 +26,9 @@ class OfflineSrlPredictor(Predictor):
             if not 0 <= index < len(tokens):
                 raise ValueError(f"verb index {index} outside the {len(tokens)} tokens")
         return [
-            self._dataset_reader.text_to_instance(tokens, [int(i == index) for i in range(len(tokens))])
+            self._dataset_reader.text_to_instance(
+                tokens, [int(i == index) for i in range(len(tokens))]
+            )
             for index in json_dict["verb_indices"]
         ]
 
@@ -38,7 +41,9 @@ class OfflineSrlPredictor(Predictor):
         verbs = [
             {
                 "verb": output["verb"],
-                "description": SemanticRoleLabelerPredictor.make_srl_string(output["words"], output["tags"]),
+                "description": SemanticRoleLabelerPredictor.make_srl_string(
+                    output["words"], output["tags"]
+                ),
                 "tags": output["tags"],
             }
             for output in outputs

@@ -1,4 +1,5 @@
 """SST (PTB trees) with phrase-level training and line-numbered errors."""
+
 from typing import Iterable, Optional
 
 from allennlp.common.file_utils import cached_path
@@ -7,8 +8,8 @@ from allennlp_models.classification.dataset_readers.stanford_sentiment_tree_bank
     StanfordSentimentTreeBankDatasetReader,
 )
 from nltk.tree import Tree
-from elmo_bilm.files import FormatError
 
+from elmo_bilm.files import FormatError
 
 
 @DatasetReader.register("elmo_plugin_sst")
@@ -42,11 +43,17 @@ class ElmoSstReader(StanfordSentimentTreeBankDatasetReader):
                 try:
                     tree = Tree.fromstring(line)
                 except ValueError as error:
-                    raise FormatError(f"{file_path}:{line_number}: not a PTB tree ({error})") from error
+                    raise FormatError(
+                        f"{file_path}:{line_number}: not a PTB tree ({error})"
+                    ) from error
                 phrases = tree.subtrees() if self._use_subtrees else [tree]
                 for phrase in phrases:
                     leaves = phrase.leaves()
-                    if phrase is not tree and self.min_phrase_length and len(leaves) < self.min_phrase_length:
+                    if (
+                        phrase is not tree
+                        and self.min_phrase_length
+                        and len(leaves) < self.min_phrase_length
+                    ):
                         continue
                     instance = self.text_to_instance(leaves, phrase.label())
                     if instance is not None:

@@ -1,4 +1,5 @@
 """BCN (McCann et al. 2017) with the plugin's biLM at the input and/or integrator output."""
+
 from typing import List, Optional
 
 from allennlp.common.checks import ConfigurationError
@@ -39,16 +40,23 @@ class ElmoBcn(BiattentiveClassificationNetwork):
         different parameter); defaults when not given.
     """
 
-    def __init__(self, elmo_placement: Optional[str] = None, elmo: Optional[ElmoOptions] = None, **kwargs) -> None:
+    def __init__(
+        self, elmo_placement: Optional[str] = None, elmo: Optional[ElmoOptions] = None, **kwargs
+    ) -> None:
         representations = None
         if elmo_placement is not None:
             if elmo_placement not in PLACEMENTS:
-                raise ConfigurationError(f"elmo_placement must be one of {PLACEMENTS} or null, got {elmo_placement!r}")
+                raise ConfigurationError(
+                    f"elmo_placement must be one of {PLACEMENTS} or null, got {elmo_placement!r}"
+                )
             representations = _BcnElmo(
-                elmo or ElmoOptions(), num_output_representations=2 if elmo_placement == "both" else 1
+                elmo or ElmoOptions(),
+                num_output_representations=2 if elmo_placement == "both" else 1,
             )
         elif elmo is not None:
-            raise ConfigurationError("elmo options given but elmo_placement is null; set elmo_placement")
+            raise ConfigurationError(
+                "elmo options given but elmo_placement is null; set elmo_placement"
+            )
         super().__init__(
             elmo=representations,
             use_input_elmo=elmo_placement in ("input", "both"),

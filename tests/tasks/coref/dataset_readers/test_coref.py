@@ -30,7 +30,9 @@ def test_documents_with_clusters_genre_and_speakers(tmp_path):
     assert len(first["speaker_ids"].labels) == len(first["text"].tokens)
     # every candidate span up to 10 words, labelled with its gold cluster or -1
     assert all(span.span_end - span.span_start < 10 for span in first["spans"].field_list)
-    assert sum(label >= 0 for label in first["span_labels"].labels) == sum(len(c) for c in first["metadata"]["clusters"])
+    assert sum(label >= 0 for label in first["span_labels"].labels) == sum(
+        len(c) for c in first["metadata"]["clusters"]
+    )
 
     path, blank = _two_speaker_document(tmp_path)
     (doc,) = ElmoCorefReader(max_span_width=10).read(str(path))
@@ -42,7 +44,12 @@ def test_documents_with_clusters_genre_and_speakers(tmp_path):
 
 def test_malformed_row_names_file_and_line(tmp_path):
     lines = SAMPLE.read_text().splitlines()
-    lines[5] = "\t".join(lines[5].split()[:-1] + ["(3", "extra"])  # one column too many for its sentence
+    lines[5] = "\t".join(
+        lines[5].split()[:-1] + ["(3", "extra"]
+    )  # one column too many for its sentence
     (tmp_path / "bad.gold_conll").write_text("\n".join(lines) + "\n")
-    with pytest.raises(FormatError, match=r"bad.gold_conll:2: the rows of one sentence have different column counts"):
+    with pytest.raises(
+        FormatError,
+        match=r"bad.gold_conll:2: the rows of one sentence have different column counts",
+    ):
         list(ElmoCorefReader(max_span_width=10).read(str(tmp_path / "bad.gold_conll")))

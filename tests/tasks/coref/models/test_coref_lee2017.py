@@ -1,4 +1,5 @@
 """Lee et al. (2017) coreference: allennlp-models' span ranking, plus speaker and genre features."""
+
 import pytest
 import torch
 from allennlp.common import Params
@@ -14,7 +15,9 @@ from tests.modules.test_elmo_placement import write_config
 class TestLee2017Coreference(ModelTestCase):
     @pytest.fixture(autouse=True)
     def _model(self, tmp_path):
-        self.set_up_model(write_config(tmp_path, None, task="coref"), DATA / "format_samples" / "coref.gold_conll")
+        self.set_up_model(
+            write_config(tmp_path, None, task="coref"), DATA / "format_samples" / "coref.gold_conll"
+        )
         self.model.eval()
 
     def _loss(self, **changes):
@@ -27,10 +30,15 @@ class TestLee2017Coreference(ModelTestCase):
         batch = self.dataset.as_tensor_dict()
         base = self._loss()
         assert self._loss() == base  # deterministic in eval mode
-        alternating = torch.arange(batch["speaker_ids"].shape[1]).remainder(2).expand_as(batch["speaker_ids"])
+        alternating = (
+            torch.arange(batch["speaker_ids"].shape[1]).remainder(2).expand_as(batch["speaker_ids"])
+        )
         assert self._loss(speaker_ids=alternating) != pytest.approx(base, abs=1e-6)
         assert self._loss(genre=torch.full_like(batch["genre"], 5)) != pytest.approx(base, abs=1e-6)
-        assert self.model._antecedent_feedforward._module.get_input_dim() == 3 * self.model._mention_feedforward._module.get_input_dim() + 3 * 20
+        assert (
+            self.model._antecedent_feedforward._module.get_input_dim()
+            == 3 * self.model._mention_feedforward._module.get_input_dim() + 3 * 20
+        )
 
     def test_higher_order_inference_is_refused(self):
         params = Params.from_file(self.param_file).get("model").as_dict()
@@ -42,7 +50,9 @@ class TestLee2017Coreference(ModelTestCase):
 class TestLee2017CoreferenceIsAllennlpCorefPlusFeatures(ModelTestCase):
     def test_equals_allennlp_models_coref_when_the_feature_weights_are_zero(self, tmp_path):
         torch.manual_seed(0)
-        self.set_up_model(write_config(tmp_path, None, task="coref"), DATA / "format_samples" / "coref.gold_conll")
+        self.set_up_model(
+            write_config(tmp_path, None, task="coref"), DATA / "format_samples" / "coref.gold_conll"
+        )
         params = Params.from_file(self.param_file).get("model").as_dict()
         params["type"] = "coref"
         params["antecedent_feedforward"]["input_dim"] -= 2 * 20  # no speaker / genre features
@@ -51,8 +61,14 @@ class TestLee2017CoreferenceIsAllennlpCorefPlusFeatures(ModelTestCase):
         first_layer = ours._antecedent_feedforward._module._linear_layers[0]
         with torch.no_grad():
             first_layer.weight[:, -40:] = 0.0
-        state = {k: v for k, v in ours.state_dict().items() if not k.startswith(("_genre", "_same_speaker"))}
-        state["_antecedent_feedforward._module._linear_layers.0.weight"] = first_layer.weight[:, :-40]
+        state = {
+            k: v
+            for k, v in ours.state_dict().items()
+            if not k.startswith(("_genre", "_same_speaker"))
+        }
+        state["_antecedent_feedforward._module._linear_layers.0.weight"] = first_layer.weight[
+            :, :-40
+        ]
         reference.load_state_dict(state)
         ours.eval()
         reference.eval()

@@ -1,6 +1,7 @@
 import pytest
 
-from elmo_plugin.tasks.ner.dataset_readers.conll2003 import FormatError, ElmoConll2003Reader
+from elmo_bilm.files import FormatError
+from elmo_plugin.tasks.ner.dataset_readers.conll2003 import ElmoConll2003Reader
 from tests.conftest import DATA
 
 

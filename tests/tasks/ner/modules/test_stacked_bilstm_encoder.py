@@ -1,4 +1,5 @@
 """The A.7 NER encoder: biLSTM layers of their own widths, variational dropout on every layer's input."""
+
 import pytest
 import torch
 
@@ -30,10 +31,14 @@ def test_variational_dropout_drops_the_same_features_at_every_step_of_every_laye
     encoder(torch.ones(3, 5, 8), torch.ones(3, 5, dtype=torch.bool))
     first = seen[0]
     assert set(first.unique().tolist()) == {0.0, 2.0}  # inverted dropout at p = 0.5
-    assert torch.equal(first, first[:, :1].expand_as(first))  # one mask per sentence, all time steps
+    assert torch.equal(
+        first, first[:, :1].expand_as(first)
+    )  # one mask per sentence, all time steps
     second = seen[1]
     dropped = second == 0
-    assert dropped.any() and torch.equal(dropped, dropped[:, :1].expand_as(dropped))  # second layer too
+    assert dropped.any() and torch.equal(
+        dropped, dropped[:, :1].expand_as(dropped)
+    )  # second layer too
 
 
 def test_needs_a_layer():

@@ -16,7 +16,11 @@ def test_answers_map_to_token_spans_and_unmappable_ones_are_counted():
     assert reader.counts == {"mapped": 6, "unmappable": 1, "skipped_questions": 1}
     first = instances[0]
     tokens = [t.text for t in first["passage"].tokens]
-    assert tokens[first["span_start"].sequence_index : first["span_end"].sequence_index + 1] == ["Saint", "Bernadette", "Soubirous"]
+    assert tokens[first["span_start"].sequence_index : first["span_end"].sequence_index + 1] == [
+        "Saint",
+        "Bernadette",
+        "Soubirous",
+    ]
     assert first["metadata"]["answer_texts"] == ["Saint Bernadette Soubirous"]
     assert first["metadata"]["id"] == "5733be284776f41900661182"
 
@@ -47,5 +51,8 @@ def test_malformed_records_name_file_line_and_path(tmp_path):
     text = json.dumps(data, indent=1)
     (tmp_path / "missing.json").write_text(text)
     line = text[: text.index('"5733b1da4776f41900661067"')].count("\n") + 1
-    with pytest.raises(FormatError, match=rf"missing.json:{line}: data\[0\].paragraphs\[1\].qas\[2\]: missing or not a str: 'question'"):
+    with pytest.raises(
+        FormatError,
+        match=rf"missing.json:{line}: data\[0\].paragraphs\[1\].qas\[2\]: missing or not a str: 'question'",
+    ):
         list(ElmoSquadReader().read(str(tmp_path / "missing.json")))

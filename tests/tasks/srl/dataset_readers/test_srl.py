@@ -30,9 +30,18 @@ def test_reads_a_directory_of_gold_conll_files(tmp_path):
 @pytest.mark.parametrize(
     "damage, message",
     [
-        (lambda rows: rows.__setitem__(3, " ".join(rows[3].split()[:8])), r"bad.gold_conll:4: 8 columns"),
-        (lambda rows: rows.__setitem__(1, rows[1].replace("(ARG0*", "(ARG0(*", 1)), r"bad.gold_conll:2: predicate-argument column 12 opens"),
-        (lambda rows: rows.__setitem__(4, rows[4].replace(" 3 ", " 2 ", 1)), r"bad.gold_conll:5: word number '2'"),
+        (
+            lambda rows: rows.__setitem__(3, " ".join(rows[3].split()[:8])),
+            r"bad.gold_conll:4: 8 columns",
+        ),
+        (
+            lambda rows: rows.__setitem__(1, rows[1].replace("(ARG0*", "(ARG0(*", 1)),
+            r"bad.gold_conll:2: predicate-argument column 12 opens",
+        ),
+        (
+            lambda rows: rows.__setitem__(4, rows[4].replace(" 3 ", " 2 ", 1)),
+            r"bad.gold_conll:5: word number '2'",
+        ),
     ],
 )
 def test_malformed_rows_name_file_and_line(tmp_path, damage, message):

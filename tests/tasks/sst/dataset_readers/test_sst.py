@@ -10,7 +10,9 @@ def test_phrase_level_training_keeps_phrases_of_four_or_more_tokens(tmp_path):
     (tmp_path / "t.txt").write_text(TREE)
     sentences = list(ElmoSstReader().read(str(tmp_path / "t.txt")))
     assert [len(i["tokens"].tokens) for i in sentences] == [6]
-    phrases = list(ElmoSstReader(use_subtrees=True, min_phrase_length=4).read(str(tmp_path / "t.txt")))
+    phrases = list(
+        ElmoSstReader(use_subtrees=True, min_phrase_length=4).read(str(tmp_path / "t.txt"))
+    )
     lengths = sorted(len(i["tokens"].tokens) for i in phrases)
     assert lengths == [4, 5, 5, 6] and all(i["label"].label in {"3", "4"} for i in phrases)
     assert len(list(ElmoSstReader(use_subtrees=True).read(str(tmp_path / "t.txt")))) > 3

@@ -1,0 +1,37 @@
+"""A biLM trained from scratch starts as bilm-tf's does."""
+
+import torch
+
+from elmo_bilm.bilm import BiLm
+
+OPTIONS = {
+    "char_cnn": {
+        "activation": "relu",
+        "embedding": {"dim": 16},
+        "filters": [[1, 32], [2, 64]],
+        "n_highway": 2,
+    },
+    "lstm": {"dim": 64, "projection_dim": 16, "n_layers": 2, "cell_clip": 3, "proj_clip": 3},
+}
+
+
+def test_initialisation_follows_bilm_tf():
+    torch.manual_seed(0)
+    bilm = BiLm(OPTIONS)
+    cnn, lstm = bilm.char_cnn, bilm.lstm
+    chars = cnn.char_embedding.weight
+    assert (
+        chars[0].abs().sum() == 0 and chars[1:].abs().max() <= 1.0 and chars[1:].abs().max() > 0.9
+    )
+    for conv in cnn.convolutions:
+        assert conv.weight.abs().max() <= 0.05 and conv.bias.abs().sum() == 0
+    for highway in cnn.highways:
+        assert torch.all(highway.carry.bias == -2.0) and highway.transform.bias.abs().sum() == 0
+        assert abs(highway.carry.weight.std().item() - 96**-0.5) < 0.01
+    assert abs(cnn.projection.weight.std().item() - 96**-0.5) < 0.01
+    # Glorot-uniform over each direction's whole [in + proj, 4 * dim] matrix: bound sqrt(6 / (32 + 256))
+    bound = (6.0 / (16 + 16 + 256)) ** 0.5
+    for w_x, w_h in zip(lstm.input_weights, lstm.recurrent_weights):
+        for weight in (w_x, w_h):
+            assert weight.abs().max() <= bound and weight.abs().max() > 0.9 * bound
+    assert all(bias.abs().sum() == 0 for bias in lstm.biases)

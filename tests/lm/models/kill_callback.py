@@ -1,0 +1,23 @@
+"""A trainer callback for the `--recover` test: the process kills itself (SIGKILL, no clean-up) at
+the end of epoch `$KILL_AFTER_EPOCH`, a deterministic stand-in for a preempted run (the epoch comes
+from the environment so that the resumed run's config is the same). Loaded by the test's
+subprocess with `--include-package tests.lm.models.kill_callback`."""
+
+import os
+import signal
+from typing import Any
+
+from allennlp.training.callbacks.callback import TrainerCallback
+
+
+@TrainerCallback.register("test_kill_after_epoch")
+class KillAfterEpoch(TrainerCallback):
+    def __init__(self, serialization_dir: str) -> None:
+        super().__init__(serialization_dir)
+        self.epoch = int(os.environ.get("KILL_AFTER_EPOCH", "-1"))
+
+    def on_epoch(
+        self, trainer: Any, metrics: Any, epoch: int, is_primary: bool = True, **kwargs: Any
+    ) -> None:
+        if epoch == self.epoch:
+            os.kill(os.getpid(), signal.SIGKILL)
