@@ -3,6 +3,7 @@ TokenEmbedder and `allennlp elmo-embed` work outside the checkout."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -18,17 +19,15 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory, repo_root):
     out = tmp_path_factory.mktemp("wheel")
-    command = [
-        sys.executable,
-        "-m",
-        "pip",
-        "wheel",
-        str(repo_root),
-        "--no-deps",
-        "--no-build-isolation",
-        "-w",
-        str(out),
-    ]
+    source = out / "source"  # a copy: an in-tree build would leave build/ in the checkout
+    source.mkdir()
+    for name in ("setup.cfg", "pyproject.toml", "README.md"):
+        shutil.copy(repo_root / name, source / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for name in ("elmo_bilm", "elmo_plugin"):
+        shutil.copytree(repo_root / name, source / name, ignore=ignore)
+    pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
+    command = [*pip, str(source), "-w", str(out)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=out)
     assert result.returncode == 0, result.stderr[-3000:]
     (path,) = out.glob("elmo_plugin-*.whl")
