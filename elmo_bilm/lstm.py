@@ -199,6 +199,13 @@ class ProjectedLstmStack(nn.Module):
 
             return [direction(0), direction(1)]
         w_p_t = w_p.transpose(1, 2)  # (2, proj, dim) viewed as (2, dim, proj): faster bmm
+        device = w_h.device.type
+        if torch.is_autocast_enabled(device):
+            # Cast once per forward: autocast caches casts only of leaves that require grad, so a
+            # frozen biLM's weights would be cast again at every step. The cell state stays float32
+            # (it is computed by elementwise ops, which follow type promotion, from a float32 start).
+            dtype = torch.get_autocast_dtype(device)
+            w_h, w_p_t = w_h.to(dtype), w_p_t.to(dtype)
         return [
             ((lambda inputs_t, h: torch.baddbmm(inputs_t, h, w_h)), (lambda m: torch.bmm(m, w_p_t)))
         ]

@@ -229,3 +229,19 @@ def test_onednn_packs_are_dropped_when_the_module_moves(monkeypatch):
     assert stack._packed
     stack.to(torch.float64)
     assert not stack._packed
+
+
+def _casts_in_forward(stack: ProjectedLstmStack, length: int) -> int:
+    inputs, mask = torch.randn(2, length, 6), torch.ones(2, length, dtype=torch.bool)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            stack(inputs, mask)
+    return sum(event.count for event in prof.key_averages() if event.key == "aten::_to_copy")
+
+
+def test_autocast_casts_the_step_weights_once_not_per_step(monkeypatch):
+    monkeypatch.setattr(lstm_module, "_ONEDNN_MIN_BYTES", 2**62)  # the bmm path, as on a GPU
+    stack = make_stack().eval()
+    for parameter in stack.parameters():
+        parameter.requires_grad_(False)  # frozen, as in ELMo: autocast would not cache its casts
+    assert _casts_in_forward(stack, 40) == _casts_in_forward(stack, 10)
