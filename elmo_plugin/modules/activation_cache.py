@@ -1,7 +1,7 @@
 """Per-sentence cache of a frozen biLM's layers, so task epochs after the first skip the biLM."""
 
 import logging
-from typing import Callable, Dict, List
+from typing import Callable, Dict
 
 import torch
 
@@ -33,32 +33,46 @@ class ActivationCache:
 
     def layers(self, char_ids: torch.Tensor, compute: BiLmFunction) -> Dict[str, object]:
         """The biLM output for `char_ids` (batch, T, chars): cached sentences are looked up, the
-        rest run through `compute` as one smaller batch. Same format as `BiLm.forward`."""
+        rest run through `compute` as one smaller batch. Same format as `BiLm.forward`.
+
+        Host transfers are per batch, not per sentence: the keys come from one copy of the ids,
+        new entries from one copy of the computed layers, and the hits travel to the device as one
+        (pinned, on a GPU) tensor."""
         mask = (char_ids > 0).any(-1)
         lengths = mask.sum(-1).tolist()
-        keys = [
-            char_ids[row, :length].cpu().numpy().tobytes() for row, length in enumerate(lengths)
-        ]
+        host_ids = char_ids.cpu().numpy()
+        keys = [host_ids[row, :length].tobytes() for row, length in enumerate(lengths)]
         missing = [row for row, key in enumerate(keys) if key not in self._entries]
-        self.hits += len(keys) - len(missing)
+        hits = [row for row, key in enumerate(keys) if key in self._entries]
+        self.hits += len(hits)
         self.misses += len(missing)
-        computed: Dict[int, torch.Tensor] = {}
+        stacked = None
         if missing:
-            sub_ids = char_ids[missing]
-            sub_ids = sub_ids[:, : max(lengths[row] for row in missing)]
-            activations = torch.stack(compute(sub_ids)["activations"], dim=1)  # (n, layers, T, dim)
+            sub_ids = char_ids[missing][:, : max(lengths[row] for row in missing)]
+            activations = torch.stack(
+                compute(sub_ids)["activations"], dim=1
+            )  # (n, layers, T', dim)
+            n_layers, dim = activations.shape[1], activations.shape[-1]
+            stacked = activations.new_zeros((len(keys), n_layers, char_ids.shape[1], dim))
+            stacked[missing, :, : activations.shape[2]] = activations
+            host = activations.detach().cpu()
             for position, row in enumerate(missing):
-                entry = activations[position, :, : lengths[row]]
-                computed[row] = entry
-                self._store(keys[row], entry)
-        rows: List[torch.Tensor] = [
-            computed[row] if row in computed else self._entries[keys[row]].to(char_ids.device)
-            for row in range(len(keys))
-        ]
-        n_layers, dim = rows[0].shape[0], rows[0].shape[-1]
-        stacked = rows[0].new_zeros((len(rows), n_layers, char_ids.shape[1], dim))
-        for row, entry in enumerate(rows):
-            stacked[row, :, : entry.shape[1]] = entry
+                self._store(keys[row], host[position, :, : lengths[row]])
+        if hits:
+            first = self._entries[keys[hits[0]]]
+            longest = max(lengths[row] for row in hits)
+            found = first.new_zeros((len(hits), first.shape[0], longest, first.shape[-1]))
+            for position, row in enumerate(hits):
+                found[position, :, : lengths[row]] = self._entries[keys[row]]
+            if char_ids.device.type == "cuda":
+                found = found.pin_memory()
+            found = found.to(char_ids.device, non_blocking=True)
+            if stacked is None:
+                stacked = found.new_zeros(
+                    (len(keys), found.shape[1], char_ids.shape[1], found.shape[-1])
+                )
+            stacked[hits, :, :longest] = found
+        assert stacked is not None  # a batch has at least one row
         return {"activations": list(stacked.unbind(dim=1)), "mask": mask}
 
     def _store(self, key: bytes, entry: torch.Tensor) -> None:
@@ -71,5 +85,5 @@ class ActivationCache:
                 )
                 self._full_warned = True
             return
-        self._entries[key] = entry.detach().to("cpu", copy=True)
+        self._entries[key] = entry.clone()  # a CPU copy that owns its storage (not a batch view)
         self.bytes += size

@@ -87,3 +87,11 @@ def test_cached_and_uncached_training_give_the_same_losses(tmp_path, repo_root):
             for k in range(3)
         ]
     assert losses[True] == pytest.approx(losses[False], rel=1e-5)
+
+
+def test_cache_entries_are_cpu_copies_of_one_sentence(fixture_sentences):
+    elmo, _ = counting_elmo()
+    elmo(batch_to_ids(fixture_sentences[0][:5]))
+    for entry in elmo.cache._entries.values():
+        assert entry.device.type == "cpu"
+        assert entry.untyped_storage().nbytes() == entry.numel() * entry.element_size()
