@@ -42,8 +42,11 @@ def test_cached_layers_equal_uncached_under_reshuffling(fixture_sentences):
             torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
     assert calls == [] and cached.cache.hits == len(sentences)
     # a batch mixing new and cached sentences runs only the new ones through the biLM
-    cached(batch_to_ids([sentences[0], ["entirely", "new", "words"]]))
+    mixed = batch_to_ids([sentences[0], ["entirely", "new", "words"], sentences[4]])
+    got, expected = cached.bilm_layers(mixed), plain.bilm_layers(mixed)
     assert calls == [1]
+    for a, b in zip(got["activations"], expected["activations"]):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
 
 
 def test_cache_respects_its_memory_bound(fixture_sentences):
