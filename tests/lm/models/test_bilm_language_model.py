@@ -319,3 +319,14 @@ def test_export_of_a_model_whose_tensors_are_not_float32_cpu(tiny_run, tmp_path)
         assert weights["softmax/W"].shape == (len(lines), reference.shape[1])
         row = model.vocab.get_token_index(lines[5], model.lm_namespace)
         numpy.testing.assert_array_equal(weights["softmax/W"][5], reference[row].numpy())
+
+
+def test_full_softmax_never_sees_more_than_a_chunk_of_positions(monkeypatch):
+    model = _small_model(softmax_chunk_tokens=16).eval()
+    rows = []
+    original = model._full_softmax_nll
+    monkeypatch.setattr(
+        model, "_full_softmax_nll", lambda h, t: rows.append(h.shape[0]) or original(h, t)
+    )
+    model._nll_sum(torch.randn(100, 16), torch.randint(2, 300, (100,)))
+    assert rows == [16] * 6 + [4]  # logits of at most 16 x vocabulary floats at a time
