@@ -76,12 +76,6 @@ def takes_elmo_options(init: _Init) -> _Init:
     return init
 
 
-def elmo_options_doc() -> str:
-    """The `# Parameters` entries of `ElmoOptions`, for the docstrings of the components."""
-    doc = inspect.getdoc(ElmoOptions) or ""
-    return doc.split("# Parameters", 1)[1].strip("\n")
-
-
 def option_names() -> List[str]:
     return [field.name for field in dataclasses.fields(ElmoOptions)]
 
