@@ -3,8 +3,9 @@
 import contextlib
 import glob
 import gzip
+import io
 import os
-from typing import IO, Iterator, List, Union
+from typing import IO, BinaryIO, Iterator, List, Tuple, Union
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -49,8 +50,39 @@ def expand_paths(spec: PathLike) -> List[str]:
     return files
 
 
+def open_bytes(path: PathLike) -> BinaryIO:
+    """Open a file for reading bytes, gunzipping it when it starts with the gzip magic bytes;
+    a file that is not text (NUL bytes in its first 8 KiB) is a `FormatError` up front."""
+    try:
+        with open(path, "rb") as raw:
+            gzipped = raw.read(2) == b"\x1f\x8b"
+        handle = gzip.open(path, "rb") if gzipped else open(path, "rb")
+        sample = handle.read(8192)
+        handle.seek(0)
+    except (OSError, EOFError) as error:
+        raise FormatError(f"{path}: cannot read ({error})") from error
+    if b"\x00" in sample:
+        handle.close()
+        raise FormatError(f"{path}: looks like a binary file (NUL bytes), not text")
+    return handle  # type: ignore[return-value]
+
+
 def open_text(path: PathLike) -> IO[str]:
-    """Open a UTF-8 text file for reading, gunzipping it when it starts with the gzip magic bytes."""
-    with open(path, "rb") as raw:
-        gzipped = raw.read(2) == b"\x1f\x8b"
-    return gzip.open(path, "rt", encoding="utf-8") if gzipped else open(path, encoding="utf-8")
+    """`open_bytes` as UTF-8 text."""
+    return io.TextIOWrapper(open_bytes(path), encoding="utf-8")
+
+
+def numbered_lines(path: PathLike) -> Iterator[Tuple[int, str]]:
+    """`(line_number, text)` of a UTF-8 (possibly gzip) file; errors name the file and line."""
+    line_number = 0
+    with open_bytes(path) as handle:
+        try:
+            for line_number, raw in enumerate(handle, start=1):
+                try:
+                    yield line_number, raw.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    raise FormatError(
+                        f"{path}:{line_number}: not UTF-8 text ({error.reason})"
+                    ) from error
+        except (OSError, EOFError) as error:
+            raise FormatError(f"{path}:{line_number + 1}: read failed ({error})") from error

@@ -17,7 +17,11 @@
 4. **An exit hook for distributed runs.** AllenNLP's workers return without destroying their
    process group; with torch 2.x gloo can then abort the process at exit (SIGABRT) before the
    model is archived. The group is destroyed at exit.
-5. **`reduce_on_plateau`** is registered again over AllenNLP's (whose constructor passes the
+5. **ELMo placement contract.** `Model.from_params` is wrapped so that every model built from a
+   config or an archive is checked: ELMo at the output without the `elmo_plugin_output_elmo`
+   encoder, a wrapper without ELMo at the output, or widths that disagree are a
+   `ConfigurationError` at construction (`elmo_plugin.modules.placement_contract`).
+6. **`reduce_on_plateau`** is registered again over AllenNLP's (whose constructor passes the
    `verbose=` that torch >= 2.7 removed), in `elmo_plugin.training.reduce_on_plateau`.
 """
 
@@ -28,7 +32,7 @@ import torch
 import torch.distributed as dist
 
 from elmo_plugin.common.config_env import set_config_defaults
-from elmo_plugin.modules import regularization
+from elmo_plugin.modules import placement_contract, regularization
 
 _installed = False
 
@@ -49,7 +53,7 @@ def destroy_process_group() -> None:
 
 
 def install() -> None:
-    """Install hooks 1-4 (5 is a registration, done by importing the plugin); idempotent."""
+    """Install hooks 1-5 (6 is a registration, done by importing the plugin); idempotent."""
     global _installed
     if _installed:
         return
@@ -57,4 +61,5 @@ def install() -> None:
     set_config_defaults()
     allow_numpy_scalars_in_checkpoints()
     atexit.register(destroy_process_group)
+    placement_contract.install()
     _installed = True

@@ -34,3 +34,53 @@ def test_process_group_is_destroyed_at_exit():
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split() == ["initialised:", "True", "initialised", "at", "exit:", "False"]
+
+
+def _ner_model(placement: str, wrap: bool, elmo_dim: int = 32):
+    import json
+    import os
+
+    from _jsonnet import evaluate_snippet
+    from allennlp.common import Params
+    from allennlp.data import Vocabulary
+    from allennlp.models import Model
+
+    from tests.conftest import REPO_ROOT
+
+    elmo = {"placement": placement, "l2_coefficient": 0.0, "do_layer_norm": False, "dropout": 0.5}
+    config = f'(import "{REPO_ROOT}/training_config/conll2003_crf_tagger.libsonnet")(elmo={json.dumps(elmo)})'
+    model = json.loads(evaluate_snippet("ner", config, ext_vars=dict(os.environ)))["model"]
+    if not wrap and model["encoder"]["type"] == "elmo_plugin_output_elmo":
+        model["encoder"] = model["encoder"]["encoder"]
+        model["encoder"]["input_size"] += elmo_dim  # widths agree: ELMo_out would be input
+    elif wrap and model["encoder"]["type"] != "elmo_plugin_output_elmo":
+        model["encoder"] = {
+            "type": "elmo_plugin_output_elmo",
+            "encoder": model["encoder"],
+            "elmo_dim": 32,
+        }
+        model["encoder"]["encoder"]["input_size"] -= 32
+    elif wrap:
+        model["encoder"]["elmo_dim"] = elmo_dim
+        model["encoder"]["encoder"]["input_size"] += 32 - elmo_dim
+    vocab = Vocabulary(
+        {"tokens": {"a": 1}, "labels": {"U-PER": 1, "O": 1}, "token_characters": {"a": 1}}
+    )
+    return Model.from_params(vocab=vocab, params=Params(model))
+
+
+@pytest.mark.parametrize(
+    "placement,wrap,elmo_dim,message",
+    [
+        ("output", False, 32, "has no elmo_plugin_output_elmo encoder"),
+        ("both", False, 32, "has no elmo_plugin_output_elmo encoder"),
+        ("input", True, 32, "no elmo_plugin_placement embedder with placement 'output'"),
+        ("both", True, 16, "elmo_dim 16 but the biLM's ELMo vectors are 32 wide"),
+    ],
+)
+def test_placement_contract_is_checked_at_construction(placement, wrap, elmo_dim, message):
+    from allennlp.common.checks import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=message):
+        _ner_model(placement, wrap, elmo_dim)
+    _ner_model(placement, placement != "input")  # the shipped wiring builds

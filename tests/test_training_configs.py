@@ -1,6 +1,7 @@
 """Every shipped config parses, and the task configs carry the supplement's hyper-parameters."""
 
 import os
+import re
 
 import pytest
 from allennlp.common import Params
@@ -126,3 +127,114 @@ def test_ner_supplement_a7():
     )
     assert params["trainer"]["optimizer"] == {"type": "adam", "lr": 0.001}
     assert params["trainer"]["grad_norm"] == 5.0
+
+
+ELMO_SWITCHES = (
+    "elmo_placement",
+    "elmo_lambda",
+    "elmo_layer_norm",
+    "elmo_dropout",
+    "elmo_layers",
+    "elmo_gamma",
+)
+
+
+@pytest.mark.parametrize(
+    "config", [c for c in CONFIGS if c.name.endswith("_elmo.jsonnet")], ids=lambda p: p.name
+)
+def test_elmo_configs_have_every_switch_and_a_seed(config, tmp_path, monkeypatch):
+    text = config.read_text()
+    for switch in ELMO_SWITCHES:
+        assert f"local {switch} = " in text, switch
+    assert "5.5B" not in text  # the paper's biLM: the 1B Word Benchmark (Sec. 3.4)
+    # the switches reach the ELMo options: flip layers and gamma, and set the seed
+    flipped = text.replace('local elmo_layers = "all"', 'local elmo_layers = "top"').replace(
+        "local elmo_gamma = true", "local elmo_gamma = false"
+    )
+    (tmp_path / config.name).write_text(flipped)
+    for library in (REPO_ROOT / "training_config").glob("*.libsonnet"):
+        (tmp_path / library.name).write_text(library.read_text())
+    monkeypatch.setenv("SEED", "7")
+    params = Params.from_file(str(tmp_path / config.name)).as_dict()
+    model = params["model"]
+    options = model.get("elmo") or model["text_field_embedder"]
+    assert (options["layers"], options["gamma"]) == ("top", False)
+    assert (params["random_seed"], params["numpy_seed"], params["pytorch_seed"]) == (7, 7, 7)
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda path: path.name)
+def test_validation_batches_are_deterministic(config):
+    params = _params(config.name)
+    if config.name.startswith("bilm"):
+        return
+    loader = params.get("validation_data_loader")
+    assert loader is not None, "the training loader shuffles; validation needs its own"
+    sampler = loader.get("batch_sampler", loader)
+    assert sampler.get("shuffle") is False
+    assert sampler.get("type") != "bucket" or sampler.get("padding_noise") == 0.0
+
+
+def test_snli_supplement_a3():
+    params = _params("snli_esim_elmo.jsonnet")
+    model = params["model"]
+    assert params["trainer"]["grad_norm"] == 5.0
+    assert (model["type"], model["attention_dropout"], model["dropout"]) == (
+        "elmo_plugin_esim",
+        0.5,
+        0.5,
+    )
+    embedder = model["text_field_embedder"]
+    assert (embedder["placement"], embedder["do_layer_norm"], embedder["l2_coefficient"]) == (
+        "both",
+        True,
+        0.001,
+    )
+    baseline = _params("snli_esim.jsonnet")["model"]
+    assert "regularizer" not in baseline and "attention_dropout" not in baseline
+
+
+def test_snli_regulariser_reaches_exactly_the_recurrent_and_feedforward_matrices():
+    from allennlp.data import DatasetReader, Vocabulary
+    from allennlp.models import Model
+
+    params = Params.from_file(str(REPO_ROOT / "training_config" / "snli_esim_elmo.jsonnet"))
+    reader = DatasetReader.from_params(params.pop("dataset_reader"))
+    vocab = Vocabulary.from_instances(reader.read(params.pop("train_data_path")))
+    model_params = params.pop("model")
+    ((pattern, _),) = model_params.as_dict()["regularizer"]["regexes"]
+    model = Model.from_params(vocab=vocab, params=model_params)
+    regularised = {name for name, _ in model.named_parameters() if re.search(pattern, name)}
+    expected = {
+        f"{module}.{weight}"
+        for module in ("_encoder.encoder._module", "_inference_encoder._module")
+        for weight in (
+            "weight_ih_l0",
+            "weight_hh_l0",
+            "weight_ih_l0_reverse",
+            "weight_hh_l0_reverse",
+        )
+    } | {
+        "_projection_feedforward.1._linear_layers.0.weight",
+        "_output_feedforward._linear_layers.0.weight",
+        "_output_logit._linear_layers.0.weight",
+    }
+    assert regularised == expected
+    # and the attention dropout sits between the attention and the projection feed-forward
+    assert model._projection_feedforward[0].p == 0.5
+
+
+def test_sst_output_network_is_two_relu_layers_with_dropout():
+    for name in ("sst_bcn.jsonnet", "sst_bcn_elmo.jsonnet"):
+        output = _params(name)["model"]["output_layer"]
+        assert "pool_sizes" not in output  # not BCN's maxout
+        assert (output["hidden_dims"], output["activations"], output["dropout"]) == (
+            [1200, 600, 5],
+            ["relu", "relu", "linear"],
+            [0.2, 0.3, 0.0],
+        )
+
+
+def test_ner_early_stopping_decides():
+    trainer = _params("conll2003_crf_tagger_elmo.jsonnet")["trainer"]
+    assert (trainer["num_epochs"], trainer["patience"]) == (75, 25)
+    assert trainer["patience"] < trainer["num_epochs"]

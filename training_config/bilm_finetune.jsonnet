@@ -3,10 +3,12 @@
 // (SERIALIZATION_DIR/metrics_before_training.json) and after (metrics.json).
 // The paper's Table 7: SNLI 72.1 -> 16.8, CoNLL-2003 NER 103.2 -> 46.3, SST-5 131.5 -> 78.6 dev ppl.
 //
-// Start: BILM_PRETRAINED_ARCHIVE (a model.tar.gz of elmo_plugin_bilm: biLM and softmax), or
+// Start: BILM_PRETRAINED_ARCHIVE (a model.tar.gz of elmo_plugin_bilm: biLM, softmax and, from a run
+// with the elmo_plugin_optimizer_state callback, the optimizer state, which continues here), or
 // ELMO_OPTIONS_FILE + ELMO_WEIGHT_FILE with BILM_VOCAB (files of `allennlp elmo-export`, like the
 // shipped small biLM, carry the softmax too; original bilm-tf files do not, and their softmax
-// starts fresh; without BILM_VOCAB the vocabulary is built from the task text).
+// starts fresh, and then no "before" perplexity is reported: it would measure a random softmax;
+// without BILM_VOCAB the vocabulary is built from the task text).
 // Task text: FINETUNE_TRAIN / FINETUNE_DEV, FORMAT::PATH (default: CoNLL-2003 train / dev text).
 // Run: allennlp train training_config/bilm_finetune.jsonnet -s out/bilm_ner --include-package elmo_plugin
 local archive = std.extVar("BILM_PRETRAINED_ARCHIVE");
@@ -41,7 +43,12 @@ local vocab_file = std.extVar("BILM_VOCAB");
     grad_norm: 10.0,
     num_epochs: 1,
     validation_metric: "-perplexity",
-    callbacks: [{ type: "elmo_plugin_validate_before_training" }],
+    callbacks: [
+      { type: "elmo_plugin_validate_before_training" },
+      // Adagrad's accumulators continue from the archive's, as bilm-tf's restart does
+      { type: "elmo_plugin_optimizer_state", [if archive != "" then "from_archive"]: archive },
+    ],
     checkpointer: { type: "elmo_plugin_safe" },
   },
+  include_in_archive: ["optimizer_state.th"],
 }

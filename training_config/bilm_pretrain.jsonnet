@@ -48,5 +48,8 @@ local vocab_file = std.extVar("BILM_VOCAB");
     num_epochs: 10,
     validation_metric: "-perplexity",
     checkpointer: { type: "elmo_plugin_safe", keep_most_recent_by_count: 2 },
+    // the optimizer state goes into model.tar.gz, for fine-tuning (bilm_finetune.jsonnet)
+    callbacks: [{ type: "elmo_plugin_optimizer_state" }],
   },
+  include_in_archive: ["optimizer_state.th"],
 }

@@ -46,5 +46,8 @@ local num_epochs = 4;
     num_epochs: num_epochs,
     validation_metric: "-perplexity",
     checkpointer: { type: "elmo_plugin_safe", keep_most_recent_by_count: 1 },
+    // the optimizer state goes into model.tar.gz, for fine-tuning (bilm_finetune.jsonnet)
+    callbacks: [{ type: "elmo_plugin_optimizer_state" }],
   },
+  include_in_archive: ["optimizer_state.th"],
 }

@@ -3,4 +3,7 @@
 // Run: allennlp train training_config/conll2003_crf_tagger.jsonnet -s out/ner_base --include-package elmo_plugin
 local tagger = import "conll2003_crf_tagger.libsonnet";
 
-tagger(elmo=null)
+// The run's seed (all three of AllenNLP's seeds); another seed: SEED=2 allennlp train ...
+local seed = std.parseInt(std.extVar("SEED"));
+
+tagger(elmo=null, seed=seed)

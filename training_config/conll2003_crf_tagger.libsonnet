@@ -5,9 +5,10 @@
 //
 // Data: CONLL2003_TRAIN / CONLL2003_DEV / CONLL2003_TEST (default: ../shared/data/conll2003).
 // Word vectors: WORD_VECTORS (GloVe/Senna file) or empty = trained from scratch.
+local common = import "common.libsonnet";
 local elmo_lib = import "elmo.libsonnet";
 
-function(elmo=null)
+function(elmo=null, seed=13370)
   local word_vectors = std.extVar("WORD_VECTORS");
   local word_dim = 50;
   local char_filters = 128;
@@ -32,7 +33,7 @@ function(elmo=null)
     hidden_sizes: [200, 100],
     dropout: 0.5,
   };
-  {
+  common.seeds(seed) + {
     dataset_reader: {
       type: "elmo_plugin_conll2003",
       tag_label: "ner",
@@ -52,16 +53,19 @@ function(elmo=null)
       constrain_crf_decoding: true,
       calculate_span_f1: true,
       include_start_end_transitions: false,
-      text_field_embedder: elmo_lib.embedder(token_embedders, elmo),
+      // the encoder's variational input dropout drops ELMo at the input
+      text_field_embedder: elmo_lib.embedder(token_embedders, elmo, dropped_by_model=["input"]),
       encoder: elmo_lib.encoder(lstm, elmo),
     },
     data_loader: { batch_sampler: { type: "bucket", batch_size: 64 } },
+    validation_data_loader: common.validation_loader(64),
     trainer: {
       optimizer: { type: "adam", lr: 0.001 },
       validation_metric: "+f1-measure-overall",
-      num_epochs: 10,
-      grad_norm: 5.0,
+      // early stopping on dev decides (allennlp-models: 75 / 25); shorter: --overrides '{"trainer.num_epochs": 10}'
+      num_epochs: 75,
       patience: 25,
+      grad_norm: 5.0,
       checkpointer: { type: "elmo_plugin_safe" },
     },
   }

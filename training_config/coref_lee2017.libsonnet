@@ -10,9 +10,10 @@
 // Data: COREF_TRAIN / COREF_DEV / COREF_TEST, a *gold_conll file or a directory of them
 // (default: the format sample, as OntoNotes is not on these machines).
 // Word vectors: WORD_VECTORS (300-d GloVe) or empty = trained from scratch.
+local common = import "common.libsonnet";
 local elmo_lib = import "elmo.libsonnet";
 
-function(elmo=null)
+function(elmo=null, seed=13370)
   local word_vectors = std.extVar("WORD_VECTORS");
   local word_dim = 300;
   local char_dim = 3 * 50;
@@ -44,7 +45,7 @@ function(elmo=null)
     bidirectional: true,
   };
   local ffnn(input_dim) = { input_dim: input_dim, num_layers: 2, hidden_dims: 150, activations: "relu", dropout: 0.2 };
-  {
+  common.seeds(seed) + {
     dataset_reader: {
       type: "elmo_plugin_coref",
       max_span_width: 10,
@@ -59,7 +60,8 @@ function(elmo=null)
     evaluate_on_test: true,
     model: {
       type: "elmo_plugin_coref",
-      text_field_embedder: elmo_lib.embedder(token_embedders, elmo),
+      // lexical_dropout (A.6's 50% on ELMo) drops ELMo at the input and (riding along) at the output
+      text_field_embedder: elmo_lib.embedder(token_embedders, elmo, dropped_by_model=["input", "output"]),
       context_layer: elmo_lib.encoder(lstm, elmo),
       mention_feedforward: ffnn(span_dim),
       // [g_i; g_j; g_i * g_j; distance; same speaker; genre]

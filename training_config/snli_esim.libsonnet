@@ -1,11 +1,13 @@
 // SNLI ESIM (Chen et al. 2017) as in Peters et al. 2018, Supplement A.3, with or without ELMo.
-// `elmo` is null (baseline) or {placement, lambda, layer_norm, dropout}; the paper's best: ELMo at
-// the input and output of the encoder, layer norm, lambda = 0.001, plus L2 1e-4 on the task weights.
+// `elmo` is null (baseline) or the ELMo settings (see elmo.libsonnet); the paper's best: ELMo at the
+// input and output of the encoder, layer norm, lambda = 0.001, plus L2 1e-4 on the recurrent and
+// feed-forward weight matrices and 50% dropout after the attention layer. `seed`: all three seeds.
 // Data: SNLI_TRAIN / SNLI_DEV / SNLI_TEST (jsonl; default: the format sample, SNLI train is not here).
 // Word vectors: WORD_VECTORS (300-d GloVe, kept fixed) or empty = 300-d trained from scratch.
+local common = import "common.libsonnet";
 local elmo_lib = import "elmo.libsonnet";
 
-function(elmo=null)
+function(elmo=null, seed=13370)
   local word_vectors = std.extVar("WORD_VECTORS");
   local dim = 300;
   local elmo_dim = elmo_lib.dim(elmo);
@@ -21,7 +23,7 @@ function(elmo=null)
   };
   local lstm = { type: "lstm", input_size: dim + (if elmo_in then elmo_dim else 0), hidden_size: dim, num_layers: 1, bidirectional: true };
   local encoded = 2 * dim + (if elmo_out then elmo_dim else 0);
-  {
+  common.seeds(seed) + {
     dataset_reader: {
       type: "elmo_plugin_snli",
       token_indexers: elmo_lib.indexers({ tokens: { type: "single_id", lowercase_tokens: false } }, elmo),
@@ -31,9 +33,10 @@ function(elmo=null)
     test_data_path: std.extVar("SNLI_TEST"),
     evaluate_on_test: true,
     model: {
-      type: "esim",
+      type: "elmo_plugin_esim",
       dropout: 0.5,  // variational (locked) dropout, as in ESIM
-      text_field_embedder: elmo_lib.embedder(token_embedders, elmo),
+      // ESIM's variational dropout on the LSTM input drops ELMo at the input and (riding along) at the output
+      text_field_embedder: elmo_lib.embedder(token_embedders, elmo, dropped_by_model=["input", "output"]),
       encoder: elmo_lib.encoder(lstm, elmo),
       matrix_attention: { type: "dot_product" },
       projection_feedforward: { input_dim: 4 * encoded, hidden_dims: dim, num_layers: 1, activations: "relu" },
@@ -50,16 +53,21 @@ function(elmo=null)
           [".*bias_hh.*", { type: "lstm_hidden_bias" }],
         ],
       },
-      [if elmo != null then "regularizer"]: { regexes: [["^(?!.*bilm).*weight$", { type: "l2", alpha: 0.0001 }]] },
+      // A.3, ELMo model only: 50% dropout after the attention layer; L2 1e-4 on the recurrent
+      // (LSTM weight_ih / weight_hh) and feed-forward weight matrices, not on embeddings, biases,
+      // the biLM or the ELMo mixes
+      [if elmo != null then "attention_dropout"]: 0.5,
+      [if elmo != null then "regularizer"]: { regexes: [[@"^(?!_text_field_embedder\.).*\.(weight_[ih]h_l\d+(_reverse)?|_linear_layers\.\d+\.weight)$", { type: "l2", alpha: 0.0001 }]] },
     },
     data_loader: { batch_sampler: { type: "bucket", batch_size: 32 } },
+    validation_data_loader: common.validation_loader(32),
     trainer: {
       optimizer: { type: "adam", lr: 0.0004 },
       learning_rate_scheduler: { type: "reduce_on_plateau", factor: 0.5, mode: "max", patience: 0 },
       validation_metric: "+accuracy",
       num_epochs: 75,
       patience: 5,
-      grad_norm: 10.0,
+      grad_norm: 5.0,
       checkpointer: { type: "elmo_plugin_safe" },
     },
   }

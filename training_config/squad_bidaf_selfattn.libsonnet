@@ -8,9 +8,10 @@
 // Data: SQUAD_TRAIN / SQUAD_DEV, SQuAD 1.1 json (default: the format sample for training, as the
 // training set is not on these machines, and the bundled dev set).
 // Word vectors: WORD_VECTORS (300-d GloVe) or empty = trained from scratch.
+local common = import "common.libsonnet";
 local elmo_lib = import "elmo.libsonnet";
 
-function(elmo=null)
+function(elmo=null, seed=13370)
   local word_vectors = std.extVar("WORD_VECTORS");
   local word_dim = 300;
   local char_filters = 100;
@@ -35,7 +36,7 @@ function(elmo=null)
     },
   };
   local bigru(input_size) = { type: "gru", input_size: input_size, hidden_size: gru, num_layers: 1, bidirectional: true };
-  {
+  common.seeds(seed) + {
     dataset_reader: { type: "elmo_plugin_squad", token_indexers: indexers, passage_length_limit: 400, question_length_limit: 50 },
     // evaluation: every question whose answer text is in the passage, whole passages
     validation_dataset_reader: { type: "elmo_plugin_squad", token_indexers: indexers, skip_unmappable: false },
@@ -43,7 +44,8 @@ function(elmo=null)
     validation_data_path: std.extVar("SQUAD_DEV"),
     model: {
       type: "elmo_plugin_bidaf_self_attention",
-      text_field_embedder: elmo_lib.embedder(token_embedders, elmo),
+      // the model's variational dropout before the GRU drops ELMo at the input and (riding along) at the output
+      text_field_embedder: elmo_lib.embedder(token_embedders, elmo, dropped_by_model=["input", "output"]),
       phrase_layer: elmo_lib.encoder(bigru(word_dim + char_filters + (if elmo_lib.at_input(elmo) then elmo_dim else 0)), elmo),
       residual_encoder: bigru(hidden),
       span_start_encoder: bigru(hidden),
@@ -53,7 +55,7 @@ function(elmo=null)
       max_span_length: 17,
     },
     data_loader: { batch_sampler: { type: "bucket", batch_size: 45 } },
-    validation_data_loader: { batch_sampler: { type: "bucket", batch_size: 45, shuffle: false } },
+    validation_data_loader: common.validation_loader(45),
     trainer: {
       optimizer: { type: "adadelta", lr: 1.0 },
       moving_average: { type: "exponential", decay: 0.999 },

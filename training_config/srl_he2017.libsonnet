@@ -7,10 +7,11 @@
 // Data: SRL_TRAIN / SRL_DEV / SRL_TEST, a *gold_conll file or a directory of them (OntoNotes 5.0,
 // CoNLL-2012 split; default: the format sample, as OntoNotes is not on these machines).
 // Word vectors: WORD_VECTORS (100-d GloVe) or empty = trained from scratch.
+local common = import "common.libsonnet";
 local elmo_lib = import "elmo.libsonnet";
 
 // `hidden_size` / `num_layers` shrink the encoder for tests.
-function(elmo=null, hidden_size=300, num_layers=8)
+function(elmo=null, seed=13370, hidden_size=300, num_layers=8)
   local word_vectors = std.extVar("WORD_VECTORS");
   local word_dim = 100;
   local predicate_dim = 100;
@@ -30,7 +31,7 @@ function(elmo=null, hidden_size=300, num_layers=8)
     recurrent_dropout_probability: 0.1,
     use_highway: true,
   };
-  {
+  common.seeds(seed) + {
     dataset_reader: {
       type: "elmo_plugin_srl",
       token_indexers: elmo_lib.indexers({ tokens: { type: "single_id", lowercase_tokens: true } }, elmo),
@@ -48,6 +49,7 @@ function(elmo=null, hidden_size=300, num_layers=8)
       initializer: { regexes: [["tag_projection_layer.*weight", { type: "orthogonal" }]] },
     },
     data_loader: { batch_sampler: { type: "bucket", batch_size: 80 } },
+    validation_data_loader: common.validation_loader(80),
     trainer: {
       optimizer: { type: "adadelta", lr: 1.0, rho: 0.95, eps: 1e-6 },
       grad_clipping: 1.0,

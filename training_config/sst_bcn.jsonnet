@@ -2,4 +2,7 @@
 // Run: allennlp train training_config/sst_bcn.jsonnet -s out/sst_base --include-package elmo_plugin
 local bcn = import "sst_bcn.libsonnet";
 
-bcn(elmo=null)
+// The run's seed (all three of AllenNLP's seeds); another seed: SEED=2 allennlp train ...
+local seed = std.parseInt(std.extVar("SEED"));
+
+bcn(elmo=null, seed=seed)

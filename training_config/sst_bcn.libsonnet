@@ -1,11 +1,14 @@
 // SST-5 BCN (McCann et al. 2017) as in Peters et al. 2018, Supplement A.8, with or without ELMo.
-// `elmo` is null (baseline) or {placement, lambda, layer_norm, dropout}; the paper: ELMo at the
-// input and the output (after the integrator), lambda = 0.001. Training on phrases of 4+ tokens,
+// `elmo` is null (baseline) or the ELMo settings (see elmo.libsonnet); the paper: ELMo at the
+// input and the output (after the integrator), lambda = 0.001. BCN's maxout output network is
+// replaced, as in A.8, by two ReLU layers with dropout (then a linear layer to the 5 classes).
+// `seed`: all three seeds. Training on phrases of 4+ tokens,
 // evaluation on whole sentences. Data: SST_TRAIN / SST_DEV / SST_TEST (default ../shared/data/sst).
 // Word vectors: WORD_VECTORS (300-d GloVe, fixed) or empty = trained from scratch.
+local common = import "common.libsonnet";
 local elmo_lib = import "elmo.libsonnet";
 
-function(elmo=null)
+function(elmo=null, seed=13370)
   local word_vectors = std.extVar("WORD_VECTORS");
   local dim = 300;
   local elmo_dim = elmo_lib.dim(elmo);
@@ -13,7 +16,7 @@ function(elmo=null)
   local elmo_out = elmo_lib.at_output(elmo);
   local indexers = elmo_lib.indexers({ tokens: { type: "single_id", lowercase_tokens: true } }, elmo);
   local integrated = 2 * dim + (if elmo_out then elmo_dim else 0);
-  {
+  common.seeds(seed) + {
     dataset_reader: { type: "elmo_plugin_sst", granularity: "5-class", use_subtrees: true, min_phrase_length: 4, token_indexers: indexers },
     validation_dataset_reader: { type: "elmo_plugin_sst", granularity: "5-class", use_subtrees: false, token_indexers: indexers },
     train_data_path: std.extVar("SST_TRAIN"),
@@ -37,11 +40,12 @@ function(elmo=null)
       encoder: { type: "lstm", input_size: dim, hidden_size: dim, num_layers: 1, bidirectional: true },
       integrator: { type: "lstm", input_size: 6 * dim, hidden_size: dim, num_layers: 1, bidirectional: true },
       integrator_dropout: 0.1,
-      output_layer: { input_dim: 4 * integrated, num_layers: 3, output_dims: [1200, 600, 5], pool_sizes: 4, dropout: [0.2, 0.3, 0.0] },
+      output_layer: { input_dim: 4 * integrated, num_layers: 3, hidden_dims: [1200, 600, 5], activations: ["relu", "relu", "linear"], dropout: [0.2, 0.3, 0.0] },
       [if elmo != null then "elmo_placement"]: elmo.placement,
       [if elmo != null then "elmo"]: elmo_lib.options(elmo),
     },
     data_loader: { batch_sampler: { type: "bucket", batch_size: 32 } },
+    validation_data_loader: common.validation_loader(32),
     trainer: {
       optimizer: { type: "adam", lr: 0.0001 },
       validation_metric: "+accuracy",

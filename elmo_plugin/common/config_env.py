@@ -82,6 +82,7 @@ def config_defaults() -> Dict[str, str]:
         "WORD_VECTORS": "",  # pretrained word vectors (GloVe/Senna); empty = trained from scratch
         "BILM_VOCAB": "",  # a bilm-tf vocab.txt; empty = built from BILM_TRAIN
         "BILM_PRETRAINED_ARCHIVE": "",  # a model.tar.gz to fine-tune from
+        "SEED": "13370",  # the task configs' `seed` (AllenNLP's random, numpy and torch seeds)
     }
     data = data_dir()
     if data is not None:

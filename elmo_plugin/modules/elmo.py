@@ -1,6 +1,6 @@
 """ELMo representations: one biLM pass, any number of independent Eq. (1) mixes."""
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 from allennlp.common.checks import ConfigurationError
@@ -25,15 +25,22 @@ class ElmoRepresentations(nn.Module):
         Independent mixes, e.g. 2 for ELMo at the input and the output of a task encoder.
     bilm : `BiLm`, optional
         A biLM already in memory, instead of the files named by `options`.
+    dropped_by_model : `Sequence[int]`, optional
+        Indices of the mixes whose vectors the task model drops with its own dropout: they skip
+        `options.dropout`, so that every ELMo vector is dropped once.
     """
 
     def __init__(
-        self, options: ElmoOptions, num_output_representations: int = 1, bilm: Optional[BiLm] = None
+        self,
+        options: ElmoOptions,
+        num_output_representations: int = 1,
+        bilm: Optional[BiLm] = None,
+        dropped_by_model: Sequence[int] = (),
     ) -> None:
         super().__init__()
         if bilm is None:
             bilm = load_bilm(options.options_file, options.weight_file, options.archive_file)
-        mix_parameters = options.scalar_mix_parameters
+        mix_parameters = options.initial_weights(bilm.num_layers)
         if mix_parameters is not None and len(mix_parameters) != bilm.num_layers:
             raise ConfigurationError(
                 f"scalar_mix_parameters has {len(mix_parameters)} values but the biLM has {bilm.num_layers} layers"
@@ -49,10 +56,18 @@ class ElmoRepresentations(nn.Module):
                 l2_coefficient=options.l2_coefficient,
                 initial_scalar_parameters=mix_parameters,
                 trainable=mix_parameters is None,
+                trainable_gamma=options.gamma,
             )
             for _ in range(num_output_representations)
         )
-        self.dropout = nn.Dropout(options.dropout)
+        if not set(dropped_by_model) <= set(range(num_output_representations)):
+            raise ConfigurationError(
+                f"dropped_by_model {list(dropped_by_model)} names a mix outside 0..{num_output_representations - 1}"
+            )
+        self.dropouts = nn.ModuleList(
+            nn.Dropout(0.0 if index in dropped_by_model else options.dropout)
+            for index in range(num_output_representations)
+        )
         use_cache = options.cache_activations and not options.requires_grad
         self.cache = ActivationCache(options.cache_size_mb) if use_cache else None
 
@@ -75,7 +90,10 @@ class ElmoRepresentations(nn.Module):
 
     def mix(self, layers: List[torch.Tensor], mask: torch.Tensor) -> List[torch.Tensor]:
         """Apply every scalar mix and dropout to precomputed biLM `layers`."""
-        return [self.dropout(scalar_mix(layers, mask)) for scalar_mix in self.scalar_mixes]
+        return [
+            dropout(scalar_mix(layers, mask))
+            for scalar_mix, dropout in zip(self.scalar_mixes, self.dropouts)
+        ]
 
     def forward(self, char_ids: torch.Tensor) -> Dict[str, Any]:
         """`char_ids` (batch, T, 50) -> `{"elmo_representations": [(batch, T, dim)] * n, "mask"}`."""

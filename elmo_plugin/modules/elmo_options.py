@@ -10,8 +10,13 @@ import inspect
 from typing import Any, Callable, List, Optional, TypeVar
 
 from allennlp.common import FromParams
+from allennlp.common.checks import ConfigurationError
 
 _Init = TypeVar("_Init", bound=Callable[..., None])
+
+LAYER_MODES = ("all", "top")
+# softmax([TOP_ONLY_WEIGHT, ..., 0]) is exactly one-hot on the top layer in float32 and bfloat16
+TOP_ONLY_WEIGHT = -9e10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,9 +39,14 @@ class ElmoOptions(FromParams):
     l2_coefficient : `float`, optional (default = `0.0`)
         The paper's `lambda` in `lambda * ||w||^2` on the raw mixing weights, added to the
         training loss by the Trainer (see `elmo_plugin.hooks`).
+    layers : `str`, optional (default = `"all"`)
+        Eq. (1) over `"all"` biLM layers with trained weights `s`, or the `"top"` layer only
+        (Table 2's "last only"; no `s` to train, so no `lambda` penalty).
+    gamma : `bool`, optional (default = `True`)
+        Train the scale `gamma`; `False` fixes it at 1 (Supplement A.2's "no gamma").
     scalar_mix_parameters : `List[float]`, optional
-        Fixed raw mixing weights (then not trained, nor is `gamma`), e.g. `[-9e10, -9e10, 1]`
-        for the top layer only.
+        Fixed raw mixing weights `w` (then not trained; `gamma` still follows `gamma`), e.g.
+        `[1, 0, 0]`; only with `layers` "all".
     requires_grad : `bool`, optional (default = `False`)
         Fine-tune the biLM with the task (frozen by default, as in the paper).
     cache_activations : `bool`, optional (default = `True`)
@@ -53,10 +63,28 @@ class ElmoOptions(FromParams):
     do_layer_norm: bool = False
     dropout: float = 0.5
     l2_coefficient: float = 0.0
+    layers: str = "all"
+    gamma: bool = True
     scalar_mix_parameters: Optional[List[float]] = None
     requires_grad: bool = False
     cache_activations: bool = True
     cache_size_mb: float = 2048.0
+
+    def __post_init__(self) -> None:
+        if self.layers not in LAYER_MODES:
+            raise ConfigurationError(f"layers must be one of {LAYER_MODES}, got {self.layers!r}")
+        if self.layers == "top" and self.scalar_mix_parameters is not None:
+            raise ConfigurationError(
+                'scalar_mix_parameters fixes the mix itself; use it with layers "all"'
+            )
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigurationError(f"dropout must be in [0, 1), got {self.dropout}")
+
+    def initial_weights(self, num_layers: int) -> Optional[List[float]]:
+        """The fixed raw weights `w` for `num_layers` biLM layers, or None when `w` is trained."""
+        if self.layers == "top":
+            return [TOP_ONLY_WEIGHT] * (num_layers - 1) + [0.0]
+        return self.scalar_mix_parameters
 
 
 def takes_elmo_options(init: _Init) -> _Init:

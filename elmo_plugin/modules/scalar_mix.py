@@ -24,7 +24,10 @@ class ElmoScalarMix(ScalarMix):
     initial_scalar_parameters : `List[float]`, optional
         Starting raw weights `w` (before the softmax); zeros (equal weights) by default.
     trainable : `bool`, optional (default = `True`)
-        `False` fixes `w` and `gamma` (e.g. top layer only: `[-inf, ..., 0]` or `[0, 0, 1]`).
+        Train `w`; `False` keeps `initial_scalar_parameters` (e.g. `[-9e10, -9e10, 0]`: top layer
+        only).
+    trainable_gamma : `bool`, optional (default = `True`)
+        Train `gamma`; `False` fixes it at 1 (Supplement A.2's "no gamma").
     """
 
     def __init__(
@@ -34,6 +37,7 @@ class ElmoScalarMix(ScalarMix):
         l2_coefficient: float = 0.0,
         initial_scalar_parameters: Optional[List[float]] = None,
         trainable: bool = True,
+        trainable_gamma: bool = True,
     ) -> None:
         super().__init__(
             mixture_size,
@@ -41,6 +45,7 @@ class ElmoScalarMix(ScalarMix):
             initial_scalar_parameters=initial_scalar_parameters,
             trainable=trainable,
         )
+        self.gamma.requires_grad_(trainable_gamma)
         if l2_coefficient < 0:
             raise ValueError(f"l2_coefficient (lambda) must be >= 0, got {l2_coefficient}")
         self.l2_coefficient = l2_coefficient

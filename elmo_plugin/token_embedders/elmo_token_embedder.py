@@ -22,7 +22,7 @@ class ElmoPluginTokenEmbedder(TokenEmbedder):
 
     The ELMo options (`elmo_plugin.modules.elmo_options.ElmoOptions`), as keys of this embedder:
     `options_file`, `weight_file`, `archive_file`, `do_layer_norm`, `dropout`, `l2_coefficient`,
-    `scalar_mix_parameters`, `requires_grad`, `cache_activations`, `cache_size_mb`.
+    `layers`, `gamma`, `scalar_mix_parameters`, `requires_grad`, `cache_activations`, `cache_size_mb`.
     """
 
     @takes_elmo_options

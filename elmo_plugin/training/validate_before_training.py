@@ -17,7 +17,8 @@ class ValidateBeforeTraining(TrainerCallback):
     """Runs one validation pass before training starts and writes the model's metrics (e.g. the
     biLM's dev `perplexity`) to `SERIALIZATION_DIR/metrics_before_training.json`, so a domain
     fine-tuning run reports dev perplexity before and after (the "after" is in `metrics.json`).
-    Skipped when resuming a run that already has the file.
+    Skipped when resuming a run that already has the file, and for a biLM whose softmax starts
+    fresh (published bilm-tf files carry none): its perplexity would measure a random softmax.
 
     Registered as a `TrainerCallback` with name "elmo_plugin_validate_before_training".
     """
@@ -26,6 +27,12 @@ class ValidateBeforeTraining(TrainerCallback):
         super().on_start(trainer, is_primary=is_primary, **kwargs)
         path = os.path.join(self.serialization_dir, OUTPUT_NAME)
         if os.path.exists(path) or trainer._validation_data_loader is None:
+            return
+        if not getattr(trainer.model, "softmax_pretrained", True):
+            logger.warning(
+                "No perplexity before training: the biLM's softmax starts fresh (bilm-tf files "
+                "carry none), so it would measure a random softmax, not the pretrained biLM"
+            )
             return
         loss, _, batches = trainer._validation_loss(epoch=-1)
         metrics = {f"validation_{k}": v for k, v in trainer.model.get_metrics(reset=True).items()}

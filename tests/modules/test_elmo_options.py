@@ -38,7 +38,7 @@ def test_options_reach_the_mixes_and_unknown_ones_are_named():
     )
     mix = embedder.elmo.scalar_mixes[0]
     assert (
-        embedder.elmo.dropout.p == 0.25
+        embedder.elmo.dropouts[0].p == 0.25
         and mix.l2_coefficient == 0.5
         and mix.do_layer_norm
         and embedder.elmo.cache is None

@@ -1,10 +1,9 @@
 """A streaming reader of language-model corpora for biLM pretraining and domain fine-tuning."""
 
 import functools
-import gzip
 import logging
 import re
-from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from allennlp.data import DatasetReader, Instance, Token
 from allennlp.data.fields import TextField
@@ -14,7 +13,7 @@ from allennlp.data.token_indexers import (
     TokenIndexer,
 )
 
-from elmo_bilm.files import FormatError, expand_paths
+from elmo_bilm.files import FormatError, expand_paths, numbered_lines
 from elmo_bilm.vocab import BOS, EOS
 from elmo_plugin.data.conll2003 import conll2003_sentences
 from elmo_plugin.data.tokenizers.sentence_tokenizer import SentenceTokenizer
@@ -46,38 +45,6 @@ def corpus_files(
     return files
 
 
-def _open_binary(path: str) -> BinaryIO:
-    """Open a (possibly gzip) file, refusing binary (non-text) content up front."""
-    try:
-        with open(path, "rb") as raw:
-            head = raw.read(2)
-        handle = gzip.open(path, "rb") if head == b"\x1f\x8b" else open(path, "rb")
-        sample = handle.read(8192)
-        handle.seek(0)
-    except (OSError, EOFError) as error:
-        raise FormatError(f"{path}: cannot read corpus file ({error})") from error
-    if b"\x00" in sample:
-        handle.close()
-        raise FormatError(f"{path}: looks like a binary file (NUL bytes), not a text corpus")
-    return handle
-
-
-def _lines(path: str) -> Iterator[Tuple[int, str]]:
-    """`(line_number, text)` of a UTF-8 file; errors name the file and line."""
-    line_number = 0
-    with _open_binary(path) as handle:
-        try:
-            for line_number, raw in enumerate(handle, start=1):
-                try:
-                    yield line_number, raw.decode("utf-8")
-                except UnicodeDecodeError as error:
-                    raise FormatError(
-                        f"{path}:{line_number}: not UTF-8 text ({error.reason})"
-                    ) from error
-        except (OSError, EOFError) as error:
-            raise FormatError(f"{path}:{line_number + 1}: read failed ({error})") from error
-
-
 _PTB_LEAF = re.compile(r"\([^\s()]+ ([^\s()]+)\)")
 
 
@@ -100,7 +67,7 @@ def read_sentences(path: str, corpus_format: str) -> Iterator[List[str]]:
         for sentence in conll2003_sentences(path):
             yield [fields[0] for _, fields in sentence]
         return
-    for line_number, line in _lines(path):
+    for line_number, line in numbered_lines(path):
         stripped = line.strip()
         if not stripped:
             continue

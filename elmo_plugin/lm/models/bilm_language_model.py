@@ -122,10 +122,15 @@ class BiLmLanguageModel(Model):
             num_samples or max(1, num_words - 1),
             use_character_inputs=False,
         )
+        # whether the softmax was pretrained with the biLM (a perplexity before training means something)
+        self.softmax_pretrained = False
         if pretrained_softmax is not None:
             self.softmax.load_state_dict(pretrained_softmax)
+            self.softmax_pretrained = True
         elif pretrained_weight_file is not None and pretrained_vocab_file is not None:
-            self._load_exported_softmax(pretrained_weight_file, pretrained_vocab_file)
+            self.softmax_pretrained = self._load_exported_softmax(
+                pretrained_weight_file, pretrained_vocab_file
+            )
         self.output_dropout = torch.nn.Dropout(dropout)
         padding_column = torch.zeros(num_words, dtype=torch.bool)
         padding_column[0] = vocab._padding_token in vocab.get_token_to_index_vocabulary(
@@ -137,12 +142,13 @@ class BiLmLanguageModel(Model):
         # running sums on the model's device (no host sync per batch): forward nll, backward nll, targets
         self.register_buffer("_totals", torch.zeros(3, dtype=torch.float64), persistent=False)
 
-    def _load_exported_softmax(self, weight_file: str, vocab_file: str) -> None:
-        """Copy the rows of an exported softmax for every token of this vocabulary it knows."""
+    def _load_exported_softmax(self, weight_file: str, vocab_file: str) -> bool:
+        """Copy the rows of an exported softmax for every token of this vocabulary it knows;
+        False when the file has no softmax (published bilm-tf weights)."""
         exported = read_softmax(weight_file)
         if exported is None:
             logger.info("%s has no softmax: it starts fresh", weight_file)
-            return
+            return False
         weight, bias = exported
         lines = read_vocab_file(vocab_file)
         if len(lines) != weight.shape[0]:
@@ -165,6 +171,7 @@ class BiLmLanguageModel(Model):
             found,
             self.softmax.softmax_w.shape[0],
         )
+        return found > 0
 
     def _full_softmax_nll(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         logits = torch.addmm(self.softmax.softmax_b, hidden, self.softmax.softmax_w.t())

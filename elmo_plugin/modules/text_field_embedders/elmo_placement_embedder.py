@@ -1,6 +1,6 @@
 """ELMo at the input, the output, or both of a task encoder, for any TextFieldEmbedder -> Seq2SeqEncoder model."""
 
-from typing import Dict
+from typing import Dict, List, Optional
 
 import torch
 from allennlp.common.checks import ConfigurationError
@@ -36,9 +36,14 @@ class ElmoPlacementEmbedder(TextFieldEmbedder):
         `"input"`, `"output"` or `"both"`.
     elmo_key : `str`, optional (default = `"elmo"`)
         The `elmo_characters` indexer's name in the dataset reader.
+    dropped_by_model : `List[str]`, optional (default = `[]`)
+        The ELMo vectors (`"input"`, `"output"`) that the task model already drops with its own
+        dropout on the embedded text (e.g. ESIM's variational dropout before its LSTM, which the
+        output ELMo rides through too): they skip the ELMo `dropout`, so that each ELMo vector is
+        dropped once.
     **elmo_options
         The ELMo options (`ElmoOptions`: `options_file`, `weight_file`, `archive_file`,
-        `do_layer_norm`, `dropout`, `l2_coefficient`, `scalar_mix_parameters`, `requires_grad`,
+        `do_layer_norm`, `dropout`, `l2_coefficient`, `layers`, `gamma`, `scalar_mix_parameters`, `requires_grad`,
         `cache_activations`, `cache_size_mb`), as keys of this embedder, for every mix.
     """
 
@@ -48,6 +53,7 @@ class ElmoPlacementEmbedder(TextFieldEmbedder):
         token_embedders: Dict[str, TokenEmbedder],
         placement: str = "input",
         elmo_key: str = "elmo",
+        dropped_by_model: Optional[List[str]] = None,
         **elmo_options,
     ) -> None:
         super().__init__()
@@ -57,11 +63,19 @@ class ElmoPlacementEmbedder(TextFieldEmbedder):
             raise ConfigurationError(
                 f"{elmo_key!r} is the ELMo key; do not also give it a token embedder"
             )
+        mixes = ["input", "output"] if placement == "both" else [placement]
+        unknown = sorted(set(dropped_by_model or []) - set(mixes))
+        if unknown:
+            raise ConfigurationError(
+                f"dropped_by_model names {unknown}, but ELMo with placement {placement!r} has only {mixes}"
+            )
         self.placement = placement
         self.elmo_key = elmo_key
         self.base = BasicTextFieldEmbedder(token_embedders)
         self.elmo = ElmoRepresentations(
-            check_options(elmo_options), num_output_representations=2 if placement == "both" else 1
+            check_options(elmo_options),
+            num_output_representations=len(mixes),
+            dropped_by_model=[mixes.index(name) for name in dropped_by_model or []],
         )
 
     @property

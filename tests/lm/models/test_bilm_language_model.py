@@ -3,6 +3,7 @@ import os
 import signal
 import subprocess
 import sys
+import tarfile
 
 import h5py
 import numpy
@@ -20,6 +21,7 @@ from elmo_plugin.lm.models.bilm_language_model import BiLmLanguageModel
 from elmo_plugin.lm.vocabulary import BilmTfVocabulary
 from elmo_plugin.modules.bilm_loading import load_bilm
 from elmo_plugin.token_embedders import ElmoPluginTokenEmbedder
+from elmo_plugin.training.optimizer_state import OPTIMIZER_STATE_NAME
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.slow  # trains models or starts subprocesses
@@ -170,6 +172,17 @@ def test_finetune_reports_dev_perplexity_before_and_after(
     tiny_final = json.loads((tiny_run / "metrics.json").read_text())["validation_perplexity"]
     assert before["validation_perplexity"] == pytest.approx(tiny_final, rel=1e-4)
     assert after["validation_perplexity"] < before["validation_perplexity"]
+    # the pretraining run's optimizer state came along and goes on into the fine-tuned archive
+    with tarfile.open(tiny_run / "model.tar.gz") as tar:
+        assert OPTIMIZER_STATE_NAME in tar.getnames()
+    with tarfile.open(tmp_path / "ft" / "model.tar.gz") as tar:
+        assert OPTIMIZER_STATE_NAME in tar.getnames()
+    # Adam's step count: the tiny run's steps, then 2 epochs x 4 batches more
+    pretrained, tuned = (
+        torch.load(path / OPTIMIZER_STATE_NAME, weights_only=False)["state_dict"]["state"][0]
+        for path in (tiny_run, tmp_path / "ft")
+    )
+    assert int(tuned["step"]) == int(pretrained["step"]) + 8
 
     # from exported bilm-tf files + vocab.txt
     export_archive(str(tiny_run / "model.tar.gz"), str(tmp_path / "tf"))
@@ -187,6 +200,24 @@ def test_finetune_reports_dev_perplexity_before_and_after(
     # the exported softmax came along (matched by token): same starting point as the archive
     assert before["validation_perplexity"] == pytest.approx(tiny_final, rel=1e-4)
     assert after["validation_perplexity"] < before["validation_perplexity"]
+
+
+def test_finetune_from_bilm_tf_files_without_softmax_skips_the_before_perplexity(
+    tmp_path, repo_root, monkeypatch
+):
+    fixtures = repo_root / "fixtures" / "lm_corpus"
+    monkeypatch.setenv("FINETUNE_TRAIN", f"text::{fixtures / 'train.txt'}")
+    monkeypatch.setenv("FINETUNE_DEV", f"text::{fixtures / 'dev.txt'}")
+    monkeypatch.setenv("BILM_PRETRAINED_ARCHIVE", "")
+    monkeypatch.setenv("BILM_VOCAB", "")  # ELMO_*_FILE: the bilm-tf fixture, which has no softmax
+    train_model_from_file(
+        str(repo_root / "training_config" / "bilm_finetune.jsonnet"),
+        str(tmp_path / "ft"),
+        overrides=json.dumps({"trainer.optimizer": {"type": "adam", "lr": 0.003}}),
+    )
+    assert not (tmp_path / "ft" / "metrics_before_training.json").exists()
+    assert "No perplexity before training" in (tmp_path / "ft" / "out.log").read_text()
+    assert (tmp_path / "ft" / "metrics.json").exists()
 
 
 def test_recover_continues_an_interrupted_run(tmp_path, repo_root):

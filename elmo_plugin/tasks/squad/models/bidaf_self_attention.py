@@ -12,6 +12,8 @@ from allennlp.nn import InitializerApplicator, util
 from allennlp.training.metrics import BooleanAccuracy, CategoricalAccuracy
 from allennlp_models.rc.metrics import SquadEmAndF1
 
+from elmo_plugin.modules.seq2seq_encoders.output_elmo_encoder import OutputElmoEncoder
+
 
 def best_span(
     start_log_probs: torch.Tensor,
@@ -139,6 +141,15 @@ class BidafSelfAttention(Model):
         self._squad_metrics = SquadEmAndF1()
         initializer(self)
 
+    def _encode(self, text: TextFieldTensors, mask: torch.BoolTensor) -> torch.Tensor:
+        """Embed, drop, run the phrase layer, drop its output. ELMo at the output of the phrase
+        layer was dropped with the embedded text it rode in, so it is not dropped again."""
+        encoded = self._phrase_layer(self._dropout(self._text_field_embedder(text)), mask)
+        own = encoded.shape[-1]
+        if isinstance(self._phrase_layer, OutputElmoEncoder):
+            own = self._phrase_layer.encoder.get_output_dim()
+        return torch.cat([self._dropout(encoded[..., :own]), encoded[..., own:]], dim=-1)
+
     def forward(  # type: ignore
         self,
         question: TextFieldTensors,
@@ -151,12 +162,8 @@ class BidafSelfAttention(Model):
         offsets and gold answer texts for `best_span_str` and EM/F1."""
         question_mask = util.get_text_field_mask(question)
         passage_mask = util.get_text_field_mask(passage)
-        encoded_question = self._dropout(
-            self._phrase_layer(self._dropout(self._text_field_embedder(question)), question_mask)
-        )
-        encoded_passage = self._dropout(
-            self._phrase_layer(self._dropout(self._text_field_embedder(passage)), passage_mask)
-        )
+        encoded_question = self._encode(question, question_mask)
+        encoded_passage = self._encode(passage, passage_mask)
 
         # BiDAF: passage-to-question and question-to-passage attention
         similarity = self._attention(encoded_passage, encoded_question)

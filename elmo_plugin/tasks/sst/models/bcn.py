@@ -37,7 +37,8 @@ class ElmoBcn(BiattentiveClassificationNetwork):
         `"input"`, `"output"` or `"both"`; null = no ELMo.
     elmo : `ElmoOptions`, optional
         The ELMo options, under the same names as every ELMo component (BCN's own `dropout` is a
-        different parameter); defaults when not given.
+        different parameter); defaults when not given. The input ELMo skips `elmo.dropout`: BCN's
+        `embedding_dropout` already drops it (each ELMo vector is dropped once).
     """
 
     def __init__(
@@ -52,6 +53,8 @@ class ElmoBcn(BiattentiveClassificationNetwork):
             representations = _BcnElmo(
                 elmo or ElmoOptions(),
                 num_output_representations=2 if elmo_placement == "both" else 1,
+                # mix 0 is the input ELMo for "input" and "both"
+                dropped_by_model=[0] if elmo_placement in ("input", "both") else [],
             )
         elif elmo is not None:
             raise ConfigurationError(
