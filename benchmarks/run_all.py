@@ -17,6 +17,7 @@ RUNS = [
     ["benchmarks.bilm_training", "--config", "small", "--batches", "4", "--device", DEVICE],
     ["benchmarks.bilm_training", "--config", "paper", "--batches", "2", "--device", DEVICE],
     ["benchmarks.shipped_bilm"],
+    ["benchmarks.embed_cli"],
 ]
 
 
@@ -84,6 +85,17 @@ def main() -> None:
         print(
             f"\n## Shipped small biLM\ndev perplexity (full softmax, {r['dev']}): {r['dev_perplexity']:.1f} "
             f"(forward {r['dev_perplexity_forward']:.1f}, backward {r['dev_perplexity_backward']:.1f})"
+        )
+
+    embed = [r for r in records if r["bench"] == "embed_cli"]
+    if embed:
+        print("\n## elmo-embed end to end (whole processes, one run)")
+        print(row(["case", "command", "s", "x elmo-embed"]) + "\n" + row(["---"] * 4))
+        for r in embed:
+            print(row([r["case"], r["command"], r["seconds"], r["speed-up of elmo-embed"]]))
+    for r in (r for r in records if r["bench"] == "embed_memory"):
+        print(
+            f"elmo-embed --layers top, {r['lines']} lines: {r['seconds']} s, peak RSS {r['peak_rss_mb']} MB"
         )
 
 

@@ -2,7 +2,9 @@
 // `elmo` is null (baseline) or the ELMo settings (see elmo.libsonnet); the paper's best: ELMo at the
 // input and output of the encoder, layer norm, lambda = 0.001, plus L2 1e-4 on the recurrent and
 // feed-forward weight matrices and 50% dropout after the attention layer. `seed`: all three seeds.
-// Data: SNLI_TRAIN / SNLI_DEV / SNLI_TEST (jsonl; default: the format sample, SNLI train is not here).
+// Data: SNLI_TRAIN / SNLI_DEV / SNLI_TEST: SNLI 1.0 jsonl, or DIR/SPLIT of the bundled s1/s2/labels
+// line files, each optionally sliced with [START:END]. Default (no SNLI train set here): train on
+// the bundled dev pairs, validate on test[:4912], test on test[4912:].
 // Word vectors: WORD_VECTORS (300-d GloVe, kept fixed) or empty = 300-d trained from scratch.
 local common = import "common.libsonnet";
 local elmo_lib = import "elmo.libsonnet";
@@ -65,7 +67,8 @@ function(elmo=null, seed=13370)
       optimizer: { type: "adam", lr: 0.0004 },
       learning_rate_scheduler: { type: "reduce_on_plateau", factor: 0.5, mode: "max", patience: 0 },
       validation_metric: "+accuracy",
-      num_epochs: 75,
+      // the bundled small-scale default (training on SNLI dev) stops after 8 epochs, ~30 min on 2 cores
+      num_epochs: if std.endsWith(std.extVar("SNLI_TRAIN"), "snli_eval/dev") then 8 else 75,
       patience: 5,
       grad_norm: 5.0,
       checkpointer: { type: "elmo_plugin_safe" },

@@ -1,7 +1,8 @@
 // SNLI ESIM + ELMo (Supplement A.3; paper: 88.7 +/- 0.17 test accuracy, 5 seeds): ELMo at the
 // input and output of the encoder, layer norm, lambda = 0.001, L2 1e-4 on the recurrent and
 // feed-forward weight matrices, 50% dropout after the attention layer. The biLM defaults to the one
-// shipped with the plugin; SNLI_TRAIN etc. default to the bundled format sample (no SNLI train set is here).
+// shipped with the plugin. SNLI_TRAIN etc. default to a small-scale run on the bundled SNLI dev / test
+// pairs (no SNLI train set is here): train on dev, validate and test on the two halves of test.
 // Run: allennlp train training_config/snli_esim_elmo.jsonnet -s out/ --include-package elmo_plugin
 local esim = import "snli_esim.libsonnet";
 

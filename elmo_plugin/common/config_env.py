@@ -39,9 +39,11 @@ def data_defaults(data: Path) -> Dict[str, str]:
         "SST_TRAIN": str(data / "sst" / "train.txt"),
         "SST_DEV": str(data / "sst" / "dev.txt"),
         "SST_TEST": str(data / "sst" / "test.txt"),
-        "SNLI_TRAIN": str(data / "format_samples" / "snli.jsonl"),
-        "SNLI_DEV": str(data / "format_samples" / "snli.jsonl"),
-        "SNLI_TEST": str(data / "format_samples" / "snli.jsonl"),
+        # SNLI: no training split here; a real small-scale run on the bundled dev and test pairs:
+        # train on dev, validate on the first half of test, test on the second half
+        "SNLI_TRAIN": str(data / "snli_eval" / "dev"),
+        "SNLI_DEV": str(data / "snli_eval" / "test[:4912]"),
+        "SNLI_TEST": str(data / "snli_eval" / "test[4912:]"),
         # SQuAD 1.1: no training split here (format sample); the bundled dev set.
         "SQUAD_TRAIN": str(data / "format_samples" / "squad.json"),
         "SQUAD_DEV": str(data / "squad" / "dev-v1.1.json"),

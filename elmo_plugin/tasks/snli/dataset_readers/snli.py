@@ -1,6 +1,10 @@
-"""SNLI with offline tokenisation and line-numbered errors."""
+"""SNLI with offline tokenisation and line-numbered errors, from jsonl or the bundled
+`s1.SPLIT` / `s2.SPLIT` / `labels.SPLIT` line files."""
 
+import itertools
 import json
+import os
+import re
 from typing import Iterable, Iterator, List, Optional, Tuple
 
 from allennlp.common.file_utils import cached_path
@@ -10,6 +14,25 @@ from allennlp_models.pair_classification.dataset_readers.snli import SnliReader
 
 from elmo_bilm.files import FormatError
 
+LABELS = ("entailment", "neutral", "contradiction")
+# an optional [START:END] after a data path: that slice of the pairs (0-based, END excluded)
+_SLICE = re.compile(r"^(?P<path>.*)\[(?P<start>\d*):(?P<end>\d*)\]$")
+
+
+def _split_slice(file_path: str) -> Tuple[str, int, Optional[int]]:
+    match = _SLICE.match(file_path)
+    if match is None:
+        return file_path, 0, None
+    start, end = match["start"], match["end"]
+    return match["path"], int(start or 0), int(end) if end else None
+
+
+def _line_files(file_path: str) -> Optional[Tuple[str, str, str]]:
+    """`(s1, s2, labels)` files when `file_path` is `DIR/SPLIT` of the line format, else None."""
+    folder, split = os.path.split(file_path)
+    files = tuple(os.path.join(folder, f"{name}.{split}") for name in ("s1", "s2", "labels"))
+    return files if split and os.path.isfile(files[0]) else None  # type: ignore[return-value]
+
 
 def _parse_tokens(parse: str) -> List[str]:
     """Tokens of SNLI's `sentenceN_binary_parse`: `( ( A person ) ... )` -> `A person ...`."""
@@ -18,10 +41,17 @@ def _parse_tokens(parse: str) -> List[str]:
 
 @DatasetReader.register("elmo_plugin_snli")
 class ElmoSnliReader(SnliReader):
-    """SNLI 1.0 jsonl (`sentence1`, `sentence2`, `gold_label`), skipping `-` gold labels, for the
-    ESIM baseline. Tokens come from the Stanford parser's tokenisation in `sentenceN_binary_parse`
-    (offline; what ESIM used), or from whitespace when a record has no parse. Invalid JSON or a
-    missing field stops reading with `FILE:LINE: ...`.
+    """SNLI 1.0 pairs for ESIM, from either format:
+
+    - jsonl (`sentence1`, `sentence2`, `gold_label`), skipping `-` gold labels; tokens from the
+      Stanford parser's tokenisation in `sentenceN_binary_parse` (offline; what ESIM used), or from
+      whitespace when a record has no parse;
+    - the bundled line format: a data path `DIR/SPLIT` reads `DIR/s1.SPLIT` (premises),
+      `DIR/s2.SPLIT` (hypotheses) and `DIR/labels.SPLIT`, one tokenised sentence or label a line.
+
+    A path may end in `[START:END]` to read that slice of its pairs (e.g. `.../snli_eval/test[:4912]`
+    and `.../snli_eval/test[4912:]`: two disjoint halves). Invalid JSON, a missing field, an empty
+    sentence, an unknown label or files of different lengths stop reading with `FILE:LINE: ...`.
 
     Registered as a `DatasetReader` with name "elmo_plugin_snli". Parameters as AllenNLP's "snli",
     except that the tokenizer is fixed.
@@ -32,6 +62,34 @@ class ElmoSnliReader(SnliReader):
         super().__init__(tokenizer=WhitespaceTokenizer(), **kwargs)
 
     def _records(self, file_path: str) -> Iterator[Tuple[str, str, Optional[str]]]:
+        path, start, end = _split_slice(file_path)
+        line_files = _line_files(path)
+        records = self._line_records(*line_files) if line_files else self._jsonl_records(path)
+        return itertools.islice(records, start, end)
+
+    @staticmethod
+    def _line_records(*files: str) -> Iterator[Tuple[str, str, Optional[str]]]:
+        handles = [open(name, encoding="utf-8") for name in files]
+        try:
+            for line_number, lines in enumerate(itertools.zip_longest(*handles), start=1):
+                for name, line in zip(files, lines):
+                    if line is None:
+                        longer = next(n for n, other in zip(files, lines) if other is not None)
+                        raise FormatError(f"{name}:{line_number}: file ends, but {longer} goes on")
+                    if not line.strip():
+                        raise FormatError(f"{name}:{line_number}: empty line")
+                premise, hypothesis, label = (line.strip() for line in lines)
+                if label not in LABELS:
+                    raise FormatError(
+                        f"{files[2]}:{line_number}: unknown label {label!r}; one of {LABELS}"
+                    )
+                yield premise, hypothesis, label
+        finally:
+            for handle in handles:
+                handle.close()
+
+    @staticmethod
+    def _jsonl_records(file_path: str) -> Iterator[Tuple[str, str, Optional[str]]]:
         with open(cached_path(file_path), encoding="utf-8") as handle:
             for line_number, line in enumerate(handle, start=1):
                 if not line.strip():

@@ -22,3 +22,37 @@ def test_skips_unlabelled_and_names_bad_lines(tmp_path):
     (tmp_path / "c.jsonl").write_text('{"sentence1": "x", "gold_label": "neutral"}\n')
     with pytest.raises(FormatError, match=r"c.jsonl:1: missing sentence2"):
         list(ElmoSnliReader().read(str(tmp_path / "c.jsonl")))
+
+
+def write_split(folder, split, s1, s2, labels):
+    for name, lines in (("s1", s1), ("s2", s2), ("labels", labels)):
+        (folder / f"{name}.{split}").write_text("".join(line + "\n" for line in lines))
+    return str(folder / split)
+
+
+def test_reads_the_bundled_line_format_and_slices():
+    instances = list(ElmoSnliReader().read(str(DATA / "snli_eval" / "dev")))
+    assert len(instances) == 9842
+    first = instances[0]
+    assert [t.text for t in first["premise"].tokens][:3] == ["Two", "women", "are"]
+    assert first["label"].label == "neutral"
+    halves = [
+        list(ElmoSnliReader().read(str(DATA / "snli_eval" / f"test{part}")))
+        for part in ("[:4912]", "[4912:]")
+    ]
+    assert [len(h) for h in halves] == [4912, 4912]
+    whole = list(ElmoSnliReader().read(str(DATA / "snli_eval" / "test")))
+    text = lambda i: [t.text for t in i["hypothesis"].tokens]  # noqa: E731
+    assert [text(i) for i in halves[0] + halves[1]] == [text(i) for i in whole]
+
+
+def test_line_format_errors_name_file_and_line(tmp_path):
+    path = write_split(tmp_path, "a", ["A b .", "C d ."], ["E f .", "G h ."], ["neutral"])
+    with pytest.raises(FormatError, match=r"labels.a:2: file ends, but .*s1.a goes on"):
+        list(ElmoSnliReader().read(path))
+    path = write_split(tmp_path, "b", ["A b ."], ["E f ."], ["maybe"])
+    with pytest.raises(FormatError, match=r"labels.b:1: unknown label 'maybe'"):
+        list(ElmoSnliReader().read(path))
+    path = write_split(tmp_path, "c", ["A b .", ""], ["E f .", "x"], ["neutral", "neutral"])
+    with pytest.raises(FormatError, match=r"s1.c:2: empty line"):
+        list(ElmoSnliReader().read(path))

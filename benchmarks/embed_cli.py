@@ -1,0 +1,146 @@
+"""`elmo-embed` end to end, as a user runs it: whole processes (start-up, imports, loading, biLM,
+HDF5 writing), the light console script against `allennlp elmo-embed` and against AllenNLP's own
+`Elmo` in a plain script, on the same input file in one run; and the console script's peak memory
+on large inputs (chunked sorting keeps it flat).
+
+    python -m benchmarks.embed_cli [--memory-lines 20000 200000]
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+from benchmarks.common import DATA, conll_dev_sentences, emit, random_bilm_tf
+from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+from elmo_plugin.lm.dataset_readers.lm_corpus import read_sentences
+
+BIN = Path(sys.executable).parent
+# AllenNLP's Elmo in a plain script: batches of 64 in file order, one dataset per sentence
+ALLENNLP_SCRIPT = """
+import sys, h5py, torch
+from allennlp.modules.elmo import Elmo, batch_to_ids
+options, weights, source, target = sys.argv[1:]
+sentences = [line.split() for line in open(source)]
+elmo = Elmo(options, weights, 1, dropout=0.0).eval()
+with h5py.File(target, "w") as out, torch.no_grad():
+    for start in range(0, len(sentences), 64):
+        batch = sentences[start:start + 64]
+        vectors = elmo(batch_to_ids(batch))["elmo_representations"][0]
+        for row, tokens in enumerate(batch):
+            out.create_dataset(str(start + row), data=vectors[row, :len(tokens)].numpy())
+"""
+
+
+def run(command: List[str]) -> Tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one process."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - start
+    stderr = process.stderr.read().decode()
+    process.stderr.close()
+    if status != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{stderr[-2000:]}")
+    return seconds, usage.ru_maxrss / 1024.0
+
+
+def write_lines(path: Path, sentences: List[List[str]]) -> str:
+    path.write_text("".join(" ".join(tokens) + "\n" for tokens in sentences))
+    return str(path)
+
+
+def compare(label: str, files: Dict[str, str], source: str, folder: Path) -> None:
+    biLM = ["--options-file", files["options_file"], "--weight-file", files["weight_file"]]
+    commands = {
+        "elmo-embed": [
+            str(BIN / "elmo-embed"),
+            source,
+            str(folder / "a.hdf5"),
+            *biLM,
+            "--overwrite",
+        ],
+        "allennlp elmo-embed": [
+            str(BIN / "allennlp"),
+            "elmo-embed",
+            source,
+            str(folder / "b.hdf5"),
+            *biLM,
+            "--overwrite",
+            "--include-package",
+            "elmo_plugin",
+        ],
+        "AllenNLP Elmo script": [
+            sys.executable,
+            "-c",
+            ALLENNLP_SCRIPT,
+            files["options_file"],
+            files["weight_file"],
+            source,
+            str(folder / "c.hdf5"),
+        ],
+    }
+    seconds = {name: run(command)[0] for name, command in commands.items()}
+    for name, value in seconds.items():
+        emit(
+            {
+                "bench": "embed_cli",
+                "case": label,
+                "command": name,
+                "seconds": round(value, 2),
+                "speed-up of elmo-embed": round(value / seconds["elmo-embed"], 2),
+            }
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--memory-lines", type=int, nargs="*", default=[20_000, 200_000])
+    args = parser.parse_args()
+    shipped = {"options_file": str(DEFAULT_OPTIONS_FILE), "weight_file": str(DEFAULT_WEIGHT_FILE)}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        one = write_lines(folder / "one.txt", conll_dev_sentences(1))
+        compare("1 sentence, shipped biLM", shipped, one, folder)
+        compare(
+            "600 sentences, small",
+            random_bilm_tf("small"),
+            write_lines(folder / "600.txt", conll_dev_sentences(600)),
+            folder,
+        )
+        compare(
+            "200 sentences, paper",
+            random_bilm_tf("paper"),
+            write_lines(folder / "200.txt", conll_dev_sentences(200)),
+            folder,
+        )
+        train = list(read_sentences(str(DATA / "conll2003" / "eng.train"), "conll2003"))
+        for lines in args.memory_lines:
+            source = write_lines(folder / "many.txt", [train[i % len(train)] for i in range(lines)])
+            seconds, peak = run(
+                [
+                    str(BIN / "elmo-embed"),
+                    source,
+                    str(folder / "many.hdf5"),
+                    "--layers",
+                    "top",
+                    "--overwrite",
+                ]
+            )
+            emit(
+                {
+                    "bench": "embed_memory",
+                    "lines": lines,
+                    "seconds": round(seconds, 1),
+                    "peak_rss_mb": round(peak),
+                }
+            )
+            os.remove(folder / "many.hdf5")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""Character ids of tokens, as AllenNLP's `elmo_characters` indexer and `batch_to_ids` make them,
+without AllenNLP (for the light `elmo-embed`)."""
+
+from typing import List, Sequence
+
+import torch
+
+from elmo_bilm.char_cnn import (
+    BEGINNING_OF_SENTENCE_CHAR,
+    BEGINNING_OF_WORD_CHAR,
+    END_OF_SENTENCE_CHAR,
+    END_OF_WORD_CHAR,
+    PADDING_CHAR,
+)
+from elmo_bilm.vocab import BOS, EOS
+
+MAX_WORD_LENGTH = 50
+
+
+def word_char_ids(word: str) -> List[int]:
+    """The 50 ids of one token (+1-shifted, 0 = padding): `<bow>`, its UTF-8 bytes (at most 48),
+    `<eow>`, then padding; `<S>` / `</S>` get their own byte."""
+    if word in (BOS, EOS):
+        body = [BEGINNING_OF_SENTENCE_CHAR if word == BOS else END_OF_SENTENCE_CHAR]
+    else:
+        body = list(word.encode("utf-8", "ignore")[: MAX_WORD_LENGTH - 2])
+    ids = [BEGINNING_OF_WORD_CHAR, *body, END_OF_WORD_CHAR]
+    ids += [PADDING_CHAR] * (MAX_WORD_LENGTH - len(ids))
+    return [i + 1 for i in ids]
+
+
+def batch_char_ids(sentences: Sequence[Sequence[str]]) -> torch.Tensor:
+    """`(batch, longest sentence, 50)` ids of tokenised sentences; padded tokens are all 0."""
+    longest = max((len(sentence) for sentence in sentences), default=0)
+    ids = torch.zeros((len(sentences), longest, MAX_WORD_LENGTH), dtype=torch.long)
+    cache = {}
+    for row, sentence in enumerate(sentences):
+        for column, word in enumerate(sentence):
+            if word not in cache:
+                cache[word] = torch.tensor(word_char_ids(word), dtype=torch.long)
+            ids[row, column] = cache[word]
+    return ids

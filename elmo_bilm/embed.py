@@ -1,0 +1,198 @@
+"""`elmo-embed`: write the biLM layers of every sentence of a text file to HDF5, in bilm-tf's
+`dump_bilm_embeddings` layout. Needs only torch, h5py and numpy (no AllenNLP), so it starts in a
+second or two; `allennlp elmo-embed` runs the same code.
+
+Memory is bounded by `--chunk-size`, not by the input: sentences are read in chunks, sorted by
+length within a chunk (similar lengths batch well; the biLM is stateless, so order is free) and
+written as they are embedded.
+"""
+
+import argparse
+import json
+import logging
+import os
+import sys
+from typing import Iterator, List, Optional, Sequence, Tuple
+
+import h5py
+import torch
+from tqdm import tqdm
+
+from elmo_bilm.bilm import BiLm
+from elmo_bilm.bilm_tf import load_bilm_tf
+from elmo_bilm.characters import batch_char_ids
+from elmo_bilm.files import FormatError, atomic_output, numbered_lines
+from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+
+logger = logging.getLogger(__name__)
+
+LAYER_CHOICES = ("all", "top", "average")
+DESCRIPTION = (
+    "Write the ELMo biLM layers of every line of INPUT (one whitespace-tokenised sentence per line) "
+    "to OUTPUT.hdf5: one dataset per line named by its 0-based line number, shape "
+    "(n_layers, n_tokens, dim) with --layers all, (n_tokens, dim) otherwise, and a "
+    "'sentence_to_index' JSON string."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The arguments of `elmo-embed` (the console script and the `allennlp` subcommand)."""
+    parser.add_argument("input_file", help="text file, one tokenised sentence per line")
+    parser.add_argument("output_file", help="HDF5 file to write")
+    parser.add_argument("--options-file", help="bilm-tf options.json (with --weight-file)")
+    parser.add_argument("--weight-file", help="bilm-tf weights.hdf5")
+    parser.add_argument(
+        "--archive-file",
+        help="an elmo_plugin_bilm model.tar.gz instead (loads AllenNLP); with none, the shipped biLM",
+    )
+    parser.add_argument("--batch-size", type=int, default=64, help="sentences per batch")
+    parser.add_argument("--cuda-device", type=int, default=-1, help="GPU id, -1 for CPU")
+    parser.add_argument(
+        "--layers", choices=LAYER_CHOICES, default="all", help="which layers to write"
+    )
+    parser.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
+    parser.add_argument(
+        "--chunk-size",
+        type=int,
+        default=10_000,
+        help="sentences read and length-sorted at a time (bounds memory; output is the same)",
+    )
+    return parser
+
+
+def count_sentences(input_file: str) -> int:
+    """Check every line (an empty one is an error naming FILE:LINE) and count them."""
+    count = 0
+    for line_number, line in numbered_lines(input_file):
+        if not line.split():
+            raise FormatError(
+                f"{input_file}:{line_number}: empty line; elmo-embed needs one "
+                "whitespace-tokenised sentence per line"
+            )
+        count += 1
+    if count == 0:
+        raise FormatError(f"{input_file}: no sentences")
+    return count
+
+
+def read_chunks(input_file: str, chunk_size: int) -> Iterator[List[Tuple[int, List[str]]]]:
+    """`(index, tokens)` of the input's sentences, `chunk_size` at a time, in file order."""
+    chunk: List[Tuple[int, List[str]]] = []
+    for line_number, line in numbered_lines(input_file):
+        chunk.append((line_number - 1, line.split()))
+        if len(chunk) == chunk_size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def embed_file(
+    bilm: BiLm,
+    input_file: str,
+    output_file: str,
+    layers: str = "all",
+    batch_size: int = 64,
+    cuda_device: int = -1,
+    overwrite: bool = False,
+    chunk_size: int = 10_000,
+) -> int:
+    """Write one dataset per sentence (named by its 0-based line) plus `sentence_to_index` (the
+    last line of each distinct sentence); returns the number of sentences. The file appears only
+    when complete (written to `OUTPUT.partial`, then renamed)."""
+    if layers not in LAYER_CHOICES:
+        raise ValueError(f"layers must be one of {LAYER_CHOICES}, got {layers!r}")
+    if chunk_size < 1 or batch_size < 1:
+        raise ValueError("chunk_size and batch_size must be at least 1")
+    if os.path.exists(output_file) and not overwrite:
+        raise FileExistsError(f"{output_file} exists; pass --overwrite to replace it")
+    total = count_sentences(input_file)
+    device = torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
+    bilm = bilm.to(device).eval()
+    sentence_to_index = {}
+    with atomic_output(output_file, overwrite) as partial:
+        with h5py.File(partial, "w") as out, torch.no_grad():
+            progress = tqdm(total=total, desc="elmo-embed", unit=" sentences", file=sys.stderr)
+            for chunk in read_chunks(input_file, chunk_size):
+                for index, tokens in chunk:
+                    sentence_to_index[" ".join(tokens)] = str(index)
+                chunk.sort(key=lambda item: len(item[1]))
+                for start in range(0, len(chunk), batch_size):
+                    batch = chunk[start : start + batch_size]
+                    _write_batch(out, bilm, batch, layers, device)
+                    progress.update(len(batch))
+            progress.close()
+            out.create_dataset("sentence_to_index", data=json.dumps(sentence_to_index))
+    return total
+
+
+def _write_batch(
+    out: h5py.File,
+    bilm: BiLm,
+    batch: Sequence[Tuple[int, List[str]]],
+    layers: str,
+    device: torch.device,
+) -> None:
+    char_ids = batch_char_ids([tokens for _, tokens in batch])
+    if device.type == "cuda":
+        char_ids = char_ids.pin_memory()
+    activations = torch.stack(bilm(char_ids.to(device, non_blocking=True))["activations"], dim=1)
+    if layers == "top":
+        activations = activations[:, -1]
+    elif layers == "average":
+        activations = activations.mean(dim=1)
+    host = activations.cpu().numpy()  # one device-to-host copy per batch
+    for row, (index, tokens) in enumerate(batch):
+        out.create_dataset(str(index), data=host[row, ..., : len(tokens), :])
+
+
+def load(
+    options_file: Optional[str], weight_file: Optional[str], archive_file: Optional[str]
+) -> BiLm:
+    """bilm-tf files, a plugin archive (this one path imports AllenNLP), or the shipped biLM."""
+    if archive_file is not None:
+        if options_file is not None or weight_file is not None:
+            raise ValueError("give either --archive-file or --options-file + --weight-file")
+        from elmo_plugin.modules.bilm_loading import load_bilm_archive
+
+        return load_bilm_archive(archive_file).bilm
+    if (options_file is None) != (weight_file is None):
+        raise ValueError("--options-file and --weight-file go together")
+    if options_file is None:
+        options_file, weight_file = str(DEFAULT_OPTIONS_FILE), str(DEFAULT_WEIGHT_FILE)
+    return load_bilm_tf(options_file, weight_file)
+
+
+def run(args: argparse.Namespace) -> None:
+    """Embed as the parsed arguments say."""
+    bilm = load(args.options_file, args.weight_file, args.archive_file)
+    count = embed_file(
+        bilm,
+        args.input_file,
+        args.output_file,
+        layers=args.layers,
+        batch_size=args.batch_size,
+        cuda_device=args.cuda_device,
+        overwrite=args.overwrite,
+        chunk_size=args.chunk_size,
+    )
+    logger.info("Wrote %d sentences to %s", count, args.output_file)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """The `elmo-embed` console script."""
+    parser = add_arguments(argparse.ArgumentParser(prog="elmo-embed", description=DESCRIPTION))
+    # accepted out of habit from `allennlp elmo-embed ... --include-package elmo_plugin`; unused
+    parser.add_argument("--include-package", action="append", default=[], help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        run(args)
+    except (FormatError, FileExistsError, FileNotFoundError, ValueError) as error:
+        print(f"elmo-embed: error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+import json
+import subprocess
+import sys
+
+import h5py
+import numpy
+import pytest
+import torch
+from allennlp.modules.elmo import batch_to_ids
+
+from elmo_bilm import load_bilm_tf
+from elmo_bilm.embed import count_sentences, embed_file, main
+from elmo_bilm.files import FormatError
+from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
+
+
+@pytest.fixture(scope="module")
+def bilm():
+    return load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE).eval()
+
+
+def write_input(path, sentences):
+    path.write_text("\n".join(" ".join(s) for s in sentences) + "\n")
+    return str(path)
+
+
+def contents(path):
+    with h5py.File(path, "r") as out:
+        return {key: out[key][()] for key in out.keys()}
+
+
+def assert_same_contents(a, b, atol=0.0):
+    assert a.keys() == b.keys()
+    for key in a:
+        if key == "sentence_to_index":
+            assert json.loads(a[key]) == json.loads(b[key])
+        else:
+            assert a[key].shape == b[key].shape
+            numpy.testing.assert_allclose(a[key], b[key], rtol=0, atol=atol)
+
+
+def test_all_layers_of_every_sentence(tmp_path, bilm, fixture_sentences):
+    sentences = fixture_sentences[0][:5] + [["Single"], fixture_sentences[0][2]]  # a repeat
+    source = write_input(tmp_path / "in.txt", sentences)
+    assert embed_file(bilm, source, str(tmp_path / "out.hdf5"), batch_size=4) == 7
+    stored = contents(tmp_path / "out.hdf5")
+    assert set(stored) == {str(i) for i in range(7)} | {"sentence_to_index"}
+    index = json.loads(stored["sentence_to_index"])
+    assert index[" ".join(sentences[2])] == "6"  # the last line of a repeated sentence
+    for i, sentence in enumerate(sentences):
+        assert stored[str(i)].shape == (3, len(sentence), 32)
+        with torch.no_grad():
+            alone = torch.stack(bilm(batch_to_ids([sentence]))["activations"])[:, 0].numpy()
+        numpy.testing.assert_allclose(stored[str(i)], alone, atol=1e-5)
+
+
+@pytest.mark.parametrize("layers", ["top", "average"])
+def test_single_layer_outputs(tmp_path, bilm, fixture_sentences, layers):
+    sentences = fixture_sentences[1][:3]
+    source = write_input(tmp_path / "in.txt", sentences)
+    embed_file(bilm, source, str(tmp_path / "out.hdf5"), layers=layers, batch_size=2)
+    with torch.no_grad():
+        all_layers = torch.stack(bilm(batch_to_ids(sentences))["activations"], 1)
+    stored = contents(tmp_path / "out.hdf5")
+    for i, sentence in enumerate(sentences):
+        expected = all_layers[i, :, : len(sentence)]
+        expected = expected[-1] if layers == "top" else expected.mean(0)
+        assert stored[str(i)].shape == (len(sentence), 32)
+        numpy.testing.assert_allclose(stored[str(i)], expected.numpy(), atol=1e-5)
+
+
+def test_chunked_sorting_writes_the_same_file(tmp_path, bilm, fixture_sentences):
+    source = write_input(tmp_path / "in.txt", [s for group in fixture_sentences for s in group])
+    embed_file(bilm, source, str(tmp_path / "whole.hdf5"), batch_size=4, chunk_size=10_000)
+    embed_file(bilm, source, str(tmp_path / "chunks.hdf5"), batch_size=4, chunk_size=7)
+    # the same datasets and index; values equal up to float32 rounding (other batches pad to
+    # other lengths, which changes the order of summation inside the matrix products)
+    whole, chunks = contents(tmp_path / "whole.hdf5"), contents(tmp_path / "chunks.hdf5")
+    assert_same_contents(whole, chunks, atol=1e-6)
+    embed_file(bilm, source, str(tmp_path / "again.hdf5"), batch_size=4, chunk_size=7)
+    assert_same_contents(chunks, contents(tmp_path / "again.hdf5"))  # deterministic
+
+
+def test_existing_output_is_not_overwritten(tmp_path, bilm):
+    source = write_input(tmp_path / "in.txt", [["x"]])
+    (tmp_path / "out.hdf5").write_text("precious")
+    with pytest.raises(FileExistsError, match="--overwrite"):
+        embed_file(bilm, source, str(tmp_path / "out.hdf5"))
+    assert (tmp_path / "out.hdf5").read_text() == "precious"
+    embed_file(bilm, source, str(tmp_path / "out.hdf5"), overwrite=True)
+    assert contents(tmp_path / "out.hdf5")["0"].shape == (3, 1, 32)
+
+
+def test_input_errors_name_file_and_line(tmp_path):
+    (tmp_path / "empty.txt").write_text("")
+    with pytest.raises(FormatError, match="empty.txt: no sentences"):
+        count_sentences(str(tmp_path / "empty.txt"))
+    (tmp_path / "gap.txt").write_text("a sentence\n\nanother one\n")
+    with pytest.raises(FormatError, match="gap.txt:2: empty line"):
+        count_sentences(str(tmp_path / "gap.txt"))
+    assert main([str(tmp_path / "gap.txt"), str(tmp_path / "out.hdf5")]) == 1
+    assert not (tmp_path / "out.hdf5").exists() and not (tmp_path / "out.hdf5.partial").exists()
+
+
+def test_console_script_imports_no_allennlp(tmp_path):
+    source = write_input(tmp_path / "in.txt", [["a", "cat"], ["sat"]])
+    code = (
+        "import sys\n"
+        "from elmo_bilm.embed import main\n"
+        f"code = main([{source!r}, {str(tmp_path / 'out.hdf5')!r}, '--options-file', "
+        f"{str(OPTIONS_FILE)!r}, '--weight-file', {str(WEIGHT_FILE)!r}, '--include-package', 'elmo_plugin'])\n"
+        "heavy = ('allennlp', 'elmo_plugin', 'transformers')\n"
+        "print(code, sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "0 []"
+    assert "2/2" in result.stderr  # progress in sentences
+    assert contents(tmp_path / "out.hdf5")["1"].shape == (3, 1, 32)
