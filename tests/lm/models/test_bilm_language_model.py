@@ -151,6 +151,16 @@ def test_archive_feeds_embedder_elmo_embed_and_export(tiny_run, tmp_path, repo_r
         numpy.testing.assert_allclose(out["1"][...], expected[-1][1, :2].numpy(), atol=1e-5)
 
 
+def finetune(repo_root, out, epochs=2):
+    """`bilm_finetune.jsonnet` with Adam (the tiny run's optimizer) into `out`."""
+    overrides = {"trainer.optimizer": {"type": "adam", "lr": 0.003}, "trainer.num_epochs": epochs}
+    train_model_from_file(
+        str(repo_root / "training_config" / "bilm_finetune.jsonnet"),
+        str(out),
+        overrides=json.dumps(overrides),
+    )
+
+
 def test_finetune_reports_dev_perplexity_before_and_after(
     tiny_run, tmp_path, repo_root, monkeypatch
 ):
@@ -158,14 +168,7 @@ def test_finetune_reports_dev_perplexity_before_and_after(
     monkeypatch.setenv("FINETUNE_TRAIN", f"text::{fixtures / 'train.txt'}")
     monkeypatch.setenv("FINETUNE_DEV", f"text::{fixtures / 'dev.txt'}")
     monkeypatch.setenv("BILM_PRETRAINED_ARCHIVE", str(tiny_run / "model.tar.gz"))
-    overrides = json.dumps(
-        {"trainer.optimizer": {"type": "adam", "lr": 0.003}, "trainer.num_epochs": 2}
-    )
-    train_model_from_file(
-        str(repo_root / "training_config" / "bilm_finetune.jsonnet"),
-        str(tmp_path / "ft"),
-        overrides=overrides,
-    )
+    finetune(repo_root, tmp_path / "ft")
     before = json.loads((tmp_path / "ft" / "metrics_before_training.json").read_text())
     after = json.loads((tmp_path / "ft" / "metrics.json").read_text())
     # starts from the archive (softmax included): already far below the uniform 40+ perplexity
@@ -190,11 +193,7 @@ def test_finetune_reports_dev_perplexity_before_and_after(
     monkeypatch.setenv("ELMO_OPTIONS_FILE", str(tmp_path / "tf" / "options.json"))
     monkeypatch.setenv("ELMO_WEIGHT_FILE", str(tmp_path / "tf" / "weights.hdf5"))
     monkeypatch.setenv("BILM_VOCAB", str(tmp_path / "tf" / "vocab.txt"))
-    train_model_from_file(
-        str(repo_root / "training_config" / "bilm_finetune.jsonnet"),
-        str(tmp_path / "ft2"),
-        overrides=overrides,
-    )
+    finetune(repo_root, tmp_path / "ft2")
     before = json.loads((tmp_path / "ft2" / "metrics_before_training.json").read_text())
     after = json.loads((tmp_path / "ft2" / "metrics.json").read_text())
     # the exported softmax came along (matched by token): same starting point as the archive
@@ -210,11 +209,7 @@ def test_finetune_from_bilm_tf_files_without_softmax_skips_the_before_perplexity
     monkeypatch.setenv("FINETUNE_DEV", f"text::{fixtures / 'dev.txt'}")
     monkeypatch.setenv("BILM_PRETRAINED_ARCHIVE", "")
     monkeypatch.setenv("BILM_VOCAB", "")  # ELMO_*_FILE: the bilm-tf fixture, which has no softmax
-    train_model_from_file(
-        str(repo_root / "training_config" / "bilm_finetune.jsonnet"),
-        str(tmp_path / "ft"),
-        overrides=json.dumps({"trainer.optimizer": {"type": "adam", "lr": 0.003}}),
-    )
+    finetune(repo_root, tmp_path / "ft", epochs=1)
     assert not (tmp_path / "ft" / "metrics_before_training.json").exists()
     assert "No perplexity before training" in (tmp_path / "ft" / "out.log").read_text()
     assert (tmp_path / "ft" / "metrics.json").exists()
