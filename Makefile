@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install test bench clean
+.PHONY: install test bench gpu-check clean
 
 install: $(BIN)/.installed
 
@@ -25,6 +25,11 @@ test: install
 
 bench: install
 	$(BIN)/python -m benchmarks.run_all
+
+# On a GPU machine: CUDA vs CPU and the references, then the GPU benchmark table (make test runs
+# the same checks with --device cpu).
+gpu-check: install
+	$(BIN)/python -m benchmarks.gpu_check --device cuda --bench
 
 clean:
 	rm -rf $(VENV)

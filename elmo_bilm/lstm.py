@@ -1,5 +1,6 @@
 """The biLM's contextual part: forward and backward stacks of LSTMs with a projection (Sec. 3.1)."""
 
+import os
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
@@ -20,6 +21,31 @@ _INPUT_BATCH_HINT = 1024
 _Step = Tuple[
     Callable[[torch.Tensor, torch.Tensor], torch.Tensor], Callable[[torch.Tensor], torch.Tensor]
 ]
+
+
+def lstm_cell(
+    gates: torch.Tensor, c: torch.Tensor, cell_clip: Optional[float], proj_clip: Optional[float]
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The pointwise part of one step: gates `i, j, f, o` and the previous cell -> the clipped cell
+    and `s(o) tanh(c)` (the input of the projection). `proj_clip` is applied after the projection,
+    by the caller; it is a parameter only so the compiled variant's signature is stable."""
+    i, j, f, o = gates.chunk(4, dim=-1)
+    c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(j)
+    if cell_clip is not None:
+        c = c.clamp(-cell_clip, cell_clip)
+    return c, torch.sigmoid(o) * torch.tanh(c)
+
+
+_fused_cell: Optional[Callable] = None
+
+
+def fused_lstm_cell() -> Callable:
+    """`lstm_cell` compiled by `torch.compile` into one kernel per step (Triton on CUDA, C++ on
+    the CPU) instead of about ten; compiled on first use (tens of seconds), shapes dynamic."""
+    global _fused_cell
+    if _fused_cell is None:
+        _fused_cell = torch.compile(lstm_cell, dynamic=True)
+    return _fused_cell
 
 
 def reverse_padded(inputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -63,6 +89,10 @@ class ProjectedLstmStack(nn.Module):
     use_skip_connections : `bool`, optional (default = `True`)
     dropout : `float`, optional (default = `0.0`)
         Dropout on each layer's input, in training mode only (bilm-tf's `DropoutWrapper`).
+    fused : `bool`, optional (default = `$ELMO_PLUGIN_FUSED_CELL == "1"`)
+        Run each step's pointwise ops as one compiled kernel (`fused_lstm_cell`): meant for GPUs,
+        where the per-step loop is launch-bound; equal to the loop within float32 rounding.
+        Off by default (the first call compiles for tens of seconds).
     """
 
     def __init__(
@@ -75,8 +105,10 @@ class ProjectedLstmStack(nn.Module):
         proj_clip: Optional[float] = None,
         use_skip_connections: bool = True,
         dropout: float = 0.0,
+        fused: Optional[bool] = None,
     ) -> None:
         super().__init__()
+        self.fused = os.environ.get("ELMO_PLUGIN_FUSED_CELL") == "1" if fused is None else fused
         self.dim = dim
         self.projection_dim = projection_dim
         self.n_layers = n_layers
@@ -226,14 +258,12 @@ class ProjectedLstmStack(nn.Module):
         # One split per stream, not a slice per step: the backward of a slice allocates a zero
         # tensor of the whole stream, which made a layer's backward quadratic in the length.
         per_step = [x.split(active, dim=-2) for x in streams]
+        cell = fused_lstm_cell() if self.fused else lstm_cell
         for t, n in enumerate(active):
             for k, (step_gates, project) in enumerate(steps):
                 gates = step_gates(per_step[k][t], h[k][..., :n, :])
-                i, j, f, o = gates.chunk(4, dim=-1)
-                c[k] = torch.sigmoid(f) * c[k][..., :n, :] + torch.sigmoid(i) * torch.tanh(j)
-                if self.cell_clip is not None:
-                    c[k] = c[k].clamp(-self.cell_clip, self.cell_clip)
-                h[k] = project(torch.sigmoid(o) * torch.tanh(c[k]))
+                c[k], m = cell(gates, c[k][..., :n, :], self.cell_clip, self.proj_clip)
+                h[k] = project(m)
                 if self.proj_clip is not None:
                     h[k] = h[k].clamp(-self.proj_clip, self.proj_clip)
                 outputs[k].append(h[k])

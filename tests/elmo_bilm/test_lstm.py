@@ -245,3 +245,21 @@ def test_autocast_casts_the_step_weights_once_not_per_step(monkeypatch):
     for parameter in stack.parameters():
         parameter.requires_grad_(False)  # frozen, as in ELMo: autocast would not cache its casts
     assert _casts_in_forward(stack, 40) == _casts_in_forward(stack, 10)
+
+
+@pytest.mark.slow  # compiles the fused cell (tens of seconds on the first run of a machine)
+def test_fused_cell_equals_the_loop_forward_and_backward():
+    stack = make_stack().train()
+    fused = copy.deepcopy(stack)
+    fused.fused = True
+    lengths = [5, 1, 3, 7]
+    inputs = torch.randn(len(lengths), 7, 6) * 3
+    mask = torch.arange(7)[None, :] < torch.tensor(lengths)[:, None]
+    outputs = [s(inputs * mask[..., None], mask) for s in (stack, fused)]
+    for a, b in zip(*outputs):
+        torch.testing.assert_close(b, a, atol=1e-5, rtol=0)
+    for out in outputs:
+        sum((layer * torch.linspace(-1, 1, 12)).sum() for layer in out).backward()
+    for (name, a), b in zip(stack.named_parameters(), fused.parameters()):
+        torch.testing.assert_close(b.grad, a.grad, atol=1e-4, rtol=1e-4, msg=name)
+    assert lstm_module._fused_cell is not None  # the compiled cell really ran
