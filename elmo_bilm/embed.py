@@ -15,6 +15,7 @@ import sys
 from typing import Iterator, List, Optional, Sequence, Tuple
 
 import h5py
+import numpy
 import torch
 from tqdm import tqdm
 
@@ -126,14 +127,12 @@ def embed_file(
     return total
 
 
-def _write_batch(
-    out: h5py.File,
-    bilm: BiLm,
-    batch: Sequence[Tuple[int, List[str]]],
-    layers: str,
-    device: torch.device,
-) -> None:
-    char_ids = batch_char_ids([tokens for _, tokens in batch])
+def batch_layers(
+    bilm: BiLm, sentences: Sequence[Sequence[str]], device: torch.device, layers: str = "all"
+) -> numpy.ndarray:
+    """The biLM layers of one batch on the host: `(batch, n_layers, T, dim)` for "all",
+    `(batch, T, dim)` for "top" / "average"; one device-to-host copy per batch."""
+    char_ids = batch_char_ids(sentences)
     if device.type == "cuda":
         char_ids = char_ids.pin_memory()
     activations = torch.stack(bilm(char_ids.to(device, non_blocking=True))["activations"], dim=1)
@@ -141,7 +140,36 @@ def _write_batch(
         activations = activations[:, -1]
     elif layers == "average":
         activations = activations.mean(dim=1)
-    host = activations.cpu().numpy()  # one device-to-host copy per batch
+    return activations.cpu().numpy()
+
+
+def sentence_layers(
+    bilm: BiLm,
+    sentences: Sequence[Sequence[str]],
+    batch_size: int = 64,
+    device: torch.device = torch.device("cpu"),
+    layers: str = "all",
+) -> Iterator[Tuple[int, numpy.ndarray]]:
+    """`(index, layers of sentence index)` for every sentence, batched by length (in that order,
+    not the input's); eval mode, no gradient."""
+    bilm = bilm.to(device).eval()
+    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+    with torch.no_grad():
+        for start in range(0, len(order), batch_size):
+            batch = order[start : start + batch_size]
+            host = batch_layers(bilm, [sentences[i] for i in batch], device, layers)
+            for row, index in enumerate(batch):
+                yield index, host[row, ..., : len(sentences[index]), :]
+
+
+def _write_batch(
+    out: h5py.File,
+    bilm: BiLm,
+    batch: Sequence[Tuple[int, List[str]]],
+    layers: str,
+    device: torch.device,
+) -> None:
+    host = batch_layers(bilm, [tokens for _, tokens in batch], device, layers)
     for row, (index, tokens) in enumerate(batch):
         out.create_dataset(str(index), data=host[row, ..., : len(tokens), :])
 

@@ -1,3 +1,4 @@
+from elmo_plugin.commands.analysis import ElmoLayerWeights, ElmoNeighbours, ElmoProbe, ElmoSweep
 from elmo_plugin.commands.elmo_embed import ElmoEmbed
 from elmo_plugin.commands.elmo_export import ElmoExport
 from elmo_plugin.commands.elmo_prepare_corpus import ElmoPrepareCorpus

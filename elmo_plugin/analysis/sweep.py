@@ -1,0 +1,213 @@
+"""Table 2 / Table 3 / A.2 / Figure 1 as one grid: train a task config for every combination of
+ELMo placement, lambda, Eq. (1) mode, training fraction and seed; collect dev and test metrics."""
+
+import itertools
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Sequence
+
+from elmo_bilm.files import FormatError, atomic_output
+
+BASELINE = "none"  # the placement value that means "the baseline config, no ELMo"
+
+
+@dataclass(frozen=True)
+class Run:
+    placement: Optional[str]  # None: the config's own; "none": the baseline
+    l2_coefficient: Optional[float]
+    layers: Optional[str]
+    gamma: Optional[bool]
+    fraction: float
+    seed: int
+
+    @property
+    def name(self) -> str:
+        parts = [f"placement={self.placement or 'config'}"]
+        if self.placement != BASELINE:
+            parts += [
+                f"lambda={self.l2_coefficient}",
+                f"layers={self.layers}",
+                f"gamma={self.gamma}",
+            ]
+        parts += [f"fraction={self.fraction}", f"seed={self.seed}"]
+        return ",".join(parts)
+
+    @property
+    def group(self) -> str:
+        return self.name.rsplit(",seed=", 1)[0]
+
+
+def grid(
+    placements: Sequence[Optional[str]],
+    lambdas: Sequence[Optional[float]],
+    layers: Sequence[Optional[str]],
+    gammas: Sequence[Optional[bool]],
+    fractions: Sequence[float],
+    seeds: Sequence[int],
+) -> List[Run]:
+    """Every combination; the baseline once per fraction and seed (ELMo settings do not apply)."""
+    runs: Dict[str, Run] = {}
+    for p, lam, lay, g, f, s in itertools.product(
+        placements, lambdas, layers, gammas, fractions, seeds
+    ):
+        run = Run(p, None, None, None, f, s) if p == BASELINE else Run(p, lam, lay, g, f, s)
+        runs.setdefault(run.name, run)
+    return list(runs.values())
+
+
+def _set_local(text: str, name: str, value: str, config: str) -> str:
+    pattern = re.compile(rf"^local {name} = .*?;", re.MULTILINE)
+    if not pattern.search(text):
+        raise FormatError(f"{config}: no top-level `local {name} = ...;` switch to set")
+    return pattern.sub(f"local {name} = {value};", text, count=1)
+
+
+def run_config(elmo_config: str, run: Run) -> str:
+    """The jsonnet of one run: the `_elmo` config (or its baseline sibling) with the switches
+    set, imports made absolute, and the training reader wrapped in a seeded subset."""
+    config = (
+        elmo_config
+        if run.placement != BASELINE
+        else elmo_config.replace("_elmo.jsonnet", ".jsonnet")
+    )
+    if not os.path.isfile(config):
+        raise FileNotFoundError(f"{config}: no such config")
+    text = Path(config).read_text()
+    folder = os.path.dirname(os.path.abspath(config))
+    text = re.sub(r'import "([^/"][^"]*)"', lambda m: f'import "{folder}/{m.group(1)}"', text)
+    text = _set_local(text, "seed", str(run.seed), config)
+    if run.placement != BASELINE:
+        for name, value in (
+            ("elmo_placement", None if run.placement is None else json.dumps(run.placement)),
+            ("elmo_lambda", None if run.l2_coefficient is None else repr(run.l2_coefficient)),
+            ("elmo_layers", None if run.layers is None else json.dumps(run.layers)),
+            ("elmo_gamma", None if run.gamma is None else json.dumps(run.gamma)),
+        ):
+            if value is not None:
+                text = _set_local(text, name, value, config)
+    if run.fraction < 1.0:
+        body = text.rstrip()
+        start = body.rfind("\n\n")  # the config's final expression follows its last blank line
+        head, expression = body[:start], body[start:]
+        text = (
+            f"{head}\nlocal base = {expression.strip()};\n"
+            "base + {\n"
+            '  dataset_reader: { type: "elmo_plugin_subset", reader: base.dataset_reader, '
+            f"fraction: {run.fraction}, seed: {run.seed} }},\n"
+            '  validation_dataset_reader: if std.objectHas(base, "validation_dataset_reader") '
+            "then base.validation_dataset_reader else base.dataset_reader,\n"
+            "}\n"
+        )
+    return text
+
+
+def train(run_dir: Path, config_text: str, overrides: Optional[str]) -> None:
+    """`allennlp train` of one run in its own process; an interrupted run continues (--recover)."""
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    config_file = run_dir.parent / f"{run_dir.name}.jsonnet"
+    with atomic_output(config_file, overwrite=True) as partial:
+        Path(partial).write_text(config_text)
+    command = [
+        str(Path(sys.executable).parent / "allennlp"),
+        "train",
+        str(config_file),
+        "-s",
+        str(run_dir),
+        "--include-package",
+        "elmo_plugin",
+    ]
+    if run_dir.exists():
+        command.append("--recover")
+    if overrides:
+        command += ["--overrides", overrides]
+    with open(run_dir.parent / f"{run_dir.name}.log", "a") as log:
+        subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=True)
+
+
+def validation_metric(run_dir: Path) -> str:
+    """The run's validation metric without its sign (from the config AllenNLP saved), e.g.
+    `f1-measure-overall`."""
+    config = json.loads((run_dir / "config.json").read_text())
+    metric = config.get("trainer", {}).get("validation_metric", "-loss")
+    return (metric[0] if isinstance(metric, list) else metric)[1:]
+
+
+def sweep(
+    elmo_config: str,
+    out_dir: str,
+    runs: Sequence[Run],
+    overrides: Optional[str] = None,
+    train_run=train,
+) -> Iterator[Dict]:
+    """Train every run not finished yet (a run with `metrics.json` is not trained again); yield
+    each run's record: its settings, best dev and test metric."""
+    for run in runs:
+        run_dir = Path(out_dir) / run.name
+        text = run_config(elmo_config, run)
+        if not (run_dir / "metrics.json").exists():
+            train_run(run_dir, text, overrides)
+        metrics = json.loads((run_dir / "metrics.json").read_text())
+        metric = validation_metric(run_dir)
+        yield {
+            **asdict(run),
+            "group": run.group,
+            "metric": metric,
+            "best_dev": metrics.get(f"best_validation_{metric}"),
+            "test": metrics.get(f"test_{metric}"),
+            "best_epoch": metrics.get("best_epoch"),
+        }
+
+
+def summarise(records: Sequence[Dict]) -> List[Dict]:
+    """Mean and standard deviation over seeds of every grid point."""
+    groups: Dict[str, List[Dict]] = {}
+    for record in records:
+        groups.setdefault(record["group"], []).append(record)
+    rows = []
+    for group, members in groups.items():
+        row = {
+            k: members[0][k] for k in ("placement", "l2_coefficient", "layers", "gamma", "fraction")
+        }
+        row["group"] = group
+        row["seeds"] = [m["seed"] for m in members]
+        for key in ("best_dev", "test"):
+            values = [m[key] for m in members if m[key] is not None]
+            row[f"{key}_mean"] = statistics.mean(values) if values else None
+            row[f"{key}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
+        rows.append(row)
+    return rows
+
+
+def figure_1(rows: Sequence[Dict], metric: str):
+    """Test metric against training fraction (log scale), one line per setting."""
+    from elmo_plugin.analysis.report import pyplot
+
+    plt = pyplot()
+    figure, axis = plt.subplots(figsize=(4.2, 3.0))
+    lines: Dict[str, List[Dict]] = {}
+    for row in rows:
+        lines.setdefault(row["group"].rsplit(",fraction=", 1)[0], []).append(row)
+    for label, points in sorted(lines.items()):
+        points = sorted(points, key=lambda r: r["fraction"])
+        axis.errorbar(
+            [100 * p["fraction"] for p in points],
+            [p["test_mean"] for p in points],
+            yerr=[p["test_std"] for p in points],
+            marker="o",
+            capsize=3,
+            label="baseline"
+            if label.startswith(f"placement={BASELINE}")
+            else label.replace(",", "\n"),
+        )
+    axis.set_xscale("log")
+    axis.set_xlabel("% of the training set")
+    axis.set_ylabel(f"test {metric}")
+    axis.legend(fontsize=6)
+    figure.tight_layout()
+    return figure

@@ -1,0 +1,289 @@
+"""The Section 5 analyses as `allennlp` subcommands: `elmo-probe pos|wsd`, `elmo-neighbours`,
+`elmo-layer-weights`, `elmo-sweep`. Each writes NAME.json, NAME.md and (where the paper has a
+figure) NAME.png under `--output-dir`."""
+
+import argparse
+import os
+from typing import Any, Dict, List
+
+import torch
+from allennlp.commands.subcommand import Subcommand
+
+from elmo_plugin.analysis import layer_weights, neighbours, probes, report, sweep
+from elmo_plugin.modules.bilm_loading import load_bilm
+
+
+def _bilm_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--options-file", help="bilm-tf options.json (with --weight-file)")
+    parser.add_argument("--weight-file", help="bilm-tf weights.hdf5")
+    parser.add_argument(
+        "--archive-file", help="an elmo_plugin_bilm model.tar.gz; none: the shipped biLM"
+    )
+    parser.add_argument("--batch-size", type=int, default=64, help="sentences per biLM batch")
+    parser.add_argument("--cuda-device", type=int, default=-1, help="GPU id, -1 for CPU")
+
+
+def _output_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.add_argument("--output-dir", required=True, help="where NAME.json / .md / .png go")
+    parser.add_argument("--name", default=name, help=f"file name stem (default {name})")
+    parser.add_argument("--overwrite", action="store_true", help="replace existing result files")
+
+
+def _bilm(args: argparse.Namespace):
+    return load_bilm(args.options_file, args.weight_file, args.archive_file)
+
+
+def _device(args: argparse.Namespace) -> torch.device:
+    return torch.device("cpu" if args.cuda_device < 0 else f"cuda:{args.cuda_device}")
+
+
+def _bilm_name(args: argparse.Namespace) -> str:
+    return args.archive_file or args.weight_file or "shipped biLM"
+
+
+def _data(*parts: str) -> str:
+    return os.path.join(os.environ.get("ELMO_PLUGIN_DATA", ""), *parts)
+
+
+def _run_pos(args: argparse.Namespace) -> None:
+    result = probes.pos_probe(
+        _bilm(args),
+        args.train_file,
+        args.test_file,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        device=_device(args),
+        max_train_sentences=args.max_train_sentences,
+    )
+    result["bilm"] = _bilm_name(args)
+    rows = [[layer, f"{100 * acc:.1f}"] for layer, acc in enumerate(result["accuracy_per_layer"])]
+    table = report.markdown_table(["biLM layer", "POS accuracy (%)"], rows)
+    for path in report.write_report(
+        args.output_dir, args.name, result, table, overwrite=args.overwrite
+    ):
+        print(path)
+    print(table)
+
+
+def _run_wsd(args: argparse.Namespace) -> None:
+    tests = [probes.WsdData.from_dir(os.path.join(args.eval_dir, name)) for name in args.datasets]
+    trains = [probes.WsdData(xml, key) for xml, key in args.train] if args.train else None
+    result = probes.wsd_probe(_bilm(args), tests, trains, args.batch_size, _device(args))
+    result["bilm"] = _bilm_name(args)
+    names = [d.name for d in tests] + ["ALL"]
+    rows = [
+        [layer] + [f"{scores[n]['f1']:.1f}" for n in names]
+        for layer, scores in enumerate(result["scores_per_layer"])
+    ]
+    table = report.markdown_table(["biLM layer", *[f"{n} F1" for n in names]], rows)
+    for path in report.write_report(
+        args.output_dir, args.name, result, table, overwrite=args.overwrite
+    ):
+        print(path)
+    print(table)
+
+
+def _run_neighbours(args: argparse.Namespace) -> None:
+    with open(args.corpus, encoding="utf-8") as handle:
+        corpus = [line.split() for line in handle if line.strip()]
+    result = neighbours.nearest_neighbours(
+        _bilm(args),
+        args.query.split(),
+        args.index,
+        corpus,
+        layer=args.layer,
+        k=args.k,
+        batch_size=args.batch_size,
+        device=_device(args),
+    )
+    rows = [
+        [n["word"], f"{n['cosine']:.3f}", n["sentence"]] for n in result["contextual_neighbours"]
+    ]
+    table = f"query: {result['query']} (word: {result['word']}, layer {result['layer']})\n\n"
+    table += report.markdown_table(["word", "cosine", "sentence"], rows)
+    table += "\ntoken layer (context-free):\n\n" + report.markdown_table(
+        ["word", "cosine"],
+        [[n["word"], f"{n['cosine']:.3f}"] for n in result["token_layer_neighbours"]],
+    )
+    for path in report.write_report(
+        args.output_dir, args.name, result, table, overwrite=args.overwrite
+    ):
+        print(path)
+    print(table)
+
+
+def _run_layer_weights(args: argparse.Namespace) -> None:
+    from allennlp.models.archival import load_archive
+
+    results: Dict[str, List[Dict[str, Any]]] = {}
+    for archive in args.archives:
+        if not os.path.isfile(archive):
+            raise FileNotFoundError(f"{archive}: no such archive")
+        mixes = layer_weights.mix_weights(load_archive(archive).model)
+        if not mixes:
+            raise ValueError(f"{archive}: the model has no ELMo mix")
+        results[os.path.basename(os.path.dirname(os.path.abspath(archive))) or archive] = mixes
+    rows = [
+        [
+            label,
+            mix.get("placement", mix["name"]),
+            " / ".join(f"{w:.3f}" for w in mix["weights"]),
+            f"{mix['gamma']:.3f}",
+        ]
+        for label, mixes in results.items()
+        for mix in mixes
+    ]
+    table = report.markdown_table(["model", "mix", "softmax(w) per layer", "gamma"], rows)
+    figure = layer_weights.weights_figure(results)
+    for path in report.write_report(
+        args.output_dir, args.name, results, table, figure, args.overwrite
+    ):
+        print(path)
+    print(table)
+
+
+def _run_sweep(args: argparse.Namespace) -> None:
+    runs = sweep.grid(args.placement, args.l2, args.layers, args.gamma, args.fraction, args.seeds)
+    records = list(sweep.sweep(args.config, args.serialization_dir, runs, args.overrides))
+    rows = sweep.summarise(records)
+    metric = records[0]["metric"]
+
+    def cell(row, key):
+        mean = row[f"{key}_mean"]
+        return "-" if mean is None else f"{mean:.4f} +/- {row[f'{key}_std']:.4f}"
+
+    table = report.markdown_table(
+        ["setting", "seeds", f"best dev {metric}", f"test {metric}"],
+        [[r["group"], len(r["seeds"]), cell(r, "best_dev"), cell(r, "test")] for r in rows],
+    )
+    figure = sweep.figure_1(rows, metric) if len(set(args.fraction)) > 1 else None
+    result = {"config": args.config, "metric": metric, "runs": records, "summary": rows}
+    output_dir = args.output_dir or args.serialization_dir
+    for path in report.write_report(output_dir, args.name, result, table, figure, overwrite=True):
+        print(path)
+    print(table)
+
+
+def _optional_bool(text: str) -> bool:
+    if text not in ("true", "false"):
+        raise argparse.ArgumentTypeError("true or false")
+    return text == "true"
+
+
+@Subcommand.register("elmo-probe")
+class ElmoProbe(Subcommand):
+    """Per-layer probes (Sec. 5.3): `pos` (Table 6, linear classifier) and `wsd` (Table 5, 1-NN
+    over sense centroids).
+
+    Registered as a `Subcommand` with name "elmo-probe".
+    """
+
+    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
+        subparser = parser.add_parser(
+            self.name, description=self.__doc__.split("\n\n")[0], help="biLM layer probes"
+        )
+        tasks = subparser.add_subparsers(title="probe", dest="probe", required=True)
+        pos = tasks.add_parser(
+            "pos", help="POS tagging, a linear classifier on each layer (Table 6)"
+        )
+        _bilm_arguments(pos)
+        _output_arguments(pos, "pos_probe")
+        pos.add_argument("--train-file", default=_data("ud_english_ewt", "en_ewt-ud-train.conllu"))
+        pos.add_argument("--test-file", default=_data("ud_english_ewt", "en_ewt-ud-test.conllu"))
+        pos.add_argument("--epochs", type=int, default=10)
+        pos.add_argument(
+            "--max-train-sentences", type=int, help="only the first N training sentences"
+        )
+        pos.set_defaults(func=_run_pos)
+        wsd = tasks.add_parser("wsd", help="WSD, nearest sense centroid on each layer (Table 5)")
+        _bilm_arguments(wsd)
+        _output_arguments(wsd, "wsd_probe")
+        wsd.add_argument("--eval-dir", default=_data("wsd_eval", "Evaluation_Datasets"))
+        wsd.add_argument("--datasets", nargs="+", default=list(probes.WSD_DATASETS))
+        wsd.add_argument(
+            "--train",
+            nargs=2,
+            action="append",
+            metavar=("DATA_XML", "GOLD_KEY"),
+            help="training data (e.g. SemCor); without it: leave one dataset out",
+        )
+        wsd.set_defaults(func=_run_wsd)
+        return subparser
+
+
+@Subcommand.register("elmo-neighbours")
+class ElmoNeighbours(Subcommand):
+    """Nearest contextual neighbours of a word in context (Table 4), next to the token layer's.
+
+    Registered as a `Subcommand` with name "elmo-neighbours".
+    """
+
+    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
+        subparser = parser.add_parser(
+            self.name, description=self.__doc__.split("\n\n")[0], help="nearest neighbours"
+        )
+        subparser.add_argument("query", help="a whitespace-tokenised sentence")
+        subparser.add_argument("index", type=int, help="0-based index of the word in the query")
+        subparser.add_argument("corpus", help="text file, one tokenised sentence per line")
+        subparser.add_argument("--layer", type=int, default=-1, help="biLM layer (default: top)")
+        subparser.add_argument("-k", type=int, default=5, help="neighbours to list")
+        _bilm_arguments(subparser)
+        _output_arguments(subparser, "neighbours")
+        subparser.set_defaults(func=_run_neighbours)
+        return subparser
+
+
+@Subcommand.register("elmo-layer-weights")
+class ElmoLayerWeights(Subcommand):
+    """The learned ELMo layer weights and gamma of trained task models (Figure 2).
+
+    Registered as a `Subcommand` with name "elmo-layer-weights".
+    """
+
+    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
+        subparser = parser.add_parser(
+            self.name, description=self.__doc__.split("\n\n")[0], help="learned layer weights"
+        )
+        subparser.add_argument(
+            "archives", nargs="+", help="model.tar.gz files of trained task models"
+        )
+        _output_arguments(subparser, "layer_weights")
+        subparser.set_defaults(func=_run_layer_weights)
+        return subparser
+
+
+@Subcommand.register("elmo-sweep")
+class ElmoSweep(Subcommand):
+    """Train an `_elmo.jsonnet` config over a grid (Tables 2-3, A.2, Figure 1) and tabulate.
+
+    Registered as a `Subcommand` with name "elmo-sweep".
+    """
+
+    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
+        subparser = parser.add_parser(
+            self.name, description=self.__doc__.split("\n\n")[0], help="ablation sweeps"
+        )
+        subparser.add_argument("config", help="a training_config/*_elmo.jsonnet")
+        subparser.add_argument(
+            "-s", "--serialization-dir", required=True, help="one folder per run"
+        )
+        subparser.add_argument(
+            "--placement",
+            nargs="+",
+            default=[None],
+            help=f"input / output / both / {sweep.BASELINE} (baseline)",
+        )
+        subparser.add_argument("--lambda", dest="l2", nargs="+", type=float, default=[None])
+        subparser.add_argument("--layers", nargs="+", choices=["all", "top"], default=[None])
+        subparser.add_argument("--gamma", nargs="+", type=_optional_bool, default=[None])
+        subparser.add_argument(
+            "--fraction", nargs="+", type=float, default=[1.0], help="of the training set"
+        )
+        subparser.add_argument("--seeds", nargs="+", type=int, default=[13370])
+        subparser.add_argument("--overrides", help="JSON overrides for every run, e.g. epochs")
+        subparser.add_argument(
+            "--output-dir", help="report folder (default: the serialization dir)"
+        )
+        subparser.add_argument("--name", default="sweep")
+        subparser.set_defaults(func=_run_sweep)
+        return subparser

@@ -1,0 +1,94 @@
+import json
+
+import numpy
+import pytest
+
+from elmo_bilm.files import FormatError
+from elmo_plugin.analysis.probes import (
+    WsdData,
+    nearest_centroid_wsd,
+    pos_probe,
+    read_conllu_xpos,
+    wsd_probe,
+    wsd_scores,
+)
+from elmo_plugin.commands.analysis import ElmoProbe
+from tests.analysis.conftest import BILM_ARGS, run_command
+from tests.conftest import DATA
+
+EWT = DATA / "ud_english_ewt"
+
+
+def first_sentences(source, target, n):
+    blocks = source.read_text(encoding="utf-8").split("\n\n")[:n]
+    target.write_text("\n\n".join(blocks) + "\n\n", encoding="utf-8")
+    return str(target)
+
+
+def test_conllu_reader_skips_ranges_and_names_bad_lines(tmp_path):
+    sentences, tags = read_conllu_xpos(str(EWT / "en_ewt-ud-test.conllu"))
+    assert len(sentences) == 2077 and all(len(s) == len(t) for s, t in zip(sentences, tags))
+    assert "NN" in {t for ts in tags for t in ts}  # XPOS = Penn Treebank tags
+    (tmp_path / "bad.conllu").write_text("1\tword\n")
+    with pytest.raises(FormatError, match="bad.conllu:1: expected 10"):
+        read_conllu_xpos(str(tmp_path / "bad.conllu"))
+
+
+def test_pos_probe_command_writes_per_layer_accuracy(tmp_path):
+    train = first_sentences(EWT / "en_ewt-ud-train.conllu", tmp_path / "train.conllu", 300)
+    test = first_sentences(EWT / "en_ewt-ud-test.conllu", tmp_path / "test.conllu", 100)
+    out = tmp_path / "out"
+    argv = ["elmo-probe", "pos", *BILM_ARGS, "--train-file", train, "--test-file", test]
+    run_command(ElmoProbe, argv + ["--output-dir", str(out), "--epochs", "3"])
+    result = json.loads((out / "pos_probe.json").read_text())
+    accuracies = result["accuracy_per_layer"]
+    assert len(accuracies) == 3 and len(set(accuracies)) == 3  # the layers differ
+    assert all(0.2 < a < 1.0 for a in accuracies)  # far above 1 / 45 tags
+    assert "| biLM layer | POS accuracy (%) |" in (out / "pos_probe.md").read_text()
+    with pytest.raises(FileExistsError, match="--overwrite"):
+        run_command(ElmoProbe, argv + ["--output-dir", str(out), "--epochs", "1"])
+    with pytest.raises(FormatError, match="nothing.conllu: cannot read"):
+        pos_probe(None, str(tmp_path / "nothing.conllu"), test)
+
+
+def write_wsd(folder, name, senses):
+    """A dataset of sentences '<w> bank <w>' whose instance is 'bank' with the given senses."""
+    folder.mkdir(parents=True, exist_ok=True)
+    sentences, keys = [], []
+    for k, (context, sense) in enumerate(senses):
+        sentences.append(
+            f'<sentence id="{name}.s{k}"><wf lemma="x" pos="X">{context}</wf>'
+            f'<instance id="{name}.s{k}.t0" lemma="bank" pos="NOUN">bank</instance></sentence>'
+        )
+        keys.append(f"{name}.s{k}.t0 {sense}")
+    xml = f'<corpus lang="en"><text id="{name}">{"".join(sentences)}</text></corpus>'
+    (folder / f"{name}.data.xml").write_text(xml)
+    (folder / f"{name}.gold.key.txt").write_text("\n".join(keys) + "\n")
+    return str(folder)
+
+
+def test_nearest_centroid_and_scores():
+    v = numpy.array
+    train = [
+        ("bank", "N", "river", v([1.0, 0.0])),
+        ("bank", "N", "money", v([0.0, 1.0])),
+        ("set", "V", "a", v([1.0, 1.0])),
+    ]
+    test = [("bank", "N", v([0.9, 0.1])), ("set", "N", v([0.0, 1.0])), ("cat", "N", v([1.0, 0.0]))]
+    predictions = nearest_centroid_wsd(train, test)
+    assert predictions == ["river", "a", None]  # centroid; lemma's most frequent sense; abstain
+    scores = wsd_scores(predictions, [{"river"}, {"b"}, {"c"}])
+    assert scores["precision"] == 50.0 and scores["recall"] == pytest.approx(100 / 3)
+
+
+def test_wsd_probe_leave_one_out(tmp_path, fixture_bilm):
+    river = [("river", "bank%1:17:01::"), ("water", "bank%1:17:01::")]
+    money = [("money", "bank%1:14:00::"), ("loan", "bank%1:14:00::")]
+    sets = [WsdData.from_dir(write_wsd(tmp_path / n, n, river + money)) for n in ("a", "b", "c")]
+    result = wsd_probe(fixture_bilm, sets)
+    assert result["setting"] == "leave one dataset out" and len(result["f1_per_layer"]) == 3
+    assert set(result["scores_per_layer"][0]) == {"a", "b", "c", "ALL"}
+    # identical contexts in the other sets: the nearest centroid is the right sense everywhere
+    assert result["f1_per_layer"][2] == 100.0
+    with pytest.raises(FormatError, match="nowhere.data.xml"):
+        WsdData.from_dir(str(tmp_path / "nowhere"))

@@ -1,0 +1,103 @@
+import json
+import os
+
+import pytest
+import torch
+from allennlp.data import DatasetReader
+
+from elmo_plugin.analysis import sweep
+from elmo_plugin.analysis.layer_weights import mix_weights
+from elmo_plugin.commands.analysis import ElmoLayerWeights, ElmoSweep
+from tests.analysis.conftest import run_command
+from tests.conftest import REPO_ROOT
+
+NER = str(REPO_ROOT / "training_config" / "conll2003_crf_tagger_elmo.jsonnet")
+TINY = str(REPO_ROOT / "fixtures" / "conll2003" / "tiny.txt")
+
+
+def subset(fraction, seed):
+    reader = DatasetReader.from_params(
+        __import__("allennlp.common", fromlist=["Params"]).Params(
+            {
+                "type": "elmo_plugin_subset",
+                "reader": {"type": "elmo_plugin_conll2003"},
+                "fraction": fraction,
+                "seed": seed,
+            }
+        )
+    )
+    return [" ".join(t.text for t in i["tokens"].tokens) for i in reader.read(TINY)]
+
+
+def test_seeded_subset_is_the_same_for_a_seed_and_differs_for_another():
+    everything = subset(1.0, 0)
+    half = subset(0.5, 1)
+    assert half == subset(0.5, 1) and half != subset(0.5, 2)
+    assert len(half) == round(len(everything) / 2) and set(half) < set(everything)
+    assert half == [s for s in everything if s in set(half)]  # original order
+
+
+def test_grid_and_run_configs():
+    runs = sweep.grid(["none", "input"], [0.1, 0.001], [None], [None], [0.5, 1.0], [1, 2])
+    assert len(runs) == 4 + 8  # the baseline once per fraction and seed
+    text = sweep.run_config(NER, sweep.Run("both", 0.001, "top", False, 0.5, 7))
+    for line in (
+        'local elmo_placement = "both";',
+        "local elmo_lambda = 0.001;",
+        'local elmo_layers = "top";',
+        "local elmo_gamma = false;",
+        "local seed = 7;",
+    ):
+        assert line in text
+    assert "elmo_plugin_subset" in text and "fraction: 0.5, seed: 7" in text
+    baseline = sweep.run_config(NER, sweep.Run("none", None, None, None, 1.0, 3))
+    assert "tagger(elmo=null, seed=seed)" in baseline and "local seed = 3;" in baseline
+
+
+@pytest.mark.slow  # trains four tiny models in subprocesses
+def test_sweep_trains_resumes_and_reports(tmp_path, monkeypatch):
+    monkeypatch.setenv("CONLL2003_TRAIN", TINY)
+    monkeypatch.setenv("CONLL2003_DEV", TINY)
+    monkeypatch.setenv("CONLL2003_TEST", TINY)
+    out = tmp_path / "sweep"
+    argv = [
+        "elmo-sweep",
+        NER,
+        "-s",
+        str(out),
+        "--placement",
+        "none",
+        "input",
+        "--fraction",
+        "0.5",
+        "1.0",
+    ]
+    argv += ["--seeds", "1", "--overrides", json.dumps({"trainer.num_epochs": 1})]
+    run_command(ElmoSweep, argv)
+    result = json.loads((out / "sweep.json").read_text())
+    assert len(result["runs"]) == 4 and result["metric"] == "f1-measure-overall"
+    assert all(r["test"] is not None and r["best_dev"] is not None for r in result["runs"])
+    assert (out / "sweep.png").exists() and "| setting |" in (out / "sweep.md").read_text()
+    stamps = {p: os.path.getmtime(p) for p in out.glob("*/metrics.json")}
+    run_command(ElmoSweep, argv)  # resumes: nothing is trained again
+    assert stamps == {p: os.path.getmtime(p) for p in out.glob("*/metrics.json")}
+
+    # Figure 2 of the trained ELMo model
+    archive = (
+        out
+        / "placement=input,lambda=None,layers=None,gamma=None,fraction=1.0,seed=1"
+        / "model.tar.gz"
+    )
+    run_command(
+        ElmoLayerWeights, ["elmo-layer-weights", str(archive), "--output-dir", str(tmp_path / "w")]
+    )
+    weights = json.loads((tmp_path / "w" / "layer_weights.json").read_text())
+    (mixes,) = weights.values()
+    assert len(mixes) == 1 and sum(mixes[0]["weights"]) == pytest.approx(1.0)
+    assert (tmp_path / "w" / "layer_weights.png").exists()
+    with pytest.raises(FileNotFoundError, match="no such archive"):
+        run_command(
+            ElmoLayerWeights,
+            ["elmo-layer-weights", str(tmp_path / "x.tar.gz"), "--output-dir", str(tmp_path)],
+        )
+    assert mix_weights(torch.nn.Linear(1, 1)) == []
