@@ -24,11 +24,10 @@ _Step = Tuple[
 
 
 def lstm_cell(
-    gates: torch.Tensor, c: torch.Tensor, cell_clip: Optional[float], proj_clip: Optional[float]
+    gates: torch.Tensor, c: torch.Tensor, cell_clip: Optional[float]
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """The pointwise part of one step: gates `i, j, f, o` and the previous cell -> the clipped cell
-    and `s(o) tanh(c)` (the input of the projection). `proj_clip` is applied after the projection,
-    by the caller; it is a parameter only so the compiled variant's signature is stable."""
+    and `s(o) tanh(c)` (the input of the projection; `proj_clip` applies after the projection)."""
     i, j, f, o = gates.chunk(4, dim=-1)
     c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(j)
     if cell_clip is not None:
@@ -36,16 +35,34 @@ def lstm_cell(
     return c, torch.sigmoid(o) * torch.tanh(c)
 
 
-_fused_cell: Optional[Callable] = None
+def projected_lstm_step(
+    inputs_t: torch.Tensor,
+    h: torch.Tensor,
+    c: torch.Tensor,
+    w_h: torch.Tensor,
+    w_p_t: torch.Tensor,
+    cell_clip: Optional[float],
+    proj_clip: Optional[float],
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """One whole step of both directions (bmm layout): recurrent product, cell, projection, clips."""
+    c, m = lstm_cell(torch.baddbmm(inputs_t, h, w_h), c, cell_clip)
+    h = torch.bmm(m, w_p_t)
+    if proj_clip is not None:
+        h = h.clamp(-proj_clip, proj_clip)
+    return h, c
 
 
-def fused_lstm_cell() -> Callable:
-    """`lstm_cell` compiled by `torch.compile` into one kernel per step (Triton on CUDA, C++ on
-    the CPU) instead of about ten; compiled on first use (tens of seconds), shapes dynamic."""
-    global _fused_cell
-    if _fused_cell is None:
-        _fused_cell = torch.compile(lstm_cell, dynamic=True)
-    return _fused_cell
+_compiled_steps: Dict[Optional[str], Callable] = {}
+
+
+def fused_lstm_step(mode: Optional[str] = None) -> Callable:
+    """`projected_lstm_step` compiled by `torch.compile` (shapes dynamic): its pointwise ops fuse
+    into one kernel (Triton on CUDA, C++ on the CPU) instead of about ten, and with
+    `mode="reduce-overhead"` on CUDA each step shape is replayed as a CUDA graph (one launch per
+    step). Compiled on first use (tens of seconds)."""
+    if mode not in _compiled_steps:
+        _compiled_steps[mode] = torch.compile(projected_lstm_step, dynamic=True, mode=mode)
+    return _compiled_steps[mode]
 
 
 def reverse_padded(inputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -90,9 +107,11 @@ class ProjectedLstmStack(nn.Module):
     dropout : `float`, optional (default = `0.0`)
         Dropout on each layer's input, in training mode only (bilm-tf's `DropoutWrapper`).
     fused : `bool`, optional (default = `$ELMO_PLUGIN_FUSED_CELL == "1"`)
-        Run each step's pointwise ops as one compiled kernel (`fused_lstm_cell`): meant for GPUs,
-        where the per-step loop is launch-bound; equal to the loop within float32 rounding.
-        Off by default (the first call compiles for tens of seconds).
+        Run each step as one compiled function (`fused_lstm_step`; CUDA graphs in inference on a
+        GPU) instead of the Python loop's dozen kernels: meant for GPUs, where the loop is
+        launch-bound; equal to the loop within float32 rounding. Applies where the step runs on
+        `bmm` (not to oneDNN's packed CPU inference). Off by default (the first call compiles for
+        tens of seconds).
     """
 
     def __init__(
@@ -230,17 +249,22 @@ class ProjectedLstmStack(nn.Module):
                 )
 
             return [direction(0), direction(1)]
-        w_p_t = w_p.transpose(1, 2)  # (2, proj, dim) viewed as (2, dim, proj): faster bmm
-        device = w_h.device.type
-        if torch.is_autocast_enabled(device):
-            # Cast once per forward: autocast caches casts only of leaves that require grad, so a
-            # frozen biLM's weights would be cast again at every step. The cell state stays float32
-            # (it is computed by elementwise ops, which follow type promotion, from a float32 start).
-            dtype = torch.get_autocast_dtype(device)
-            w_h, w_p_t = w_h.to(dtype), w_p_t.to(dtype)
+        w_h, w_p_t = self._step_weights(layer)
         return [
             ((lambda inputs_t, h: torch.baddbmm(inputs_t, h, w_h)), (lambda m: torch.bmm(m, w_p_t)))
         ]
+
+    def _step_weights(self, layer: int) -> Tuple[torch.Tensor, torch.Tensor]:
+        """`W_h` (2, proj, 4 dim) and `P` viewed as (2, dim, proj) (the faster bmm layout), in the
+        compute dtype. Cast once per forward under autocast: autocast caches casts only of leaves
+        that require grad, so a frozen biLM's weights would be cast again at every step. The cell
+        state stays float32 (elementwise ops follow type promotion from a float32 start)."""
+        w_h, w_p_t = self.recurrent_weights[layer], self.projections[layer].transpose(1, 2)
+        device = w_h.device.type
+        if torch.is_autocast_enabled(device):
+            dtype = torch.get_autocast_dtype(device)
+            w_h, w_p_t = w_h.to(dtype), w_p_t.to(dtype)
+        return w_h, w_p_t
 
     def _recurrence(
         self, streams: List[torch.Tensor], layer: int, active: List[int], onednn: bool
@@ -251,18 +275,33 @@ class ProjectedLstmStack(nn.Module):
         `active[t]` running rows of step `t` (rows sorted by length, descending) follow those of
         step `t - 1`; `N = sum(active)`, no padding.
         """
-        steps = self._step_products(layer, onednn, active[0])
         h = [x.new_zeros(x.shape[:-2] + (active[0], self.projection_dim)) for x in streams]
         c = [x.new_zeros(x.shape[:-2] + (active[0], self.dim)) for x in streams]
         outputs: List[List[torch.Tensor]] = [[] for _ in streams]
         # One split per stream, not a slice per step: the backward of a slice allocates a zero
         # tensor of the whole stream, which made a layer's backward quadratic in the length.
         per_step = [x.split(active, dim=-2) for x in streams]
-        cell = fused_lstm_cell() if self.fused else lstm_cell
+        if self.fused and not onednn:
+            w_h, w_p_t = self._step_weights(layer)
+            graphs = streams[0].is_cuda and not torch.is_grad_enabled()
+            step = fused_lstm_step("reduce-overhead" if graphs else None)
+            for t, n in enumerate(active):
+                h[0], c[0] = step(
+                    per_step[0][t],
+                    h[0][..., :n, :],
+                    c[0][..., :n, :],
+                    w_h,
+                    w_p_t,
+                    self.cell_clip,
+                    self.proj_clip,
+                )
+                outputs[0].append(h[0])
+            return torch.cat(outputs[0], dim=-2)
+        steps = self._step_products(layer, onednn, active[0])
         for t, n in enumerate(active):
             for k, (step_gates, project) in enumerate(steps):
                 gates = step_gates(per_step[k][t], h[k][..., :n, :])
-                c[k], m = cell(gates, c[k][..., :n, :], self.cell_clip, self.proj_clip)
+                c[k], m = lstm_cell(gates, c[k][..., :n, :], self.cell_clip)
                 h[k] = project(m)
                 if self.proj_clip is not None:
                     h[k] = h[k].clamp(-self.proj_clip, self.proj_clip)

@@ -248,7 +248,7 @@ def test_autocast_casts_the_step_weights_once_not_per_step(monkeypatch):
 
 
 @pytest.mark.slow  # compiles the fused cell (tens of seconds on the first run of a machine)
-def test_fused_cell_equals_the_loop_forward_and_backward():
+def test_fused_step_equals_the_loop_forward_and_backward():
     stack = make_stack().train()
     fused = copy.deepcopy(stack)
     fused.fused = True
@@ -262,4 +262,4 @@ def test_fused_cell_equals_the_loop_forward_and_backward():
         sum((layer * torch.linspace(-1, 1, 12)).sum() for layer in out).backward()
     for (name, a), b in zip(stack.named_parameters(), fused.parameters()):
         torch.testing.assert_close(b.grad, a.grad, atol=1e-4, rtol=1e-4, msg=name)
-    assert lstm_module._fused_cell is not None  # the compiled cell really ran
+    assert lstm_module._compiled_steps  # the compiled step really ran
