@@ -37,15 +37,16 @@ with h5py.File(target, "w") as out, torch.no_grad():
 
 
 def run(command: List[str]) -> Tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one process."""
-    start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - start
-    stderr = process.stderr.read().decode()
-    process.stderr.close()
-    if status != 0:
-        raise RuntimeError(f"{' '.join(command)} failed:\n{stderr[-2000:]}")
+    """Wall seconds and peak RSS (MB) of one process (its stderr, progress bars included, goes
+    to a file: a pipe read only at the end would fill up and stall the process)."""
+    with tempfile.TemporaryFile() as errors:
+        start = time.perf_counter()
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - start
+        if status != 0:
+            errors.seek(0)
+            raise RuntimeError(f"{' '.join(command)} failed:\n{errors.read().decode()[-2000:]}")
     return seconds, usage.ru_maxrss / 1024.0
 
 
@@ -100,6 +101,7 @@ def compare(label: str, files: Dict[str, str], source: str, folder: Path) -> Non
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--memory-lines", type=int, nargs="*", default=[20_000, 200_000])
+    parser.add_argument("--memory-only", action="store_true", help="skip the speed comparison")
     args = parser.parse_args()
     shipped = {"options_file": str(DEFAULT_OPTIONS_FILE), "weight_file": str(DEFAULT_WEIGHT_FILE)}
     with tempfile.TemporaryDirectory() as tmp:

@@ -104,9 +104,12 @@ def pos_probe(
     x_test, y_test = data(test_sentences, test_tags, "test layers")
     accuracies = []
     for layer in tqdm(range(x_train.shape[0]), desc="probes", unit=" layers"):
-        probe = train_linear_probe(x_train[layer], y_train, len(tag_ids), epochs=epochs, seed=seed)
+        # standardised with the training statistics (an affine map: the probe stays linear)
+        mean, std = x_train[layer].mean(0), x_train[layer].std(0) + 1e-6
+        train_x, test_x = (x_train[layer] - mean) / std, (x_test[layer] - mean) / std
+        probe = train_linear_probe(train_x, y_train, len(tag_ids), epochs=epochs, seed=seed)
         with torch.no_grad():
-            predicted = probe(torch.from_numpy(x_test[layer])).argmax(-1).numpy()
+            predicted = probe(torch.from_numpy(test_x)).argmax(-1).numpy()
         accuracies.append(float((predicted == y_test).mean()))  # unseen tags (-1) count as wrong
     return {
         "task": "pos",
