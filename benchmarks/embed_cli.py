@@ -106,20 +106,12 @@ def main() -> None:
     shipped = {"options_file": str(DEFAULT_OPTIONS_FILE), "weight_file": str(DEFAULT_WEIGHT_FILE)}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        one = write_lines(folder / "one.txt", conll_dev_sentences(1))
-        compare("1 sentence, shipped biLM", shipped, one, folder)
-        compare(
-            "600 sentences, small",
-            random_bilm_tf("small"),
-            write_lines(folder / "600.txt", conll_dev_sentences(600)),
-            folder,
-        )
-        compare(
-            "200 sentences, paper",
-            random_bilm_tf("paper"),
-            write_lines(folder / "200.txt", conll_dev_sentences(200)),
-            folder,
-        )
+        if not args.memory_only:
+            one = write_lines(folder / "one.txt", conll_dev_sentences(1))
+            compare("1 sentence, shipped biLM", shipped, one, folder)
+            for count, config in ((600, "small"), (200, "paper")):
+                source = write_lines(folder / f"{count}.txt", conll_dev_sentences(count))
+                compare(f"{count} sentences, {config}", random_bilm_tf(config), source, folder)
         train = list(read_sentences(str(DATA / "conll2003" / "eng.train"), "conll2003"))
         for lines in args.memory_lines:
             source = write_lines(folder / "many.txt", [train[i % len(train)] for i in range(lines)])
