@@ -164,6 +164,15 @@ def _run_sweep(args: argparse.Namespace) -> None:
     print(table)
 
 
+def _subparser(
+    command: Subcommand, parser: argparse._SubParsersAction, help_text: str
+) -> argparse.ArgumentParser:
+    """The subcommand's parser, described by the first paragraph of its docstring."""
+    return parser.add_parser(
+        command.name, description=command.__doc__.split("\n\n")[0], help=help_text
+    )
+
+
 def _optional_bool(text: str) -> bool:
     if text not in ("true", "false"):
         raise argparse.ArgumentTypeError("true or false")
@@ -179,9 +188,7 @@ class ElmoProbe(Subcommand):
     """
 
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        subparser = parser.add_parser(
-            self.name, description=self.__doc__.split("\n\n")[0], help="biLM layer probes"
-        )
+        subparser = _subparser(self, parser, "biLM layer probes")
         tasks = subparser.add_subparsers(title="probe", dest="probe", required=True)
         pos = tasks.add_parser(
             "pos", help="POS tagging, a linear classifier on each layer (Table 6)"
@@ -219,9 +226,7 @@ class ElmoNeighbours(Subcommand):
     """
 
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        subparser = parser.add_parser(
-            self.name, description=self.__doc__.split("\n\n")[0], help="nearest neighbours"
-        )
+        subparser = _subparser(self, parser, "nearest neighbours")
         subparser.add_argument("query", help="a whitespace-tokenised sentence")
         subparser.add_argument("index", type=int, help="0-based index of the word in the query")
         subparser.add_argument("corpus", help="text file, one tokenised sentence per line")
@@ -241,9 +246,7 @@ class ElmoLayerWeights(Subcommand):
     """
 
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        subparser = parser.add_parser(
-            self.name, description=self.__doc__.split("\n\n")[0], help="learned layer weights"
-        )
+        subparser = _subparser(self, parser, "learned layer weights")
         subparser.add_argument(
             "archives", nargs="+", help="model.tar.gz files of trained task models"
         )
@@ -260,9 +263,7 @@ class ElmoSweep(Subcommand):
     """
 
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        subparser = parser.add_parser(
-            self.name, description=self.__doc__.split("\n\n")[0], help="ablation sweeps"
-        )
+        subparser = _subparser(self, parser, "ablation sweeps")
         subparser.add_argument("config", help="a training_config/*_elmo.jsonnet")
         subparser.add_argument(
             "-s", "--serialization-dir", required=True, help="one folder per run"
