@@ -1,4 +1,4 @@
-// SST-5 BCN baseline (Supplement A.8; paper baseline 51.4 test accuracy with GloVe + CoVe-free BCN).
+// SST-5 BCN baseline (Supplement A.8; paper baseline 51.4 test accuracy, with GloVe vectors, not available here).
 // Run: allennlp train training_config/sst_bcn.jsonnet -s out/sst_base --include-package elmo_plugin
 local bcn = import "sst_bcn.libsonnet";
 
