@@ -26,9 +26,14 @@ class BiLm(nn.Module):
         an export writes them back.
     dropout : `float`, optional (default = `0.0`)
         Dropout on the LSTM inputs in training mode (bilm-tf trains with 0.1).
+    initialise : `bool`, optional (default = `True`)
+        Draw bilm-tf's initial weights; `False` is for a loader that overwrites every weight
+        (the draw took 2.7 s of a 3 s bilm-tf load at the paper size).
     """
 
-    def __init__(self, options: Dict[str, Any], dropout: float = 0.0) -> None:
+    def __init__(
+        self, options: Dict[str, Any], dropout: float = 0.0, initialise: bool = True
+    ) -> None:
         super().__init__()
         self.options = copy.deepcopy(options)
         char_cnn = options["char_cnn"]
@@ -41,6 +46,7 @@ class BiLm(nn.Module):
             n_highway=int(char_cnn["n_highway"]),
             projection_dim=self.projection_dim,
             activation=char_cnn.get("activation", "relu"),
+            initialise=initialise,
         )
         self.lstm = ProjectedLstmStack(
             input_dim=self.projection_dim,
@@ -51,6 +57,7 @@ class BiLm(nn.Module):
             proj_clip=lstm.get("proj_clip"),
             use_skip_connections=bool(lstm.get("use_skip_connections", True)),
             dropout=dropout,
+            initialise=initialise,
         )
 
     def set_dropout(self, dropout: float) -> None:

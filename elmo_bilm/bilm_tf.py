@@ -80,7 +80,7 @@ def read_softmax(weight_file: PathLike) -> Optional[Tuple[numpy.ndarray, numpy.n
 def load_bilm_tf(options_file: PathLike, weight_file: PathLike, dropout: float = 0.0) -> BiLm:
     """Build a `BiLm` from bilm-tf files, checking every dataset's presence and shape."""
     options = read_options(options_file)
-    bilm = BiLm(options, dropout=dropout)
+    bilm = BiLm(options, dropout=dropout, initialise=False)  # every parameter is copied below
     cnn = bilm.char_cnn
     lstm = bilm.lstm
     with h5py.File(weight_file, "r") as weights, torch.no_grad():

@@ -50,11 +50,12 @@ class Highway(nn.Module):
     weights is a plain transpose.
     """
 
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int, initialise: bool = True) -> None:
         super().__init__()
         self.transform = nn.Linear(dim, dim)
         self.carry = nn.Linear(dim, dim)
-        self.reset_parameters()
+        if initialise:
+            self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """bilm-tf's initialisation: weights N(0, 1/dim), transform bias 0, carry bias -2 (the
@@ -89,6 +90,8 @@ class CharCnnEncoder(nn.Module):
         kept, so a word is encoded once however many batches it appears in. The cache empties
         itself whenever any weight of the encoder changes (optimizer step, `load_state_dict`,
         in-place edit), so it is never stale. 0 turns it off.
+    initialise : `bool`, optional (default = `True`)
+        Draw bilm-tf's initial weights; `False` leaves them to a loader that overwrites them all.
     """
 
     def __init__(
@@ -99,6 +102,7 @@ class CharCnnEncoder(nn.Module):
         projection_dim: int,
         activation: str = "relu",
         word_cache_size: int = 50000,
+        initialise: bool = True,
     ) -> None:
         super().__init__()
         if activation not in ("relu", "tanh"):
@@ -110,13 +114,14 @@ class CharCnnEncoder(nn.Module):
             nn.Conv1d(char_dim, num, kernel_size=width) for width, num in self.filters
         )
         n_filters = sum(num for _, num in self.filters)
-        self.highways = nn.ModuleList(Highway(n_filters) for _ in range(n_highway))
+        self.highways = nn.ModuleList(Highway(n_filters, initialise) for _ in range(n_highway))
         self.projection = nn.Linear(n_filters, projection_dim)
         self.output_dim = projection_dim
         self.word_cache_size = word_cache_size
         self._word_cache: Dict[bytes, torch.Tensor] = {}
         self._cache_key_context: Tuple[object, ...] = ()
-        self.reset_parameters()
+        if initialise:
+            self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """bilm-tf's initialisation for training from scratch: character embeddings U(-1, 1)

@@ -112,6 +112,8 @@ class ProjectedLstmStack(nn.Module):
         launch-bound; equal to the loop within float32 rounding. Applies where the step runs on
         `bmm` (not to oneDNN's packed CPU inference). Off by default (the first call compiles for
         tens of seconds).
+    initialise : `bool`, optional (default = `True`)
+        Draw bilm-tf's initial weights; `False` leaves them to a loader that overwrites them all.
     """
 
     def __init__(
@@ -125,6 +127,7 @@ class ProjectedLstmStack(nn.Module):
         use_skip_connections: bool = True,
         dropout: float = 0.0,
         fused: Optional[bool] = None,
+        initialise: bool = True,
     ) -> None:
         super().__init__()
         self.fused = os.environ.get("ELMO_PLUGIN_FUSED_CELL") == "1" if fused is None else fused
@@ -148,12 +151,10 @@ class ProjectedLstmStack(nn.Module):
         self.projections = nn.ParameterList(
             nn.Parameter(torch.empty(2, projection_dim, dim)) for _ in in_dims
         )
-        forget_bias = torch.zeros(4 * dim)
-        forget_bias[2 * dim : 3 * dim] = 1.0
-        self.register_buffer("forget_bias", forget_bias, persistent=False)
         # (parameter list name, layer) -> (weight's identity and version, oneDNN packs per direction)
         self._packed: Dict[Tuple[str, int], Tuple[Tuple[int, int], List[torch.Tensor]]] = {}
-        self.reset_parameters()
+        if initialise:
+            self.reset_parameters()
 
     def _apply(self, fn, recurse: bool = True):  # type: ignore[no-untyped-def]
         """`.to()`, `.cuda()`, `.double()`, ...: the oneDNN packs belong to the old tensors, drop
@@ -220,7 +221,8 @@ class ProjectedLstmStack(nn.Module):
         oneDNN one (N, 4 * dim) tensor per direction (stacking them would copy hundreds of MB).
         """
         weight = self.input_weights[layer]
-        bias = self.biases[layer] + self.forget_bias  # (2, 1, 4 * dim)
+        bias = self.biases[layer].clone()  # (2, 1, 4 * dim)
+        bias[..., 2 * self.dim : 3 * self.dim] += 1.0  # TF's forget_bias
         if onednn:
             packs = self._packed_weights(
                 "input_weights", layer, weight.transpose(1, 2), _INPUT_BATCH_HINT

@@ -123,3 +123,26 @@ def test_training_options_with_261_characters_load(tmp_path, bilm, fixture_sente
     with torch.no_grad():
         for a, b in zip(bilm(char_ids)["activations"], again(char_ids)["activations"]):
             assert torch.equal(a, b)
+
+
+def test_loading_overwrites_every_parameter(monkeypatch, bilm, fixture_sentences):
+    """The loader skips the random initialisation: poison every parameter of the biLM it builds
+    with NaN and check that none survives the load, and that the layers are unchanged."""
+    from elmo_bilm import bilm_tf
+    from elmo_bilm.bilm import BiLm
+
+    class Poisoned(BiLm):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            with torch.no_grad():
+                for parameter in self.parameters():
+                    parameter.fill_(float("nan"))
+
+    monkeypatch.setattr(bilm_tf, "BiLm", Poisoned)
+    loaded = load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE)
+    assert isinstance(loaded, Poisoned)
+    assert not any(torch.isnan(p).any() for p in loaded.parameters())
+    char_ids = batch_to_ids(fixture_sentences[0][:3])
+    with torch.no_grad():
+        for a, b in zip(loaded(char_ids)["activations"], bilm(char_ids)["activations"]):
+            assert torch.equal(a, b)
