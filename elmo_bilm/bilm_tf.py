@@ -53,16 +53,22 @@ def read_options(options_file: PathLike) -> Dict[str, Any]:
 
 def _dataset(
     weights: h5py.File, name: str, shape: Tuple[int, ...], weight_file: PathLike
-) -> numpy.ndarray:
+) -> h5py.Dataset:
+    """The dataset `name`, checked to exist with `shape` (not read yet)."""
     if name not in weights:
         raise FormatError(f"{weight_file}: dataset {name!r} is missing (expected shape {shape})")
-    array = weights[name][...]
-    if tuple(array.shape) != tuple(shape):
+    dataset = weights[name]
+    if tuple(dataset.shape) != tuple(shape):
         raise FormatError(
-            f"{weight_file}: dataset {name!r} has shape {tuple(array.shape)} but the options "
+            f"{weight_file}: dataset {name!r} has shape {tuple(dataset.shape)} but the options "
             f"imply {tuple(shape)}"
         )
-    return array
+    return dataset
+
+
+def _read_rows(dataset: h5py.Dataset, rows: slice, target: torch.Tensor) -> None:
+    """Read `dataset[rows]` straight into the contiguous CPU tensor `target` (no temporary)."""
+    dataset.read_direct(target.detach().numpy(), source_sel=numpy.s_[rows])
 
 
 def _lstm_prefix(direction: int, layer: int) -> str:
@@ -87,24 +93,24 @@ def load_bilm_tf(options_file: PathLike, weight_file: PathLike, dropout: float =
         char_dim = cnn.char_embedding.embedding_dim
         table = _dataset(weights, "char_embed", (261, char_dim), weight_file)
         cnn.char_embedding.weight[0].zero_()
-        cnn.char_embedding.weight[1:].copy_(torch.from_numpy(table))
+        _read_rows(table, slice(None), cnn.char_embedding.weight[1:])
         for i, ((width, num), conv) in enumerate(zip(cnn.filters, cnn.convolutions)):
             w = _dataset(weights, f"CNN/W_cnn_{i}", (1, width, char_dim, num), weight_file)
             b = _dataset(weights, f"CNN/b_cnn_{i}", (num,), weight_file)
             conv.weight.copy_(torch.from_numpy(w[0].transpose(2, 1, 0)))
-            conv.bias.copy_(torch.from_numpy(b))
+            _read_rows(b, slice(None), conv.bias)
         n_filters = cnn.projection.in_features
         for k, highway in enumerate(cnn.highways):
             for part in ("transform", "carry"):
                 w = _dataset(weights, f"CNN_high_{k}/W_{part}", (n_filters, n_filters), weight_file)
                 b = _dataset(weights, f"CNN_high_{k}/b_{part}", (n_filters,), weight_file)
-                getattr(highway, part).weight.copy_(torch.from_numpy(w.T))
-                getattr(highway, part).bias.copy_(torch.from_numpy(b))
+                getattr(highway, part).weight.copy_(torch.from_numpy(w[...].T))
+                _read_rows(b, slice(None), getattr(highway, part).bias)
         proj = cnn.projection.out_features
         w = _dataset(weights, "CNN_proj/W_proj", (n_filters, proj), weight_file)
         b = _dataset(weights, "CNN_proj/b_proj", (proj,), weight_file)
-        cnn.projection.weight.copy_(torch.from_numpy(w.T))
-        cnn.projection.bias.copy_(torch.from_numpy(b))
+        cnn.projection.weight.copy_(torch.from_numpy(w[...].T))
+        _read_rows(b, slice(None), cnn.projection.bias)
         dim, proj = lstm.dim, lstm.projection_dim
         for layer in range(lstm.n_layers):
             in_dim = lstm.input_weights[layer].shape[1]
@@ -113,10 +119,10 @@ def load_bilm_tf(options_file: PathLike, weight_file: PathLike, dropout: float =
                 w = _dataset(weights, f"{prefix}/W_0", (in_dim + proj, 4 * dim), weight_file)
                 b = _dataset(weights, f"{prefix}/B", (4 * dim,), weight_file)
                 p = _dataset(weights, f"{prefix}/W_P_0", (dim, proj), weight_file)
-                lstm.input_weights[layer][direction].copy_(torch.from_numpy(w[:in_dim]))
-                lstm.recurrent_weights[layer][direction].copy_(torch.from_numpy(w[in_dim:]))
-                lstm.biases[layer][direction, 0].copy_(torch.from_numpy(b))
-                lstm.projections[layer][direction].copy_(torch.from_numpy(p.T))
+                _read_rows(w, slice(None, in_dim), lstm.input_weights[layer][direction])
+                _read_rows(w, slice(in_dim, None), lstm.recurrent_weights[layer][direction])
+                _read_rows(b, slice(None), lstm.biases[layer][direction, 0])
+                lstm.projections[layer][direction].copy_(torch.from_numpy(p[...].T))
     return bilm
 
 

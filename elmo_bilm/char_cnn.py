@@ -43,6 +43,17 @@ def add_sentence_boundaries(
     return out, new_mask
 
 
+def linear(n_in: int, n_out: int, initialise: bool = True) -> nn.Linear:
+    """`nn.Linear`; with `initialise=False` its parameters are allocated but not drawn (built on
+    the meta device, then given empty CPU tensors), for a loader that overwrites them."""
+    if initialise:
+        return nn.Linear(n_in, n_out)
+    layer = nn.Linear(n_in, n_out, device="meta")
+    layer.weight = nn.Parameter(torch.empty(n_out, n_in))
+    layer.bias = nn.Parameter(torch.empty(n_out))
+    return layer
+
+
 class Highway(nn.Module):
     """bilm-tf's highway layer: `y = t * relu(W_T x + b_T) + (1 - t) * x`, `t = sigmoid(W_C x + b_C)`.
 
@@ -52,8 +63,8 @@ class Highway(nn.Module):
 
     def __init__(self, dim: int, initialise: bool = True) -> None:
         super().__init__()
-        self.transform = nn.Linear(dim, dim)
-        self.carry = nn.Linear(dim, dim)
+        self.transform = linear(dim, dim, initialise)
+        self.carry = linear(dim, dim, initialise)
         if initialise:
             self.reset_parameters()
 
@@ -115,7 +126,7 @@ class CharCnnEncoder(nn.Module):
         )
         n_filters = sum(num for _, num in self.filters)
         self.highways = nn.ModuleList(Highway(n_filters, initialise) for _ in range(n_highway))
-        self.projection = nn.Linear(n_filters, projection_dim)
+        self.projection = linear(n_filters, projection_dim, initialise)
         self.output_dim = projection_dim
         self.word_cache_size = word_cache_size
         self._word_cache: Dict[bytes, torch.Tensor] = {}
