@@ -1,4 +1,5 @@
 import json
+import os
 import subprocess
 import sys
 
@@ -100,6 +101,21 @@ def test_input_errors_name_file_and_line(tmp_path):
         count_sentences(str(tmp_path / "gap.txt"))
     assert main([str(tmp_path / "gap.txt"), str(tmp_path / "out.hdf5")]) == 1
     assert not (tmp_path / "out.hdf5").exists() and not (tmp_path / "out.hdf5.partial").exists()
+
+
+def test_installed_script_reports_errors_with_its_exit_status(tmp_path):
+    """The script exits through `console` (no interpreter teardown): status and message survive."""
+    (tmp_path / "gap.txt").write_text("a sentence\n\nanother one\n")
+    script = os.path.join(os.path.dirname(sys.executable), "elmo-embed")
+    result = subprocess.run(
+        [script, str(tmp_path / "gap.txt"), str(tmp_path / "out.hdf5")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert "elmo-embed: error:" in result.stderr and "gap.txt:2: empty line" in result.stderr
+    assert not (tmp_path / "out.hdf5").exists()
 
 
 def test_console_script_imports_no_allennlp(tmp_path):
