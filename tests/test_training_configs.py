@@ -174,6 +174,18 @@ def test_validation_batches_are_deterministic(config):
     assert sampler.get("type") != "bucket" or sampler.get("padding_noise") == 0.0
 
 
+@pytest.mark.parametrize("name", ["bilm_pretrain.jsonnet", "bilm_wikipedia.jsonnet"])
+def test_pretraining_configs_stream_and_scale_the_loss_as_bilm_tf(name):
+    """Memory bounded by a buffer of sentences, not by the corpus; bilm-tf's loss x unroll_steps."""
+    params = _params(name)
+    for loader in ("data_loader", "validation_data_loader"):
+        assert params[loader]["max_instances_in_memory"] <= 8192
+        assert params[loader]["batch_sampler"]["type"] == "bucket"
+    assert params["model"]["loss_scale"] == 20
+    assert params["model"]["num_samples"] is not None
+    assert params["trainer"]["optimizer"]["type"] == "adagrad"
+
+
 def test_snli_supplement_a3():
     params = _params("snli_esim_elmo.jsonnet")
     model = params["model"]

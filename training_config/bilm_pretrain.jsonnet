@@ -9,8 +9,11 @@
 //   bilm-tf vocab.txt, frequency-sorted, ~793k words; empty = build from BILM_TRAIN).
 // Several GPUs: add  "distributed": {"cuda_devices": [0, 1, 2]}  (torch DDP; the reader shards the
 // corpus across workers). bilm-tf used batch 128 per GPU.
+// Memory does not grow with the corpus: batches come from a buffer of max_instances_in_memory
+// sentences (per worker), bucketed by length inside it; nothing holds an epoch.
 // Run: allennlp train training_config/bilm_pretrain.jsonnet -s out/bilm --include-package elmo_plugin
 local vocab_file = std.extVar("BILM_VOCAB");
+local buffer = 4096;
 
 {
   dataset_reader: { type: "elmo_plugin_lm_corpus", max_sentence_length: 100 },
@@ -39,9 +42,16 @@ local vocab_file = std.extVar("BILM_VOCAB");
     },
     dropout: 0.1,
     num_samples: 8192,
+    loss_scale: 20,  // bilm-tf differentiates the mean loss times unroll_steps (20)
   },
-  data_loader: { batch_sampler: { type: "bucket", batch_size: 128, sorting_keys: ["tokens"] } },
-  validation_data_loader: { batch_sampler: { type: "bucket", batch_size: 128, sorting_keys: ["tokens"], shuffle: false } },
+  data_loader: {
+    batch_sampler: { type: "bucket", batch_size: 128, sorting_keys: ["tokens"] },
+    max_instances_in_memory: buffer,
+  },
+  validation_data_loader: {
+    batch_sampler: { type: "bucket", batch_size: 128, sorting_keys: ["tokens"], shuffle: false },
+    max_instances_in_memory: buffer,
+  },
   trainer: {
     optimizer: { type: "adagrad", lr: 0.2, initial_accumulator_value: 1.0 },
     grad_norm: 10.0,

@@ -53,10 +53,12 @@ class BiLmLanguageModel(Model):
     num_samples : `int`, optional
         Negative samples of the sampled softmax (bilm-tf: 8192); `None` = full softmax.
     lm_namespace : `str`, optional (default = `"lm_tokens"`)
-    loss_scale : `float`, optional (default = `1.0`)
+    loss_scale : `float`, optional (default = the archive's with `pretrained_archive`, else `1.0`)
         Factor on the training loss (the per-token mean). bilm-tf differentiates the mean loss times
         its `unroll_steps` (20); with Adagrad's initial accumulator of 1.0 that scale sets the
-        effective step size, so the pretraining configs use 20. Metrics are unaffected.
+        effective step size, so the pretraining configs use 20. Fine-tuning from an archive keeps
+        the pretraining's scale (its Adagrad accumulators come along and were summed at that
+        scale). Metrics are unaffected.
     softmax_chunk_tokens : `int`, optional (default = `1024`)
         The full softmax (evaluation, or training without `num_samples`) runs over this many
         target positions at a time, so its logits take `softmax_chunk_tokens x vocabulary` floats
@@ -74,7 +76,7 @@ class BiLmLanguageModel(Model):
         dropout: float = 0.1,
         num_samples: Optional[int] = None,
         lm_namespace: str = "lm_tokens",
-        loss_scale: float = 1.0,
+        loss_scale: Optional[float] = None,
         softmax_chunk_tokens: int = 1024,
         **kwargs,
     ) -> None:
@@ -89,6 +91,7 @@ class BiLmLanguageModel(Model):
                 "give exactly one of options, pretrained_options_file (+ weight file), pretrained_archive"
             )
         pretrained_softmax = None
+        pretrained_loss_scale = 1.0
         if options is not None:
             self.bilm = BiLm(options, dropout=dropout)
         elif pretrained_options_file is not None:
@@ -97,6 +100,7 @@ class BiLmLanguageModel(Model):
             self.bilm = load_bilm(pretrained_options_file, pretrained_weight_file, dropout=dropout)
         else:
             archived = load_bilm_archive(pretrained_archive)
+            pretrained_loss_scale = archived.loss_scale
             self.bilm = archived.bilm
             self.bilm.set_dropout(dropout)
             if archived.vocab.get_token_to_index_vocabulary(
@@ -137,7 +141,7 @@ class BiLmLanguageModel(Model):
             lm_namespace
         )
         self.register_buffer("_padding_column", padding_column, persistent=False)
-        self.loss_scale = loss_scale
+        self.loss_scale = pretrained_loss_scale if loss_scale is None else loss_scale
         self.softmax_chunk_tokens = softmax_chunk_tokens
         # running sums on the model's device (no host sync per batch): forward nll, backward nll, targets
         self.register_buffer("_totals", torch.zeros(3, dtype=torch.float64), persistent=False)

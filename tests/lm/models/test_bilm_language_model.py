@@ -333,6 +333,19 @@ def test_loss_scale_scales_the_training_loss_only():
     torch.testing.assert_close(scaled(tokens)["loss"], plain(tokens)["loss"])
 
 
+def test_fine_tuning_from_an_archive_keeps_its_loss_scale(tiny_run, monkeypatch):
+    """bilm-tf's restart trains at the pretraining's scale; the Adagrad state comes along too."""
+    from elmo_plugin.lm.models import bilm_language_model
+
+    archived = load_archive(str(tiny_run / "model.tar.gz")).model
+    archived.loss_scale = 20.0
+    monkeypatch.setattr(bilm_language_model, "load_bilm_archive", lambda path: archived)
+    assert BiLmLanguageModel(archived.vocab, pretrained_archive="run.tar.gz").loss_scale == 20.0
+    explicit = BiLmLanguageModel(archived.vocab, pretrained_archive="run.tar.gz", loss_scale=1.0)
+    assert explicit.loss_scale == 1.0
+    assert _small_model().loss_scale == 1.0
+
+
 def test_export_of_a_model_whose_tensors_are_not_float32_cpu(tiny_run, tmp_path):
     model = load_archive(str(tiny_run / "model.tar.gz")).model
     reference = model.softmax.softmax_w.detach().to(torch.bfloat16).float()
