@@ -184,6 +184,9 @@ def test_pretraining_configs_stream_and_scale_the_loss_as_bilm_tf(name):
     assert params["model"]["loss_scale"] == 20
     assert params["model"]["num_samples"] is not None
     assert params["trainer"]["optimizer"]["type"] == "adagrad"
+    # the optimizer state goes into the archive, for fine-tuning
+    assert {"type": "elmo_plugin_optimizer_state"} in params["trainer"]["callbacks"]
+    assert params["include_in_archive"] == ["optimizer_state.th"]
 
 
 def test_snli_supplement_a3():

@@ -37,7 +37,7 @@ def wheel(tmp_path_factory, repo_root):
 def test_wheel_holds_the_packages_and_the_shipped_biLM(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for name in ("options.json", "weights.hdf5", "vocab.txt"):
-        assert f"elmo_bilm/pretrained/small/{name}" in names
+        assert f"elmo_bilm/pretrained/wikipedia/{name}" in names
     assert "elmo_bilm/bilm.py" in names and "elmo_plugin/tasks/sst/models/bcn.py" in names
     assert not any(name.startswith(("tests/", "benchmarks/")) for name in names)
 

@@ -58,5 +58,9 @@ local buffer = 4096;
     num_epochs: 1,
     validation_metric: "-perplexity",
     checkpointer: { type: "elmo_plugin_safe", save_every_num_batches: 500, keep_most_recent_by_count: 2 },
+    // the optimizer state goes into model.tar.gz, for fine-tuning (bilm_finetune.jsonnet); the
+    // shipped run predates this callback: its state was added to the archive from the last checkpoint
+    callbacks: [{ type: "elmo_plugin_optimizer_state" }],
   },
+  include_in_archive: ["optimizer_state.th"],
 }
