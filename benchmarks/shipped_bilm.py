@@ -1,4 +1,4 @@
-"""Dev perplexity of the biLM shipped in elmo_bilm/pretrained/small (full softmax)."""
+"""Dev perplexity of the shipped biLM (elmo_bilm/pretrained/wikipedia), full softmax."""
 
 import os
 
