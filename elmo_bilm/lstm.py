@@ -151,6 +151,9 @@ class ProjectedLstmStack(nn.Module):
         self.projections = nn.ParameterList(
             nn.Parameter(torch.empty(2, projection_dim, dim)) for _ in in_dims
         )
+        forget_bias = torch.zeros(4 * dim)
+        forget_bias[2 * dim : 3 * dim] = 1.0
+        self.register_buffer("forget_bias", forget_bias, persistent=False)
         # (parameter list name, layer) -> (weight's identity and version, oneDNN packs per direction)
         self._packed: Dict[Tuple[str, int], Tuple[Tuple[int, int], List[torch.Tensor]]] = {}
         if initialise:
@@ -221,8 +224,7 @@ class ProjectedLstmStack(nn.Module):
         oneDNN one (N, 4 * dim) tensor per direction (stacking them would copy hundreds of MB).
         """
         weight = self.input_weights[layer]
-        bias = self.biases[layer].clone()  # (2, 1, 4 * dim)
-        bias[..., 2 * self.dim : 3 * self.dim] += 1.0  # TF's forget_bias
+        bias = self.biases[layer] + self.forget_bias  # (2, 1, 4 * dim)
         if onednn:
             packs = self._packed_weights(
                 "input_weights", layer, weight.transpose(1, 2), _INPUT_BATCH_HINT

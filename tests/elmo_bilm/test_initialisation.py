@@ -1,5 +1,6 @@
 """A biLM trained from scratch starts as bilm-tf's does."""
 
+import pytest
 import torch
 
 from elmo_bilm.bilm import BiLm
@@ -35,3 +36,20 @@ def test_initialisation_follows_bilm_tf():
         for weight in (w_x, w_h):
             assert weight.abs().max() <= bound and weight.abs().max() > 0.9 * bound
     assert all(bias.abs().sum() == 0 for bias in lstm.biases)
+
+
+def test_initialise_false_draws_no_initial_weights(monkeypatch):
+    """A loader's `initialise=False` skips every bilm-tf draw (the LSTM's alone took 2.3 s of a
+    paper-size load); the default still draws."""
+    from elmo_bilm.char_cnn import CharCnnEncoder, Highway
+    from elmo_bilm.lstm import ProjectedLstmStack
+
+    def refuse(self) -> None:
+        raise AssertionError(f"{type(self).__name__} drew its initial weights")
+
+    for module in (CharCnnEncoder, Highway, ProjectedLstmStack):
+        monkeypatch.setattr(module, "reset_parameters", refuse)
+    bilm = BiLm(OPTIONS, initialise=False)
+    assert all(not p.is_meta for p in bilm.parameters())
+    with pytest.raises(AssertionError, match="drew its initial weights"):
+        BiLm(OPTIONS)

@@ -16,14 +16,14 @@ def plain_lstm(stack: ProjectedLstmStack, sentence: torch.Tensor):
         for layer in range(stack.n_layers):
             w_x = stack.input_weights[layer][direction]
             w_h = stack.recurrent_weights[layer][direction]
-            b = stack.biases[layer][direction, 0]
+            b = stack.biases[layer][direction, 0] + stack.forget_bias
             w_p = stack.projections[layer][direction].t()
             h = torch.zeros(stack.projection_dim)
             c = torch.zeros(stack.dim)
             out = []
             for t in range(x.shape[0]):
                 i, j, f, o = (x[t] @ w_x + h @ w_h + b).chunk(4)
-                c = (torch.sigmoid(f + 1.0) * c + torch.sigmoid(i) * torch.tanh(j)).clamp(
+                c = (torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(j)).clamp(
                     -stack.cell_clip, stack.cell_clip
                 )
                 h = ((torch.sigmoid(o) * torch.tanh(c)) @ w_p).clamp(
