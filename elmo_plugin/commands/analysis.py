@@ -23,6 +23,17 @@ def _bilm_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cuda-device", type=int, default=-1, help="GPU id, -1 for CPU")
 
 
+def _include_package_argument(parser: argparse.ArgumentParser) -> None:
+    """`--include-package` after a probe's name: allennlp adds it to `elmo-probe` alone, so the
+    nested `pos` / `wsd` parsers would refuse it where every other command takes it."""
+    parser.add_argument(
+        "--include-package",
+        action="append",
+        default=argparse.SUPPRESS,  # keeps one given before the probe's name
+        help="additional packages to include (as for every allennlp command)",
+    )
+
+
 def _output_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--output-dir", required=True, help="where NAME.json / .md / .png go")
     parser.add_argument("--name", default=name, help=f"file name stem (default {name})")
@@ -194,6 +205,7 @@ class ElmoProbe(Subcommand):
             "pos", help="POS tagging, a linear classifier on each layer (Table 6)"
         )
         _bilm_arguments(pos)
+        _include_package_argument(pos)
         _output_arguments(pos, "pos_probe")
         pos.add_argument("--train-file", default=_data("ud_english_ewt", "en_ewt-ud-train.conllu"))
         pos.add_argument("--test-file", default=_data("ud_english_ewt", "en_ewt-ud-test.conllu"))
@@ -204,6 +216,7 @@ class ElmoProbe(Subcommand):
         pos.set_defaults(func=_run_pos)
         wsd = tasks.add_parser("wsd", help="WSD, nearest sense centroid on each layer (Table 5)")
         _bilm_arguments(wsd)
+        _include_package_argument(wsd)
         _output_arguments(wsd, "wsd_probe")
         wsd.add_argument("--eval-dir", default=_data("wsd_eval", "Evaluation_Datasets"))
         wsd.add_argument("--datasets", nargs="+", default=list(probes.WSD_DATASETS))

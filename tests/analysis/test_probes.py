@@ -92,3 +92,15 @@ def test_wsd_probe_leave_one_out(tmp_path, fixture_bilm):
     assert result["f1_per_layer"][2] == 100.0
     with pytest.raises(FormatError, match="nowhere.data.xml"):
         WsdData.from_dir(str(tmp_path / "nowhere"))
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+@pytest.mark.parametrize("probe", ["pos", "wsd"])
+def test_probes_accept_include_package_like_every_allennlp_command(probe, where, monkeypatch):
+    from allennlp.commands import parse_args
+
+    include = ["--include-package", "elmo_plugin"]
+    argv = ["elmo-probe", *(include if where == "before" else []), probe, "--output-dir", "out"]
+    monkeypatch.setattr("sys.argv", ["allennlp", *argv, *(include if where == "after" else [])])
+    _, args = parse_args()
+    assert args.probe == probe and args.include_package == ["elmo_plugin"]
