@@ -6,7 +6,7 @@
 // Start: BILM_PRETRAINED_ARCHIVE (a model.tar.gz of elmo_plugin_bilm: biLM, softmax and, from a run
 // with the elmo_plugin_optimizer_state callback, the optimizer state, which continues here), or
 // ELMO_OPTIONS_FILE + ELMO_WEIGHT_FILE with BILM_VOCAB (files of `allennlp elmo-export`, like the
-// shipped small biLM, carry the softmax too; original bilm-tf files do not, and their softmax
+// shipped biLM, carry the softmax too; original bilm-tf files do not, and their softmax
 // starts fresh, and then no "before" perplexity is reported: it would measure a random softmax;
 // without BILM_VOCAB the vocabulary is built from the task text).
 // Task text: FINETUNE_TRAIN / FINETUNE_DEV, FORMAT::PATH (default: CoNLL-2003 train / dev text).

@@ -43,6 +43,12 @@ class Run:
         return self.name.rsplit(",seed=", 1)[0]
 
 
+def label(group: str) -> str:
+    """A grid point's name for tables and plots: the settings a run sets (`=None`: the config's
+    own value, left out)."""
+    return ",".join(part for part in group.split(",") if not part.endswith("=None"))
+
+
 def grid(
     placements: Sequence[Optional[str]],
     lambdas: Sequence[Optional[float]],
@@ -193,7 +199,7 @@ def figure_1(rows: Sequence[Dict], metric: str):
     lines: Dict[str, List[Dict]] = {}
     for row in rows:
         lines.setdefault(row["group"].rsplit(",fraction=", 1)[0], []).append(row)
-    for label, points in sorted(lines.items()):
+    for name, points in sorted(lines.items()):
         points = sorted(points, key=lambda r: r["fraction"])
         axis.errorbar(
             [100 * p["fraction"] for p in points],
@@ -202,8 +208,8 @@ def figure_1(rows: Sequence[Dict], metric: str):
             marker="o",
             capsize=3,
             label="baseline"
-            if label.startswith(f"placement={BASELINE}")
-            else label.replace(",", "\n"),
+            if name.startswith(f"placement={BASELINE}")
+            else label(name).replace(",", "\n"),
         )
     axis.set_xscale("log")
     axis.set_xlabel("% of the training set")

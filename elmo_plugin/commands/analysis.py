@@ -126,14 +126,19 @@ def _run_neighbours(args: argparse.Namespace) -> None:
 def _run_layer_weights(args: argparse.Namespace) -> None:
     from allennlp.models.archival import load_archive
 
+    labels = args.labels or [
+        os.path.basename(os.path.dirname(os.path.abspath(archive))) for archive in args.archives
+    ]
+    if len(labels) != len(args.archives):
+        raise ValueError(f"{len(labels)} --labels for {len(args.archives)} archives")
     results: Dict[str, List[Dict[str, Any]]] = {}
-    for archive in args.archives:
+    for archive, label in zip(args.archives, labels):
         if not os.path.isfile(archive):
             raise FileNotFoundError(f"{archive}: no such archive")
         mixes = layer_weights.mix_weights(load_archive(archive).model)
         if not mixes:
             raise ValueError(f"{archive}: the model has no ELMo mix")
-        results[os.path.basename(os.path.dirname(os.path.abspath(archive))) or archive] = mixes
+        results[label] = mixes
     rows = [
         [
             label,
@@ -165,7 +170,10 @@ def _run_sweep(args: argparse.Namespace) -> None:
 
     table = report.markdown_table(
         ["setting", "seeds", f"best dev {metric}", f"test {metric}"],
-        [[r["group"], len(r["seeds"]), cell(r, "best_dev"), cell(r, "test")] for r in rows],
+        [
+            [sweep.label(r["group"]), len(r["seeds"]), cell(r, "best_dev"), cell(r, "test")]
+            for r in rows
+        ],
     )
     figure = sweep.figure_1(rows, metric) if len(set(args.fraction)) > 1 else None
     result = {"config": args.config, "metric": metric, "runs": records, "summary": rows}
@@ -262,6 +270,9 @@ class ElmoLayerWeights(Subcommand):
         subparser = _subparser(self, parser, "learned layer weights")
         subparser.add_argument(
             "archives", nargs="+", help="model.tar.gz files of trained task models"
+        )
+        subparser.add_argument(
+            "--labels", nargs="+", help="one name per archive (default: its folder's name)"
         )
         _output_arguments(subparser, "layer_weights")
         subparser.set_defaults(func=_run_layer_weights)

@@ -52,6 +52,9 @@ def test_grid_and_run_configs():
     assert "elmo_plugin_subset" in text and "fraction: 0.5, seed: 7" in text
     baseline = sweep.run_config(NER, sweep.Run("none", None, None, None, 1.0, 3))
     assert "tagger(elmo=null, seed=seed)" in baseline and "local seed = 3;" in baseline
+    names = [sweep.label(run.group) for run in runs if run.seed == 1]
+    assert "placement=none,fraction=0.5" in names
+    assert "placement=input,lambda=0.001,fraction=1.0" in names  # the config's own: left out
 
 
 @pytest.mark.slow  # trains four tiny models in subprocesses
@@ -77,7 +80,8 @@ def test_sweep_trains_resumes_and_reports(tmp_path, monkeypatch):
     result = json.loads((out / "sweep.json").read_text())
     assert len(result["runs"]) == 4 and result["metric"] == "f1-measure-overall"
     assert all(r["test"] is not None and r["best_dev"] is not None for r in result["runs"])
-    assert (out / "sweep.png").exists() and "| setting |" in (out / "sweep.md").read_text()
+    table = (out / "sweep.md").read_text()
+    assert (out / "sweep.png").exists() and "| placement=input,fraction=0.5 | 1 |" in table
     stamps = {p: os.path.getmtime(p) for p in out.glob("*/metrics.json")}
     run_command(ElmoSweep, argv)  # resumes: nothing is trained again
     assert stamps == {p: os.path.getmtime(p) for p in out.glob("*/metrics.json")}
@@ -88,13 +92,14 @@ def test_sweep_trains_resumes_and_reports(tmp_path, monkeypatch):
         / "placement=input,lambda=None,layers=None,gamma=None,fraction=1.0,seed=1"
         / "model.tar.gz"
     )
-    run_command(
-        ElmoLayerWeights, ["elmo-layer-weights", str(archive), "--output-dir", str(tmp_path / "w")]
-    )
+    argv = ["elmo-layer-weights", str(archive), "--output-dir", str(tmp_path / "w")]
+    run_command(ElmoLayerWeights, argv + ["--labels", "NER"])
     weights = json.loads((tmp_path / "w" / "layer_weights.json").read_text())
-    (mixes,) = weights.values()
+    mixes = weights["NER"]
     assert len(mixes) == 1 and sum(mixes[0]["weights"]) == pytest.approx(1.0)
     assert (tmp_path / "w" / "layer_weights.png").exists()
+    with pytest.raises(ValueError, match="2 --labels for 1 archives"):
+        run_command(ElmoLayerWeights, argv + ["--labels", "NER", "SST", "--overwrite"])
     with pytest.raises(FileNotFoundError, match="no such archive"):
         run_command(
             ElmoLayerWeights,
