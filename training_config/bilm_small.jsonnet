@@ -1,7 +1,6 @@
 // A small ELMo biLM that trains on CPU in minutes on the bundled text (Sec. 3.1/3.4 architecture,
 // scaled down: 512 char filters, 1 highway, 2 x LSTM 256 cells / 64 projection, residual, clip 3).
-// A quick CPU biLM config (the default biLM of round 1 was trained with it); the shipped biLM now
-// comes from bilm_wikipedia.jsonnet.
+// Round 1's default biLM was trained with it; the shipped biLM comes from bilm_wikipedia.jsonnet.
 //
 // Data: BILM_TRAIN, BILM_DEV: comma-separated FORMAT::PATH lists (default: WikiText valid +
 // CoNLL-2003 train + SST train text; dev: WikiText test). BILM_VOCAB: a bilm-tf vocab.txt, or empty
