@@ -74,9 +74,12 @@ def _set_local(text: str, name: str, value: str, config: str) -> str:
     return pattern.sub(f"local {name} = {value};", text, count=1)
 
 
-def run_config(elmo_config: str, run: Run) -> str:
+def run_config(elmo_config: str, run: Run, fraction_batches_per_epoch: Optional[int] = None) -> str:
     """The jsonnet of one run: the `_elmo` config (or its baseline sibling) with the switches
-    set, imports made absolute, and the training reader wrapped in a seeded subset."""
+    set, imports made absolute, and the training reader wrapped in a seeded subset. With
+    `fraction_batches_per_epoch`, an epoch of a run on a fraction < 1 is that many batches (the
+    loader cycles through the subset), so that patience and the epoch cap measure comparable
+    training on a small subset instead of a handful of updates."""
     config = (
         elmo_config
         if run.placement != BASELINE
@@ -108,8 +111,10 @@ def run_config(elmo_config: str, run: Run) -> str:
             f"fraction: {run.fraction}, seed: {run.seed} }},\n"
             '  validation_dataset_reader: if std.objectHas(base, "validation_dataset_reader") '
             "then base.validation_dataset_reader else base.dataset_reader,\n"
-            "}\n"
         )
+        if fraction_batches_per_epoch is not None:
+            text += f"  data_loader+: {{ batches_per_epoch: {fraction_batches_per_epoch} }},\n"
+        text += "}\n"
     return text
 
 
@@ -150,12 +155,15 @@ def sweep(
     runs: Sequence[Run],
     overrides: Optional[str] = None,
     train_run=train,
+    fraction_batches_per_epoch: Optional[int] = None,
 ) -> Iterator[Dict]:
     """Train every run not finished yet (a run with `metrics.json` is not trained again); yield
     each run's record: its settings, best dev and test metric."""
+    if fraction_batches_per_epoch is not None and fraction_batches_per_epoch < 1:
+        raise ValueError(f"batches per epoch must be positive, got {fraction_batches_per_epoch}")
     for run in runs:
         run_dir = Path(out_dir) / run.name
-        text = run_config(elmo_config, run)
+        text = run_config(elmo_config, run, fraction_batches_per_epoch)
         if not (run_dir / "metrics.json").exists():
             train_run(run_dir, text, overrides)
         metrics = json.loads((run_dir / "metrics.json").read_text())

@@ -160,7 +160,15 @@ def _run_layer_weights(args: argparse.Namespace) -> None:
 
 def _run_sweep(args: argparse.Namespace) -> None:
     runs = sweep.grid(args.placement, args.l2, args.layers, args.gamma, args.fraction, args.seeds)
-    records = list(sweep.sweep(args.config, args.serialization_dir, runs, args.overrides))
+    records = list(
+        sweep.sweep(
+            args.config,
+            args.serialization_dir,
+            runs,
+            args.overrides,
+            fraction_batches_per_epoch=args.fraction_batches_per_epoch,
+        )
+    )
     rows = sweep.summarise(records)
     metric = records[0]["metric"]
 
@@ -303,6 +311,13 @@ class ElmoSweep(Subcommand):
         subparser.add_argument("--gamma", nargs="+", type=_optional_bool, default=[None])
         subparser.add_argument(
             "--fraction", nargs="+", type=float, default=[1.0], help="of the training set"
+        )
+        subparser.add_argument(
+            "--fraction-batches-per-epoch",
+            type=int,
+            help="an epoch of a run on a fraction < 1 is this many batches (the loader cycles "
+            "through the subset), so that patience and the epoch cap allow comparable training "
+            "on small subsets (default: one pass over the subset)",
         )
         subparser.add_argument("--seeds", nargs="+", type=int, default=[13370])
         subparser.add_argument("--overrides", help="JSON overrides for every run, e.g. epochs")

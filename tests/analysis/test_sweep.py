@@ -3,6 +3,7 @@ import os
 
 import pytest
 import torch
+from allennlp.common import Params
 from allennlp.data import DatasetReader
 
 from elmo_plugin.analysis import sweep
@@ -17,7 +18,7 @@ TINY = str(REPO_ROOT / "fixtures" / "conll2003" / "tiny.txt")
 
 def subset(fraction, seed):
     reader = DatasetReader.from_params(
-        __import__("allennlp.common", fromlist=["Params"]).Params(
+        Params(
             {
                 "type": "elmo_plugin_subset",
                 "reader": {"type": "elmo_plugin_conll2003"},
@@ -55,6 +56,23 @@ def test_grid_and_run_configs():
     names = [sweep.label(run.group) for run in runs if run.seed == 1]
     assert "placement=none,fraction=0.5" in names
     assert "placement=input,lambda=0.001,fraction=1.0" in names  # the config's own: left out
+
+
+def test_fraction_runs_can_take_a_fixed_number_of_batches_per_epoch(tmp_path):
+    def loader(run):
+        config = tmp_path / f"{run.name}.jsonnet"
+        config.write_text(sweep.run_config(NER, run, fraction_batches_per_epoch=50))
+        return Params.from_file(str(config)).as_dict()["data_loader"]
+
+    small = loader(sweep.Run("input", None, None, None, 0.01, 1))
+    assert small["batches_per_epoch"] == 50
+    assert (
+        small["batch_sampler"]
+        == loader(sweep.Run("input", None, None, None, 1.0, 1))["batch_sampler"]
+    )  # the config's own loader settings stay
+    assert "batches_per_epoch" not in loader(sweep.Run("none", None, None, None, 1.0, 1))
+    with pytest.raises(ValueError, match="batches per epoch must be positive"):
+        next(sweep.sweep(NER, str(tmp_path), [], fraction_batches_per_epoch=0))
 
 
 @pytest.mark.slow  # trains four tiny models in subprocesses
