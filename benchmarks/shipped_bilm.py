@@ -1,6 +1,12 @@
-"""Dev perplexity of the shipped biLM (elmo_bilm/pretrained/wikipedia), full softmax."""
+"""Dev perplexity (full softmax) of the shipped biLM (elmo_bilm/pretrained/wikipedia), or of any
+folder of `elmo-export` files given with `--bilm-dir`.
 
+    [BILM_DEV=FORMAT::PATH] python -m benchmarks.shipped_bilm [--bilm-dir DIR]
+"""
+
+import argparse
 import os
+from pathlib import Path
 
 import torch
 from allennlp.data.data_loaders import MultiProcessDataLoader
@@ -9,25 +15,27 @@ from allennlp.training.util import evaluate
 
 import elmo_plugin  # noqa: F401  (sets BILM_DEV's default)
 from benchmarks.common import emit
-from elmo_bilm.shipped import (
-    DEFAULT_OPTIONS_FILE,
-    DEFAULT_WEIGHT_FILE,
-)
-from elmo_bilm.shipped import (
-    SHIPPED_DIR as PRETRAINED_DIR,
-)
+from elmo_bilm.shipped import SHIPPED_DIR
 from elmo_plugin.lm.dataset_readers.lm_corpus import LmCorpusReader
 from elmo_plugin.lm.models.bilm_language_model import BiLmLanguageModel
 from elmo_plugin.lm.vocabulary import BilmTfVocabulary
 
 
 def main() -> None:
-    vocab_file = str(PRETRAINED_DIR / "vocab.txt")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--bilm-dir",
+        type=Path,
+        default=SHIPPED_DIR,
+        help="options.json, weights.hdf5 (with the softmax) and vocab.txt",
+    )
+    bilm_dir = parser.parse_args().bilm_dir
+    vocab_file = str(bilm_dir / "vocab.txt")
     vocab = BilmTfVocabulary.from_bilm_tf_vocab(vocab_file)
     model = BiLmLanguageModel(
         vocab,
-        pretrained_options_file=str(DEFAULT_OPTIONS_FILE),
-        pretrained_weight_file=str(DEFAULT_WEIGHT_FILE),
+        pretrained_options_file=str(bilm_dir / "options.json"),
+        pretrained_weight_file=str(bilm_dir / "weights.hdf5"),
         pretrained_vocab_file=vocab_file,
         dropout=0.0,
     )
@@ -43,6 +51,7 @@ def main() -> None:
     emit(
         {
             "bench": "shipped_bilm",
+            "bilm": str(bilm_dir),
             "dev": ",".join(dev),
             "dev_perplexity": metrics["perplexity"],
             "dev_perplexity_forward": metrics["perplexity_forward"],
