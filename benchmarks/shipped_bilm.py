@@ -1,5 +1,7 @@
-"""Dev perplexity (full softmax) of the shipped biLM (elmo_bilm/pretrained/wikipedia), or of any
-folder of `elmo-export` files given with `--bilm-dir`.
+"""Dev perplexity (full softmax) of the default biLM or of an `elmo-export` folder (--bilm-dir).
+
+The default is the shipped elmo_bilm/pretrained/wikipedia; the folder needs the softmax in its
+weights.hdf5 (as `elmo-export` writes it) and its vocab.txt.
 
     [BILM_DEV=FORMAT::PATH] python -m benchmarks.shipped_bilm [--bilm-dir DIR]
 """
