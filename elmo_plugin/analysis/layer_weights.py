@@ -2,27 +2,31 @@
 
 from typing import Dict, List
 
+from elmo_plugin.modules.elmo import ElmoRepresentations
 from elmo_plugin.modules.scalar_mix import ElmoScalarMix
 
 
 def mix_weights(model) -> List[Dict]:
-    """Every ELMo mix of `model`: its name (input / output where the placement says), its
-    softmax-normalised weights per biLM layer and its gamma."""
-    mixes = []
-    for name, module in model.named_modules():
-        if isinstance(module, ElmoScalarMix):
-            mixes.append(
-                {
-                    "name": name,
-                    "weights": [float(w) for w in module.normalized_weights().detach().cpu()],
-                    "gamma": float(module.gamma.detach().cpu()),
-                    "trained": bool(module.scalar_parameters[0].requires_grad),
-                }
-            )
-    for mix in mixes:  # placement embedders and BCN keep [input, output] mixes, in that order
-        if len(mixes) == 2:
-            mix["placement"] = "input" if mix is mixes[0] else "output"
-    return mixes
+    """Every ELMo mix of `model`: its module name, its placement (input / output, as the
+    `ElmoRepresentations` holding it says), its softmax-normalised weights per biLM layer and its
+    gamma."""
+    placements = {
+        id(mix): placement
+        for module in model.modules()
+        if isinstance(module, ElmoRepresentations)
+        for mix, placement in zip(module.scalar_mixes, module.placements)
+    }
+    return [
+        {
+            "name": name,
+            "weights": [float(w) for w in module.normalized_weights().detach().cpu()],
+            "gamma": float(module.gamma.detach().cpu()),
+            "trained": bool(module.scalar_parameters[0].requires_grad),
+            **({"placement": placements[id(module)]} if id(module) in placements else {}),
+        }
+        for name, module in model.named_modules()
+        if isinstance(module, ElmoScalarMix)
+    ]
 
 
 def weights_figure(results: Dict[str, List[Dict]]):

@@ -28,6 +28,9 @@ class ElmoRepresentations(nn.Module):
     dropped_by_model : `Sequence[int]`, optional
         Indices of the mixes whose vectors the task model drops with its own dropout: they skip
         `options.dropout`, so that every ELMo vector is dropped once.
+    placements : `Sequence[str]`, optional
+        Where each mix's vector enters the task model (`"input"` / `"output"` of its encoder), one
+        per mix, for reports such as Figure 2 (`elmo-layer-weights`); empty if the owner does not say.
     """
 
     def __init__(
@@ -36,8 +39,14 @@ class ElmoRepresentations(nn.Module):
         num_output_representations: int = 1,
         bilm: Optional[BiLm] = None,
         dropped_by_model: Sequence[int] = (),
+        placements: Sequence[str] = (),
     ) -> None:
         super().__init__()
+        if placements and len(placements) != num_output_representations:
+            raise ConfigurationError(
+                f"{len(placements)} placements for {num_output_representations} mixes: {list(placements)}"
+            )
+        self.placements = list(placements)
         if bilm is None:
             bilm = load_bilm(options.options_file, options.weight_file, options.archive_file)
         mix_parameters = options.initial_weights(bilm.num_layers)

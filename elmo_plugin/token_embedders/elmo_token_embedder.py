@@ -28,7 +28,7 @@ class ElmoPluginTokenEmbedder(TokenEmbedder):
     @takes_elmo_options
     def __init__(self, **elmo_options) -> None:
         super().__init__()
-        self.elmo = ElmoRepresentations(check_options(elmo_options), num_output_representations=1)
+        self.elmo = ElmoRepresentations(check_options(elmo_options), placements=["input"])
 
     def get_output_dim(self) -> int:
         return self.elmo.get_output_dim()

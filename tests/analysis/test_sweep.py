@@ -115,6 +115,7 @@ def test_sweep_trains_resumes_and_reports(tmp_path, monkeypatch):
     weights = json.loads((tmp_path / "w" / "layer_weights.json").read_text())
     mixes = weights["NER"]
     assert len(mixes) == 1 and sum(mixes[0]["weights"]) == pytest.approx(1.0)
+    assert mixes[0]["placement"] == "input"
     assert (tmp_path / "w" / "layer_weights.png").exists()
     with pytest.raises(ValueError, match="2 --labels for 1 archives"):
         run_command(ElmoLayerWeights, argv + ["--labels", "NER", "SST", "--overwrite"])

@@ -76,6 +76,7 @@ class ElmoPlacementEmbedder(TextFieldEmbedder):
             check_options(elmo_options),
             num_output_representations=len(mixes),
             dropped_by_model=[mixes.index(name) for name in dropped_by_model or []],
+            placements=mixes,
         )
 
     @property

@@ -55,6 +55,7 @@ class ElmoBcn(BiattentiveClassificationNetwork):
                 num_output_representations=2 if elmo_placement == "both" else 1,
                 # mix 0 is the input ELMo for "input" and "both"
                 dropped_by_model=[0] if elmo_placement in ("input", "both") else [],
+                placements=["input", "output"] if elmo_placement == "both" else [elmo_placement],
             )
         elif elmo is not None:
             raise ConfigurationError(
