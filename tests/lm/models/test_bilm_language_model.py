@@ -369,3 +369,22 @@ def test_full_softmax_never_sees_more_than_a_chunk_of_positions(monkeypatch):
     )
     model._nll_sum(torch.randn(100, 16), torch.randint(2, 300, (100,)))
     assert rows == [16] * 6 + [4]  # logits of at most 16 x vocabulary floats at a time
+
+
+def test_shipped_bilm_benchmark_evaluates_the_bilm_dir_it_is_given(tiny_run, tmp_path, repo_root):
+    export_archive(str(tiny_run / "model.tar.gz"), str(tmp_path / "tf"))
+    dev = repo_root / "fixtures" / "lm_corpus" / "dev.txt"
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.shipped_bilm", "--bilm-dir", str(tmp_path / "tf")],
+        cwd=repo_root,
+        env={**os.environ, "BILM_DEV": f"text::{dev}"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    line = next(line for line in result.stdout.splitlines() if line.startswith("BENCH "))
+    bench = json.loads(line[len("BENCH ") :])
+    assert bench["bilm"] == str(tmp_path / "tf")
+    # the tiny biLM's own validation perplexity, not the shipped default's
+    tiny_final = json.loads((tiny_run / "metrics.json").read_text())["validation_perplexity"]
+    assert bench["dev_perplexity"] == pytest.approx(tiny_final, rel=1e-4)
