@@ -1,6 +1,5 @@
 """The biLM's contextual part: forward and backward stacks of LSTMs with a projection (Sec. 3.1)."""
 
-import os
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
@@ -33,36 +32,6 @@ def lstm_cell(
     if cell_clip is not None:
         c = c.clamp(-cell_clip, cell_clip)
     return c, torch.sigmoid(o) * torch.tanh(c)
-
-
-def projected_lstm_step(
-    inputs_t: torch.Tensor,
-    h: torch.Tensor,
-    c: torch.Tensor,
-    w_h: torch.Tensor,
-    w_p_t: torch.Tensor,
-    cell_clip: Optional[float],
-    proj_clip: Optional[float],
-) -> Tuple[torch.Tensor, torch.Tensor]:
-    """One whole step of both directions (bmm layout): recurrent product, cell, projection, clips."""
-    c, m = lstm_cell(torch.baddbmm(inputs_t, h, w_h), c, cell_clip)
-    h = torch.bmm(m, w_p_t)
-    if proj_clip is not None:
-        h = h.clamp(-proj_clip, proj_clip)
-    return h, c
-
-
-_compiled_steps: Dict[Optional[str], Callable] = {}
-
-
-def fused_lstm_step(mode: Optional[str] = None) -> Callable:
-    """`projected_lstm_step` compiled by `torch.compile` (shapes dynamic): its pointwise ops fuse
-    into one kernel (Triton on CUDA, C++ on the CPU) instead of about ten, and with
-    `mode="reduce-overhead"` on CUDA each step shape is replayed as a CUDA graph (one launch per
-    step). Compiled on first use (tens of seconds)."""
-    if mode not in _compiled_steps:
-        _compiled_steps[mode] = torch.compile(projected_lstm_step, dynamic=True, mode=mode)
-    return _compiled_steps[mode]
 
 
 def reverse_padded(inputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -106,12 +75,6 @@ class ProjectedLstmStack(nn.Module):
     use_skip_connections : `bool`, optional (default = `True`)
     dropout : `float`, optional (default = `0.0`)
         Dropout on each layer's input, in training mode only (bilm-tf's `DropoutWrapper`).
-    fused : `bool`, optional (default = `$ELMO_PLUGIN_FUSED_CELL == "1"`)
-        Run each step as one compiled function (`fused_lstm_step`; CUDA graphs in inference on a
-        GPU) instead of the Python loop's dozen kernels: meant for GPUs, where the loop is
-        launch-bound; equal to the loop within float32 rounding. Applies where the step runs on
-        `bmm` (not to oneDNN's packed CPU inference). Off by default (the first call compiles for
-        tens of seconds).
     initialise : `bool`, optional (default = `True`)
         Draw bilm-tf's initial weights; `False` leaves them to a loader that overwrites them all.
     """
@@ -126,11 +89,9 @@ class ProjectedLstmStack(nn.Module):
         proj_clip: Optional[float] = None,
         use_skip_connections: bool = True,
         dropout: float = 0.0,
-        fused: Optional[bool] = None,
         initialise: bool = True,
     ) -> None:
         super().__init__()
-        self.fused = os.environ.get("ELMO_PLUGIN_FUSED_CELL") == "1" if fused is None else fused
         self.dim = dim
         self.projection_dim = projection_dim
         self.n_layers = n_layers
@@ -285,22 +246,6 @@ class ProjectedLstmStack(nn.Module):
         # One split per stream, not a slice per step: the backward of a slice allocates a zero
         # tensor of the whole stream, which made a layer's backward quadratic in the length.
         per_step = [x.split(active, dim=-2) for x in streams]
-        if self.fused and not onednn:
-            w_h, w_p_t = self._step_weights(layer)
-            graphs = streams[0].is_cuda and not torch.is_grad_enabled()
-            step = fused_lstm_step("reduce-overhead" if graphs else None)
-            for t, n in enumerate(active):
-                h[0], c[0] = step(
-                    per_step[0][t],
-                    h[0][..., :n, :],
-                    c[0][..., :n, :],
-                    w_h,
-                    w_p_t,
-                    self.cell_clip,
-                    self.proj_clip,
-                )
-                outputs[0].append(h[0])
-            return torch.cat(outputs[0], dim=-2)
         steps = self._step_products(layer, onednn, active[0])
         for t, n in enumerate(active):
             for k, (step_gates, project) in enumerate(steps):

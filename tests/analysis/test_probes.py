@@ -34,6 +34,7 @@ def test_conllu_reader_skips_ranges_and_names_bad_lines(tmp_path):
         read_conllu_xpos(str(tmp_path / "bad.conllu"))
 
 
+@pytest.mark.numerics
 def test_pos_probe_command_writes_per_layer_accuracy(tmp_path):
     train = first_sentences(EWT / "en_ewt-ud-train.conllu", tmp_path / "train.conllu", 300)
     test = first_sentences(EWT / "en_ewt-ud-test.conllu", tmp_path / "test.conllu", 100)

@@ -1,7 +1,11 @@
+import pytest
 import torch
 from allennlp.modules.elmo import batch_to_ids
 
 from elmo_bilm.char_cnn import PADDING_CHAR, CharCnnEncoder
+from tests.numerics import NETWORK, assert_float32_close
+
+pytestmark = pytest.mark.numerics  # compared across rounding paths: make test reruns it on AVX2
 
 
 def make_encoder(**kwargs) -> CharCnnEncoder:
@@ -35,7 +39,7 @@ def test_truncated_convolutions_are_exact_and_long_words_work():
     with torch.no_grad():
         for words in (short, long):
             expected = full_length_reference(encoder, words)
-            torch.testing.assert_close(encoder.encode_words(words), expected, atol=1e-6, rtol=0)
+            assert_float32_close(encoder.encode_words(words), expected, NETWORK)
 
 
 def test_word_cache_gives_the_same_vectors_and_follows_weight_changes():
@@ -47,13 +51,13 @@ def test_word_cache_gives_the_same_vectors_and_follows_weight_changes():
         first = encoder(ids, mask)
         assert len(encoder._word_cache) == 4
         torch.testing.assert_close(encoder(ids, mask), first, atol=0, rtol=0)
-        torch.testing.assert_close(plain(ids, mask), first, atol=1e-6, rtol=0)
+        assert_float32_close(plain(ids, mask), first, NETWORK)
         encoder.clear_word_cache()
         assert encoder._word_cache == {}
-        torch.testing.assert_close(encoder(ids, mask), first, atol=1e-6, rtol=0)
+        assert_float32_close(encoder(ids, mask), first, NETWORK)
         assert len(encoder._word_cache) == 4  # refilled on the next pass
         encoder.projection.bias.add_(1.0)  # any in-place weight change empties the cache
-        torch.testing.assert_close(encoder(ids, mask)[mask], first[mask] + 1.0, atol=1e-5, rtol=0)
+        assert_float32_close(encoder(ids, mask)[mask], first[mask] + 1.0, NETWORK)
     encoder.train()
     encoder(ids, mask).sum().backward()  # training never uses the cache
     assert encoder.projection.weight.grad is not None
@@ -84,7 +88,7 @@ def test_word_cache_is_keyed_by_autocast_and_holds_copies():
         served = encoder._encode_with_cache(
             words
         )  # float32 again: recomputed, not the bf16 entries
-    torch.testing.assert_close(served, exact, atol=1e-6, rtol=0)
+    assert_float32_close(served, exact, NETWORK)
     entry = next(iter(encoder._word_cache.values()))
     assert (
         entry.untyped_storage().nbytes() == entry.numel() * entry.element_size()

@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 import h5py
-import numpy
 import pytest
 import torch
 from allennlp.modules.elmo import batch_to_ids
@@ -13,6 +12,7 @@ from elmo_bilm import load_bilm_tf
 from elmo_bilm.embed import count_sentences, embed_file, main
 from elmo_bilm.files import FormatError
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
+from tests.numerics import NETWORK, assert_float32_close
 
 
 @pytest.fixture(scope="module")
@@ -30,16 +30,17 @@ def contents(path):
         return {key: out[key][()] for key in out.keys()}
 
 
-def assert_same_contents(a, b, atol=0.0):
+def assert_same_contents(a, b, units=0):
+    """The same datasets and index; values within `units` float32 rounding units (0: equal)."""
     assert a.keys() == b.keys()
     for key in a:
         if key == "sentence_to_index":
             assert json.loads(a[key]) == json.loads(b[key])
         else:
-            assert a[key].shape == b[key].shape
-            numpy.testing.assert_allclose(a[key], b[key], rtol=0, atol=atol)
+            assert_float32_close(a[key], b[key], units, key)
 
 
+@pytest.mark.numerics
 def test_all_layers_of_every_sentence(tmp_path, bilm, fixture_sentences):
     sentences = fixture_sentences[0][:5] + [["Single"], fixture_sentences[0][2]]  # a repeat
     source = write_input(tmp_path / "in.txt", sentences)
@@ -52,9 +53,10 @@ def test_all_layers_of_every_sentence(tmp_path, bilm, fixture_sentences):
         assert stored[str(i)].shape == (3, len(sentence), 32)
         with torch.no_grad():
             alone = torch.stack(bilm(batch_to_ids([sentence]))["activations"])[:, 0].numpy()
-        numpy.testing.assert_allclose(stored[str(i)], alone, atol=1e-5)
+        assert_float32_close(stored[str(i)], alone, NETWORK)
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("layers", ["top", "average"])
 def test_single_layer_outputs(tmp_path, bilm, fixture_sentences, layers):
     sentences = fixture_sentences[1][:3]
@@ -67,9 +69,10 @@ def test_single_layer_outputs(tmp_path, bilm, fixture_sentences, layers):
         expected = all_layers[i, :, : len(sentence)]
         expected = expected[-1] if layers == "top" else expected.mean(0)
         assert stored[str(i)].shape == (len(sentence), 32)
-        numpy.testing.assert_allclose(stored[str(i)], expected.numpy(), atol=1e-5)
+        assert_float32_close(stored[str(i)], expected, NETWORK)
 
 
+@pytest.mark.numerics
 def test_chunked_sorting_writes_the_same_file(tmp_path, bilm, fixture_sentences):
     source = write_input(tmp_path / "in.txt", [s for group in fixture_sentences for s in group])
     embed_file(bilm, source, str(tmp_path / "whole.hdf5"), batch_size=4, chunk_size=10_000)
@@ -77,7 +80,7 @@ def test_chunked_sorting_writes_the_same_file(tmp_path, bilm, fixture_sentences)
     # the same datasets and index; values equal up to float32 rounding (other batches pad to
     # other lengths, which changes the order of summation inside the matrix products)
     whole, chunks = contents(tmp_path / "whole.hdf5"), contents(tmp_path / "chunks.hdf5")
-    assert_same_contents(whole, chunks, atol=1e-6)
+    assert_same_contents(whole, chunks, NETWORK)
     embed_file(bilm, source, str(tmp_path / "again.hdf5"), batch_size=4, chunk_size=7)
     assert_same_contents(chunks, contents(tmp_path / "again.hdf5"))  # deterministic
 

@@ -5,6 +5,9 @@ import torch
 
 from elmo_bilm import lstm as lstm_module
 from elmo_bilm.lstm import ProjectedLstmStack, reverse_padded
+from tests.numerics import NETWORK, assert_float32_close
+
+pytestmark = pytest.mark.numerics  # compared across rounding paths: make test reruns it on AVX2
 
 
 def plain_lstm(stack: ProjectedLstmStack, sentence: torch.Tensor):
@@ -69,7 +72,7 @@ def test_fast_path_matches_plain_reference_with_padding_and_mixed_lengths():
         for row, n in enumerate(lengths):
             expected = plain_lstm(stack, inputs[row, :n])
             for layer in range(2):
-                torch.testing.assert_close(fast[layer][row, :n], expected[layer], atol=1e-5, rtol=0)
+                assert_float32_close(fast[layer][row, :n], expected[layer], NETWORK)
                 assert fast[layer][row, n:].abs().max() == 0 if n < 7 else True
 
 
@@ -86,7 +89,7 @@ def test_stateless_same_sentence_same_vectors_in_any_batch():
         first = stack(batch_a, mask_a)
         second = stack(batch_a, mask_a)  # a second call sees no state left by the first
     for layer in range(2):
-        torch.testing.assert_close(alone[layer][0], first[layer][0, :4], atol=1e-6, rtol=0)
+        assert_float32_close(alone[layer][0], first[layer][0, :4], NETWORK)
         assert torch.equal(first[layer], second[layer])
 
 
@@ -125,7 +128,7 @@ def test_onednn_packed_path_equals_bmm_path_and_follows_weight_changes(monkeypat
         plain = stack(inputs, mask)
         monkeypatch.setattr(lstm_module, "_ONEDNN", True)
         for a, b in zip(packed, plain):
-            torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+            assert_float32_close(a, b, NETWORK)
         # an in-place update (an optimiser step) must not leave stale packed weights behind
         stack.recurrent_weights[1].mul_(0.5)
         stack.projections[0].add_(0.1)
@@ -134,7 +137,7 @@ def test_onednn_packed_path_equals_bmm_path_and_follows_weight_changes(monkeypat
         monkeypatch.setattr(lstm_module, "_ONEDNN", False)
         expected = stack(inputs, mask)
     for a, b, old in zip(updated, expected, packed):
-        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+        assert_float32_close(a, b, NETWORK)
         assert not torch.allclose(a, old)
     copy.deepcopy(stack)  # oneDNN's opaque tensors are not part of the module's copyable state
 
@@ -171,7 +174,7 @@ def test_first_layer_products_per_distinct_word_equal_per_position(monkeypatch, 
         # the distinct vectors are really used: changing one word changes every layer
         changed = stack(inputs, mask, distinct=(vectors + torch.eye(4, 6)[1], index))
     for a, b, c in zip(per_position, per_word, changed):
-        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+        assert_float32_close(a, b, NETWORK)
         assert not torch.allclose(a, c)
 
 
@@ -245,21 +248,3 @@ def test_autocast_casts_the_step_weights_once_not_per_step(monkeypatch):
     for parameter in stack.parameters():
         parameter.requires_grad_(False)  # frozen, as in ELMo: autocast would not cache its casts
     assert _casts_in_forward(stack, 40) == _casts_in_forward(stack, 10)
-
-
-@pytest.mark.slow  # compiles the fused cell (tens of seconds on the first run of a machine)
-def test_fused_step_equals_the_loop_forward_and_backward():
-    stack = make_stack().train()
-    fused = copy.deepcopy(stack)
-    fused.fused = True
-    lengths = [5, 1, 3, 7]
-    inputs = torch.randn(len(lengths), 7, 6) * 3
-    mask = torch.arange(7)[None, :] < torch.tensor(lengths)[:, None]
-    outputs = [s(inputs * mask[..., None], mask) for s in (stack, fused)]
-    for a, b in zip(*outputs):
-        torch.testing.assert_close(b, a, atol=1e-5, rtol=0)
-    for out in outputs:
-        sum((layer * torch.linspace(-1, 1, 12)).sum() for layer in out).backward()
-    for (name, a), b in zip(stack.named_parameters(), fused.parameters()):
-        torch.testing.assert_close(b.grad, a.grad, atol=1e-4, rtol=1e-4, msg=name)
-    assert lstm_module._compiled_steps  # the compiled step really ran

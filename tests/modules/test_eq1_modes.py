@@ -80,6 +80,7 @@ def test_trainable_parameters_of_each_mode(build, layers, gamma):
         assert mix.gamma.item() == 1.0
 
 
+@pytest.mark.numerics
 def test_top_only_is_gamma_times_the_top_layer(fixture_sentences):
     from allennlp.modules.elmo import batch_to_ids
 

@@ -7,6 +7,9 @@ from allennlp.modules.token_embedders import TokenEmbedder
 
 from elmo_bilm import load_bilm_tf
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
+from tests.numerics import ONE_REDUCTION, assert_float32_close
+
+pytestmark = pytest.mark.numerics  # compared across rounding paths: make test reruns it on AVX2
 
 
 def build(**overrides) -> TokenEmbedder:
@@ -29,9 +32,7 @@ def test_output_is_eq1_mix_of_bilm_layers(fixture_sentences):
     with torch.no_grad():
         layers = bilm(char_ids)["activations"]
     weights = torch.softmax(torch.tensor([0.0, 1.0, -1.0]), 0)
-    torch.testing.assert_close(
-        output, sum(w * h for w, h in zip(weights, layers)), atol=1e-6, rtol=0
-    )
+    assert_float32_close(output, sum(w * h for w, h in zip(weights, layers)), ONE_REDUCTION)
 
 
 def test_top_layer_only_and_layer_norm(fixture_sentences):
@@ -39,7 +40,7 @@ def test_top_layer_only_and_layer_norm(fixture_sentences):
     top = build(scalar_mix_parameters=[-9e10, -9e10, 1.0]).eval()(char_ids)
     bilm = load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE).eval()
     with torch.no_grad():
-        torch.testing.assert_close(top, bilm(char_ids)["activations"][-1], atol=1e-6, rtol=0)
+        assert_float32_close(top, bilm(char_ids)["activations"][-1], ONE_REDUCTION)
     # layer norm: each layer standardised over all real tokens of the batch and all dimensions
     # (mean and variance of bilm-tf / AllenNLP's ScalarMix), then mixed with equal weights
     normed = build(do_layer_norm=True).eval()(char_ids)
@@ -47,7 +48,7 @@ def test_top_layer_only_and_layer_norm(fixture_sentences):
     with torch.no_grad():
         layers = [layer[mask] for layer in bilm(char_ids)["activations"]]
     expected = sum((h - h.mean()) / torch.sqrt(h.var(unbiased=False) + 1e-12) for h in layers) / 3
-    torch.testing.assert_close(normed[mask], expected, atol=1e-5, rtol=0)
+    assert_float32_close(normed[mask], expected, ONE_REDUCTION)
 
 
 def test_biLM_frozen_by_default_and_mix_trained():

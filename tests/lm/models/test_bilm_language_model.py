@@ -23,6 +23,7 @@ from elmo_plugin.modules.bilm_loading import load_bilm
 from elmo_plugin.token_embedders import ElmoPluginTokenEmbedder
 from elmo_plugin.training.optimizer_state import OPTIMIZER_STATE_NAME
 from tests.conftest import free_port
+from tests.numerics import NETWORK, ONE_REDUCTION, assert_float32_close
 
 pytestmark = pytest.mark.slow  # trains models or starts subprocesses
 
@@ -45,6 +46,7 @@ def tiny_run(tmp_path_factory, repo_root):
     return out / "run"
 
 
+@pytest.mark.numerics
 def test_training_perplexity_falls(tiny_run):
     epochs = [json.loads((tiny_run / f"metrics_epoch_{k}.json").read_text()) for k in range(4)]
     first, last = epochs[0]["training_perplexity"], epochs[-1]["training_perplexity"]
@@ -54,6 +56,7 @@ def test_training_perplexity_falls(tiny_run):
         assert {"training_perplexity_forward", "training_perplexity_backward"} <= metrics.keys()
 
 
+@pytest.mark.numerics
 def test_sampled_softmax_agrees_with_full_softmax_in_expectation():
     numpy.random.seed(0)
     torch.manual_seed(0)
@@ -82,6 +85,7 @@ def test_sampled_softmax_agrees_with_full_softmax_in_expectation():
         BiLmLanguageModel(vocab, options=options, num_samples=500)
 
 
+@pytest.mark.numerics
 def test_archive_feeds_embedder_elmo_embed_and_export(tiny_run, tmp_path, repo_root):
     archive = tiny_run / "model.tar.gz"
     bilm = load_archive(str(archive)).model.bilm.eval()
@@ -92,7 +96,7 @@ def test_archive_feeds_embedder_elmo_embed_and_export(tiny_run, tmp_path, repo_r
     embedder = ElmoPluginTokenEmbedder(
         archive_file=str(archive), scalar_mix_parameters=[-9e10, -9e10, 1.0], dropout=0.0
     )
-    torch.testing.assert_close(embedder.eval()(char_ids), expected[-1], atol=1e-6, rtol=0)
+    assert_float32_close(embedder.eval()(char_ids), expected[-1], ONE_REDUCTION)
     # one loader for every source: the dropout asked for, whatever the archive was trained with
     assert load_bilm(archive_file=str(archive), dropout=0.25).lstm.dropout.p == 0.25
     assert (
@@ -148,7 +152,7 @@ def test_archive_feeds_embedder_elmo_embed_and_export(tiny_run, tmp_path, repo_r
     import h5py
 
     with h5py.File(tmp_path / "out.hdf5", "r") as out:
-        numpy.testing.assert_allclose(out["1"][...], expected[-1][1, :2].numpy(), atol=1e-5)
+        assert_float32_close(out["1"][...], expected[-1][1, :2], NETWORK)
 
 
 def finetune(repo_root, out, epochs=2):
@@ -161,6 +165,7 @@ def finetune(repo_root, out, epochs=2):
     )
 
 
+@pytest.mark.numerics
 def test_finetune_reports_dev_perplexity_before_and_after(
     tiny_run, tmp_path, repo_root, monkeypatch
 ):
@@ -251,6 +256,7 @@ def test_recover_continues_an_interrupted_run(tmp_path, repo_root):
 
 # One retry: torch/gloo can still abort a worker while it exits (see elmo_plugin/hooks.py).
 @flaky(max_runs=2)
+@pytest.mark.numerics
 def test_distributed_training_with_two_cpu_workers(tmp_path, repo_root):
     distributed = {"cuda_devices": [-1, -1], "master_port": free_port()}
     overrides = json.dumps({"distributed": distributed, "trainer.num_epochs": 2})

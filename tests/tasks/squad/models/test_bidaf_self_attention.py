@@ -1,5 +1,7 @@
 """BiDAF + self-attention (Clark and Gardner 2017): span decoding and predictions."""
 
+import math
+
 import pytest
 import torch
 from allennlp.common.testing import ModelTestCase
@@ -53,25 +55,39 @@ class TestBidafSelfAttention(ModelTestCase):
 
 class TestBidafSelfAttentionLearns(ModelTestCase):
     @pytest.mark.slow
+    @pytest.mark.numerics
     def test_fits_the_format_sample(self, tmp_path):
+        """Train until the eval loss guarantees every gold span is the decoded one, then check the
+        decoder and the official scores agree. Below `log(2) / n` (mean over `n` questions of
+        `-log p(start) - log p(end)`), every question has `p(start), p(end) > 1/2`, so its gold
+        span is the unique best span whatever the rounding: the criterion does not depend on
+        how many steps one CPU's arithmetic needs to get there (the cap is 5x what it takes here)."""
         torch.manual_seed(0)
         self.set_up_model(
             write_config(tmp_path, None, task="squad"), DATA / "format_samples" / "squad.json"
         )
         optimizer = torch.optim.Adam(self.model.parameters(), lr=1e-2)
         batch = self.dataset.as_tensor_dict()
-        self.model.train()
-        first = None
-        for _ in range(12):
+        fitted = math.log(2) / len(self.instances)
+
+        def eval_loss() -> float:
+            self.model.eval()
+            with torch.no_grad():
+                loss = self.model(**batch)["loss"].item()
+            self.model.train()
+            return loss
+
+        first = eval_loss()
+        assert first > fitted  # an untrained model does not already fit
+        for _ in range(90):
             optimizer.zero_grad()
-            loss = self.model(**batch)["loss"]
-            loss.backward()
+            self.model(**batch)["loss"].backward()
             optimizer.step()
-            first = first if first is not None else loss.item()
+            if eval_loss() < fitted:
+                break
         self.model.eval()
         self.model.get_metrics(reset=True)
         output = self.model(**batch)
-        assert output["loss"].item() < 0.3 * first
-        assert (
-            self.model.get_metrics(reset=True)["em"] >= 0.5
-        )  # of the 4 training questions, from 0
+        assert output["loss"].item() < fitted, (first, output["loss"].item())
+        metrics = self.model.get_metrics(reset=True)
+        assert metrics["span_acc"] == 1.0 and metrics["em"] == 1.0 and metrics["f1"] == 1.0

@@ -1,0 +1,59 @@
+import gzip
+
+import pytest
+import torch
+from allennlp.common import Params
+from allennlp.data import Vocabulary
+from allennlp.modules.token_embedders import Embedding
+
+from elmo_bilm.files import FormatError
+from elmo_plugin.data.word_vectors import train_word_vectors
+
+SENTENCES = [
+    "the cat sat on the mat .",
+    "the dog sat on the log .",
+    "a cat and a dog played .",
+    "The Cat was here .",
+] * 20
+
+
+@pytest.fixture()
+def corpus(tmp_path):
+    path = tmp_path / "shard.txt.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write("\n".join(SENTENCES) + "\n")
+    return str(path)
+
+
+def read_vectors(path):
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return {line.split(" ")[0]: [float(v) for v in line.split(" ")[1:]] for line in handle}
+
+
+def test_vectors_are_reproducible_and_readable_by_allennlp_embedding(corpus, tmp_path):
+    out = tmp_path / "vectors.txt.gz"
+    count = train_word_vectors([corpus], str(out), dim=8, min_count=5, epochs=2)
+    vectors = read_vectors(out)
+    assert count == len(vectors) and "cat" in vectors and "Cat" in vectors  # cased by default
+    assert "played" in vectors and all(len(v) == 8 for v in vectors.values())
+    again = tmp_path / "again.txt.gz"
+    train_word_vectors([corpus], str(again), dim=8, min_count=5, epochs=2)
+    assert read_vectors(again) == vectors  # one worker, fixed seed and hash: byte-identical
+    vocab = Vocabulary(tokens_to_add={"tokens": ["cat", "dog", "unseen"]})
+    embedding = Embedding.from_params(
+        Params({"embedding_dim": 8, "pretrained_file": str(out), "trainable": False}), vocab=vocab
+    )
+    index = vocab.get_token_index("cat")
+    assert torch.allclose(embedding.weight[index], torch.tensor(vectors["cat"]), atol=1e-5)
+
+
+def test_lowercase_and_errors(corpus, tmp_path):
+    out = tmp_path / "lower.txt.gz"
+    train_word_vectors([corpus], str(out), dim=4, min_count=5, epochs=1, lowercase=True)
+    assert "Cat" not in read_vectors(out) and "cat" in read_vectors(out)
+    with pytest.raises(FileExistsError):
+        train_word_vectors([corpus], str(out), dim=4, epochs=1)
+    with pytest.raises(FormatError, match="no word occurs 1000 times"):
+        train_word_vectors([corpus], str(tmp_path / "none.txt.gz"), min_count=1000)
+    assert not (tmp_path / "none.txt.gz").exists()
+    assert not (tmp_path / "none.txt.gz.partial").exists()
