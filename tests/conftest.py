@@ -21,6 +21,11 @@ _DATA = Path(
 os.environ["ELMO_OPTIONS_FILE"] = str(_DATA / "elmo_fixture" / "options.json")
 os.environ["ELMO_WEIGHT_FILE"] = str(_DATA / "elmo_fixture" / "lm_weights.hdf5")
 
+# ... and train their word embeddings from scratch (the baseline vectors are built from the whole
+# bundled Wikipedia; tests/data/test_word_vectors.py covers the vectors themselves)
+for _variable in ("SNLI", "SQUAD", "SRL", "COREF", "CONLL2003", "SST"):
+    os.environ[f"{_variable}_WORD_VECTORS"] = ""
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("ELMO_PLUGIN_FIXTURES", str(REPO_ROOT / "fixtures"))
 

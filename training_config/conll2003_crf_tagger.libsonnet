@@ -4,12 +4,13 @@
 // encoder wrapper; biLM from ELMO_OPTIONS_FILE / ELMO_WEIGHT_FILE).
 //
 // Data: CONLL2003_TRAIN / CONLL2003_DEV / CONLL2003_TEST (default: ../shared/data/conll2003).
-// Word vectors: WORD_VECTORS (GloVe/Senna file) or empty = trained from scratch.
+// Word vectors: CONLL2003_WORD_VECTORS (50-d, fine-tuned, as A.7's Senna; default: word2vec on the bundled Wikipedia, lowercased (w2v_lower_50d);
+// `allennlp elmo-table1` builds it; empty = trained from scratch).
 local common = import "common.libsonnet";
 local elmo_lib = import "elmo.libsonnet";
 
 function(elmo=null, seed=13370)
-  local word_vectors = std.extVar("WORD_VECTORS");
+  local word_vectors = std.extVar("CONLL2003_WORD_VECTORS");
   local word_dim = 50;
   local char_filters = 128;
   local elmo_in = elmo_lib.at_input(elmo);

@@ -5,12 +5,13 @@
 // Data: SNLI_TRAIN / SNLI_DEV / SNLI_TEST: SNLI 1.0 jsonl, or DIR/SPLIT of the bundled s1/s2/labels
 // line files, each optionally sliced with [START:END]. Default (no SNLI train set here): train on
 // the bundled dev pairs, validate on test[:4912], test on test[4912:].
-// Word vectors: WORD_VECTORS (300-d GloVe, kept fixed) or empty = 300-d trained from scratch.
+// Word vectors: SNLI_WORD_VECTORS (300-d, kept fixed, as A.3's GloVe; default: word2vec on the bundled Wikipedia, cased (w2v_cased_300d);
+// `allennlp elmo-table1` builds it; empty = trained from scratch).
 local common = import "common.libsonnet";
 local elmo_lib = import "elmo.libsonnet";
 
 function(elmo=null, seed=13370)
-  local word_vectors = std.extVar("WORD_VECTORS");
+  local word_vectors = std.extVar("SNLI_WORD_VECTORS");
   local dim = 300;
   local elmo_dim = elmo_lib.dim(elmo);
   local elmo_in = elmo_lib.at_input(elmo);

@@ -5,14 +5,16 @@
 // 180, residual self-attention (GRU 90), linear+ReLU 180, start / end GRUs of 90; variational dropout
 // 0.2; Adadelta (lr 1.0), batch 45, an exponential moving average (0.999) of the weights at test time;
 // answers of at most 17 tokens. Official EM / F1.
-// Data: SQUAD_TRAIN / SQUAD_DEV, SQuAD 1.1 json (default: the format sample for training, as the
-// training set is not on these machines, and the bundled dev set).
-// Word vectors: WORD_VECTORS (300-d GloVe) or empty = trained from scratch.
+// Data: SQUAD_TRAIN / SQUAD_DEV / SQUAD_TEST, SQuAD 1.1 json files; a path may end in [START:END] to
+// read that slice of its articles. Default: no SQuAD training set is on these machines, so the
+// bundled dev set split by article: train [:36], dev [36:42], test [42:].
+// Word vectors: SQUAD_WORD_VECTORS (300-d, kept fixed, as A.4's GloVe; default: word2vec on the bundled Wikipedia, cased (w2v_cased_300d);
+// `allennlp elmo-table1` builds it; empty = trained from scratch).
 local common = import "common.libsonnet";
 local elmo_lib = import "elmo.libsonnet";
 
 function(elmo=null, seed=13370)
-  local word_vectors = std.extVar("WORD_VECTORS");
+  local word_vectors = std.extVar("SQUAD_WORD_VECTORS");
   local word_dim = 300;
   local char_filters = 100;
   local gru = 90;
@@ -42,6 +44,8 @@ function(elmo=null, seed=13370)
     validation_dataset_reader: { type: "elmo_plugin_squad", token_indexers: indexers, skip_unmappable: false },
     train_data_path: std.extVar("SQUAD_TRAIN"),
     validation_data_path: std.extVar("SQUAD_DEV"),
+    test_data_path: std.extVar("SQUAD_TEST"),
+    evaluate_on_test: true,
     model: {
       type: "elmo_plugin_bidaf_self_attention",
       // the model's variational dropout before the GRU drops ELMo at the input and (riding along) at the output

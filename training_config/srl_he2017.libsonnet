@@ -4,15 +4,18 @@
 // units with highway connections, variational recurrent dropout 0.1, orthogonal init and forget bias
 // 1 (AugmentedLstm), softmax over BIO tags, Viterbi decoding with BIO constraints, span F1 from the
 // official srl-eval.pl (the verb excluded); Adadelta (lr 1.0, rho 0.95), gradient clipping 1.0.
-// Data: SRL_TRAIN / SRL_DEV / SRL_TEST, a *gold_conll file or a directory of them (OntoNotes 5.0,
-// CoNLL-2012 split; default: the format sample, as OntoNotes is not on these machines).
-// Word vectors: WORD_VECTORS (100-d GloVe) or empty = trained from scratch.
+// Data: SRL_TRAIN / SRL_DEV / SRL_TEST, a *gold_conll file or a directory of them (OntoNotes 5.0's
+// CoNLL-2012 split; default, as OntoNotes is not on these machines: PropBank on the English Web
+// Treebank, ../shared/data/propbank_ewt). Verbal predicates (VB*) as He et al.; every predicate:
+// --overrides '{"dataset_reader.predicates": "all"}'.
+// Word vectors: SRL_WORD_VECTORS (100-d, fine-tuned, as A.5's GloVe; default: word2vec on the bundled Wikipedia, lowercased (w2v_lower_100d);
+// `allennlp elmo-table1` builds it; empty = trained from scratch).
 local common = import "common.libsonnet";
 local elmo_lib = import "elmo.libsonnet";
 
 // `hidden_size` / `num_layers` shrink the encoder for tests.
 function(elmo=null, seed=13370, hidden_size=300, num_layers=8)
-  local word_vectors = std.extVar("WORD_VECTORS");
+  local word_vectors = std.extVar("SRL_WORD_VECTORS");
   local word_dim = 100;
   local predicate_dim = 100;
   local token_embedders = {
@@ -34,6 +37,7 @@ function(elmo=null, seed=13370, hidden_size=300, num_layers=8)
   common.seeds(seed) + {
     dataset_reader: {
       type: "elmo_plugin_srl",
+      predicates: "verbal",
       token_indexers: elmo_lib.indexers({ tokens: { type: "single_id", lowercase_tokens: true } }, elmo),
     },
     train_data_path: std.extVar("SRL_TRAIN"),

@@ -4,12 +4,13 @@
 // replaced, as in A.8, by two ReLU layers with dropout (then a linear layer to the 5 classes).
 // `seed`: all three seeds. Training on phrases of 4+ tokens,
 // evaluation on whole sentences. Data: SST_TRAIN / SST_DEV / SST_TEST (default ../shared/data/sst).
-// Word vectors: WORD_VECTORS (300-d GloVe, fixed) or empty = trained from scratch.
+// Word vectors: SST_WORD_VECTORS (300-d, kept fixed, as A.8's GloVe; default: word2vec on the bundled Wikipedia, lowercased (w2v_lower_300d);
+// `allennlp elmo-table1` builds it; empty = trained from scratch).
 local common = import "common.libsonnet";
 local elmo_lib = import "elmo.libsonnet";
 
 function(elmo=null, seed=13370)
-  local word_vectors = std.extVar("WORD_VECTORS");
+  local word_vectors = std.extVar("SST_WORD_VECTORS");
   local dim = 300;
   local elmo_dim = elmo_lib.dim(elmo);
   local elmo_in = elmo_lib.at_input(elmo);

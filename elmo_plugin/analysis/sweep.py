@@ -74,9 +74,15 @@ def _set_local(text: str, name: str, value: str, config: str) -> str:
     return pattern.sub(f"local {name} = {value};", text, count=1)
 
 
-def run_config(elmo_config: str, run: Run, fraction_batches_per_epoch: Optional[int] = None) -> str:
+def run_config(
+    elmo_config: str,
+    run: Run,
+    fraction_batches_per_epoch: Optional[int] = None,
+    subset_seed: Optional[int] = None,
+) -> str:
     """The jsonnet of one run: the `_elmo` config (or its baseline sibling) with the switches
-    set, imports made absolute, and the training reader wrapped in a seeded subset. With
+    set, imports made absolute, and the training reader wrapped in a seeded subset (drawn with
+    `subset_seed`, default the run's seed: one subset per seed, as in Figure 1). With
     `fraction_batches_per_epoch`, an epoch of a run on a fraction < 1 is that many batches (the
     loader cycles through the subset), so that patience and the epoch cap measure comparable
     training on a small subset instead of a handful of updates."""
@@ -108,7 +114,7 @@ def run_config(elmo_config: str, run: Run, fraction_batches_per_epoch: Optional[
             f"{head}\nlocal base = {expression.strip()};\n"
             "base + {\n"
             '  dataset_reader: { type: "elmo_plugin_subset", reader: base.dataset_reader, '
-            f"fraction: {run.fraction}, seed: {run.seed} }},\n"
+            f"fraction: {run.fraction}, seed: {run.seed if subset_seed is None else subset_seed} }},\n"
             '  validation_dataset_reader: if std.objectHas(base, "validation_dataset_reader") '
             "then base.validation_dataset_reader else base.dataset_reader,\n"
         )
@@ -156,6 +162,7 @@ def sweep(
     overrides: Optional[str] = None,
     train_run=train,
     fraction_batches_per_epoch: Optional[int] = None,
+    subset_seed: Optional[int] = None,
 ) -> Iterator[Dict]:
     """Train every run not finished yet (a run with `metrics.json` is not trained again); yield
     each run's record: its settings, best dev and test metric."""
@@ -163,7 +170,7 @@ def sweep(
         raise ValueError(f"batches per epoch must be positive, got {fraction_batches_per_epoch}")
     for run in runs:
         run_dir = Path(out_dir) / run.name
-        text = run_config(elmo_config, run, fraction_batches_per_epoch)
+        text = run_config(elmo_config, run, fraction_batches_per_epoch, subset_seed)
         if not (run_dir / "metrics.json").exists():
             train_run(run_dir, text, overrides)
         metrics = json.loads((run_dir / "metrics.json").read_text())

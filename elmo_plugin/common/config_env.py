@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Dict, Optional
 
 from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+from elmo_plugin.data.word_vectors import vector_defaults
 
 # `../shared/data` beside the source checkout this package sits in (absent in an installed wheel)
 _CHECKOUT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
@@ -31,6 +32,8 @@ def data_dir() -> Optional[Path]:
 
 def data_defaults(data: Path) -> Dict[str, str]:
     """The data variables and their defaults under the data folder `data`."""
+    litbank = data / "litbank"
+    fold = os.environ.get("LITBANK_FOLD", "0")
     return {
         "ELMO_PLUGIN_DATA": str(data),
         "CONLL2003_TRAIN": str(data / "conll2003" / "eng.train"),
@@ -44,16 +47,21 @@ def data_defaults(data: Path) -> Dict[str, str]:
         "SNLI_TRAIN": str(data / "snli_eval" / "dev"),
         "SNLI_DEV": str(data / "snli_eval" / "test[:4912]"),
         "SNLI_TEST": str(data / "snli_eval" / "test[4912:]"),
-        # SQuAD 1.1: no training split here (format sample); the bundled dev set.
-        "SQUAD_TRAIN": str(data / "format_samples" / "squad.json"),
-        "SQUAD_DEV": str(data / "squad" / "dev-v1.1.json"),
-        # CoNLL-2012 (OntoNotes 5.0) is not here: the format samples.
-        "SRL_TRAIN": str(data / "format_samples" / "srl_example.gold_conll"),
-        "SRL_DEV": str(data / "format_samples" / "srl_example.gold_conll"),
-        "SRL_TEST": str(data / "format_samples" / "srl_example.gold_conll"),
-        "COREF_TRAIN": str(data / "format_samples" / "coref.gold_conll"),
-        "COREF_DEV": str(data / "format_samples" / "coref.gold_conll"),
-        "COREF_TEST": str(data / "format_samples" / "coref.gold_conll"),
+        # SQuAD 1.1: no training split here; the bundled dev set's 48 articles split in file order:
+        # train 0-35 (Super_Bowl_50 ... University_of_Chicago, 8,123 questions), dev 36-41
+        # (Yuan_dynasty ... Rhine, 1,302), test 42-47 (Scottish_Parliament ... Force, 1,145)
+        "SQUAD_TRAIN": str(data / "squad" / "dev-v1.1.json[:36]"),
+        "SQUAD_DEV": str(data / "squad" / "dev-v1.1.json[36:42]"),
+        "SQUAD_TEST": str(data / "squad" / "dev-v1.1.json[42:]"),
+        # OntoNotes 5.0 is not here: SRL on PropBank's English Web Treebank (UD's split), ...
+        "SRL_TRAIN": str(data / "propbank_ewt" / "train.gold_conll"),
+        "SRL_DEV": str(data / "propbank_ewt" / "dev.gold_conll"),
+        "SRL_TEST": str(data / "propbank_ewt" / "test.gold_conll"),
+        # ... and coreference on LitBank, fold LITBANK_FOLD (0-9, default 0) of its 10-fold split
+        **{
+            f"COREF_{split.upper()}": f"{litbank}#{litbank / 'splits' / fold / f'{split}.ids'}"
+            for split in ("train", "dev", "test")
+        },
         # biLM pretraining: comma-separated FORMAT::PATH lists (see LmCorpusReader).
         "BILM_TRAIN": ",".join(
             [
@@ -81,11 +89,12 @@ def config_defaults() -> Dict[str, str]:
         "ELMO_OPTIONS_FILE": str(DEFAULT_OPTIONS_FILE),
         "ELMO_WEIGHT_FILE": str(DEFAULT_WEIGHT_FILE),
         # optional inputs, empty = not used
-        "WORD_VECTORS": "",  # pretrained word vectors (GloVe/Senna); empty = trained from scratch
         "BILM_VOCAB": "",  # a bilm-tf vocab.txt; empty = built from BILM_TRAIN
         "BILM_PRETRAINED_ARCHIVE": "",  # a model.tar.gz to fine-tune from
         "SEED": "13370",  # the task configs' `seed` (AllenNLP's random, numpy and torch seeds)
     }
+    # the baselines' context-free word vectors (built by `allennlp elmo-table1`)
+    defaults.update(vector_defaults())
     data = data_dir()
     if data is not None:
         defaults.update(data_defaults(data))
@@ -93,10 +102,13 @@ def config_defaults() -> Dict[str, str]:
 
 
 def set_config_defaults() -> None:
-    """`os.environ.setdefault` for every variable of `config_defaults()` and `ELMO_PROJECTION_DIM`."""
+    """`os.environ.setdefault` for every variable of `config_defaults()`; `ELMO_PROJECTION_DIM`
+    from the options file `ELMO_OPTIONS_FILE` names."""
     for name, value in config_defaults().items():
         os.environ.setdefault(name, value)
+    # always from the options file in force (a value inherited from a parent process that used
+    # another biLM would give the configs a stale width)
     options_file = Path(os.environ["ELMO_OPTIONS_FILE"])
-    if "ELMO_PROJECTION_DIM" not in os.environ and options_file.is_file():
+    if options_file.is_file():
         with open(options_file) as handle:
             os.environ["ELMO_PROJECTION_DIM"] = str(json.load(handle)["lstm"]["projection_dim"])

@@ -10,12 +10,50 @@ makes the output reproducible byte for byte.
 
 import gzip
 import logging
+import os
 import zlib
-from typing import Iterator, List, Optional, Sequence
+from pathlib import Path
+from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence
 
 from elmo_bilm.files import FormatError, atomic_output, numbered_lines
 
 logger = logging.getLogger(__name__)
+
+
+class VectorSet(NamedTuple):
+    """One baseline vector file: its size, its casing and the task configs that read it."""
+
+    dim: int
+    lowercase: bool
+    variables: Sequence[str]
+
+
+# The supplement's vectors per task and their stand-ins here, named w2v_<casing>_<dim>d: GloVe 840B
+# (cased, 300-d) for SNLI, SQuAD and coreference; GloVe 300-d for SST (whose config lowercases);
+# GloVe 6B (lowercased, 100-d) for SRL; Senna (lowercased, 50-d) for NER.
+BASELINE_VECTORS: Dict[str, VectorSet] = {
+    "w2v_cased_300d": VectorSet(
+        300, False, ("SNLI_WORD_VECTORS", "SQUAD_WORD_VECTORS", "COREF_WORD_VECTORS")
+    ),
+    "w2v_lower_300d": VectorSet(300, True, ("SST_WORD_VECTORS",)),
+    "w2v_lower_100d": VectorSet(100, True, ("SRL_WORD_VECTORS",)),
+    "w2v_lower_50d": VectorSet(50, True, ("CONLL2003_WORD_VECTORS",)),
+}
+
+
+def vectors_dir() -> Path:
+    """Where the baseline vectors live: `$ELMO_PLUGIN_VECTORS`, else `~/.cache/elmo_plugin/vectors`."""
+    default = Path.home() / ".cache" / "elmo_plugin" / "vectors"
+    return Path(os.environ.get("ELMO_PLUGIN_VECTORS", default))
+
+
+def vector_defaults() -> Dict[str, str]:
+    """Each task's word-vector variable -> its baseline file under `vectors_dir()`."""
+    return {
+        variable: str(vectors_dir() / f"{name}.txt.gz")
+        for name, spec in BASELINE_VECTORS.items()
+        for variable in spec.variables
+    }
 
 
 class TokenisedCorpus:
@@ -92,3 +130,39 @@ def train_word_vectors(
                 handle.write(f"{word} {vector}\n")
     logger.info("%s: %d words of dimension %d", output, len(words), dim)
     return len(words)
+
+
+def missing_baseline_vectors(variables: Sequence[str]) -> Dict[str, VectorSet]:
+    """The baseline vector files that `variables` name by default and that do not exist yet (a
+    variable the user set to another file, or to empty, is the user's business)."""
+    defaults = vector_defaults()
+    missing = {}
+    for name, spec in BASELINE_VECTORS.items():
+        path = str(vectors_dir() / f"{name}.txt.gz")
+        wanted = [v for v in variables if v in spec.variables]
+        if wanted and all(os.environ.get(v, path) == defaults[v] for v in wanted):
+            if not os.path.isfile(path):
+                missing[path] = spec
+    return missing
+
+
+def build_baseline_vectors(variables: Sequence[str], wikipedia: str) -> List[str]:
+    """Build the missing baseline vector files `variables` need from the WikiExtractor files under
+    `wikipedia` (tokenised once into `vectors_dir()/corpus`, resumably), skipping the shards the
+    biLM held out (`AB_wiki_98`, `AB_wiki_99`). Returns the files built."""
+    from elmo_bilm.files import expand_paths
+    from elmo_plugin.data.wikipedia import prepare_corpus
+
+    missing = missing_baseline_vectors(variables)
+    if not missing:
+        return []
+    corpus_dir = vectors_dir() / "corpus"
+    held_out = ("AB_wiki_98", "AB_wiki_99")
+    sources = [p for p in expand_paths(wikipedia) if not os.path.basename(p).startswith(held_out)]
+    corpus = prepare_corpus(sources, str(corpus_dir))
+    for path, spec in missing.items():
+        logger.info(
+            "building %s (%d-d, %s)", path, spec.dim, "lowercased" if spec.lowercase else "cased"
+        )
+        train_word_vectors(corpus, path, dim=spec.dim, lowercase=spec.lowercase)
+    return list(missing)

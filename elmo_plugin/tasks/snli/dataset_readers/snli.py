@@ -4,7 +4,6 @@
 import itertools
 import json
 import os
-import re
 from typing import Iterable, Iterator, List, Optional, Tuple
 
 from allennlp.common.file_utils import cached_path
@@ -13,18 +12,9 @@ from allennlp.data.tokenizers import WhitespaceTokenizer
 from allennlp_models.pair_classification.dataset_readers.snli import SnliReader
 
 from elmo_bilm.files import FormatError
+from elmo_plugin.tasks.common.slices import split_slice
 
 LABELS = ("entailment", "neutral", "contradiction")
-# an optional [START:END] after a data path: that slice of the pairs (0-based, END excluded)
-_SLICE = re.compile(r"^(?P<path>.*)\[(?P<start>\d*):(?P<end>\d*)\]$")
-
-
-def _split_slice(file_path: str) -> Tuple[str, int, Optional[int]]:
-    match = _SLICE.match(file_path)
-    if match is None:
-        return file_path, 0, None
-    start, end = match["start"], match["end"]
-    return match["path"], int(start or 0), int(end) if end else None
 
 
 def _line_files(file_path: str) -> Optional[Tuple[str, str, str]]:
@@ -62,7 +52,7 @@ class ElmoSnliReader(SnliReader):
         super().__init__(tokenizer=WhitespaceTokenizer(), **kwargs)
 
     def _records(self, file_path: str) -> Iterator[Tuple[str, str, Optional[str]]]:
-        path, start, end = _split_slice(file_path)
+        path, start, end = split_slice(file_path)
         line_files = _line_files(path)
         records = self._line_records(*line_files) if line_files else self._jsonl_records(path)
         return itertools.islice(records, start, end)

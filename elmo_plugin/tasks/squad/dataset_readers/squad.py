@@ -14,6 +14,7 @@ from allennlp_models.rc.dataset_readers.squad import SquadReader
 
 from elmo_bilm.files import FormatError
 from elmo_plugin.data.tokenizers import SpacyBlankTokenizer
+from elmo_plugin.tasks.common.slices import split_slice
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +30,9 @@ class ElmoSquadReader(SquadReader):
     skipped and counted; a question left with no answer is skipped too (with `skip_unmappable`,
     the default, for training). With `skip_unmappable: false` (evaluation), an answer whose ends
     fall inside tokens keeps the covering token span, so every question with its answer text in
-    the passage is scored; official EM/F1 compare answer *texts*. The counts are in `counts` and
+    the passage is scored; official EM/F1 compare answer *texts*. A path may end in
+    `[START:END]` to read that slice of its articles (`data[START:END]`, 0-based, END excluded):
+    the split of the bundled dev set that the configs default to. The counts are in `counts` and
     logged after each read. Invalid JSON or a missing field stops reading with
     `FILE:LINE: data[i].paragraphs[j]...: ...` (LINE of the record's question id when it has one).
 
@@ -52,6 +55,7 @@ class ElmoSquadReader(SquadReader):
 
     def _read(self, file_path: str) -> Iterable[Instance]:
         self.counts = Counter()
+        file_path, first, last = split_slice(file_path)
         with open(cached_path(file_path), encoding="utf-8") as handle:
             text = handle.read()
         try:
@@ -79,7 +83,9 @@ class ElmoSquadReader(SquadReader):
                 raise fail(path, record, f"missing or not a {kind.__name__}: {key!r}")
             return record[key]
 
-        for a, article in enumerate(field(dataset, "data", list, "top level")):
+        articles = field(dataset, "data", list, "top level")
+        for a in range(len(articles))[first:last]:
+            article = articles[a]
             for p, paragraph in enumerate(field(article, "paragraphs", list, f"data[{a}]")):
                 where = f"data[{a}].paragraphs[{p}]"
                 context = field(paragraph, "context", str, where)

@@ -1,0 +1,313 @@
+"""Table 1: ELMo added to the six task baselines, each trained over seeds, at a named scale.
+
+The grid is six tasks x {baseline, + ELMo (the config's paper placement)} x seeds; every run is an
+`elmo-sweep` run (its own `allennlp train`, resumed with `--recover`, skipped once its archive
+and metrics are written), so an interrupted table continues where it stopped.
+"""
+
+import json
+import statistics
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from elmo_plugin.analysis import sweep
+
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "training_config"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One row: the `_elmo` config (its baseline is the sibling without `_elmo`), the metric's
+    name, the paper's Table 1 baseline and + ELMo test figures, and the variable naming the
+    config's word vectors."""
+
+    config: str
+    metric: str
+    paper_baseline: float
+    paper_elmo: float
+    word_vectors: str
+
+
+TASKS: Dict[str, Task] = {
+    "squad": Task("squad_bidaf_selfattn_elmo.jsonnet", "F1", 81.1, 85.8, "SQUAD_WORD_VECTORS"),
+    "snli": Task("snli_esim_elmo.jsonnet", "accuracy", 88.0, 88.7, "SNLI_WORD_VECTORS"),
+    "srl": Task("srl_he2017_elmo.jsonnet", "F1", 81.4, 84.6, "SRL_WORD_VECTORS"),
+    "coref": Task("coref_lee2017_elmo.jsonnet", "average F1", 67.2, 70.4, "COREF_WORD_VECTORS"),
+    "ner": Task("conll2003_crf_tagger_elmo.jsonnet", "F1", 90.15, 92.22, "CONLL2003_WORD_VECTORS"),
+    "sst": Task("sst_bcn_elmo.jsonnet", "accuracy", 51.4, 54.7, "SST_WORD_VECTORS"),
+}
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How one task trains at a scale: a fixed seeded `fraction` of its training data (the
+    same subset for every seed and for both rows, so that only the model differs) and
+    `overrides` of its config (epoch caps, patience)."""
+
+    fraction: float = 1.0
+    overrides: Dict[str, Any] = field(default_factory=dict)
+    fraction_batches_per_epoch: Optional[int] = None
+
+
+# `cpu`: one run in at most about 45 minutes on one core of a 2-core machine, on the data the
+# configs default to; `full`: the configs as they are, on whatever the data variables name.
+SCALES: Dict[str, Dict[str, Scale]] = {
+    "cpu": {
+        "squad": Scale(overrides={"trainer.num_epochs": 4, "trainer.patience": 2}),
+        "snli": Scale(),  # trains on SNLI dev for at most 8 epochs (the headline's setting)
+        "srl": Scale(fraction=0.1, overrides={"trainer.num_epochs": 10, "trainer.patience": 3}),
+        # 50 antecedents instead of 250: a training step on the longest LitBank document (50
+        # sentences) 8 s instead of 46 s, evaluation of it (3,419 tokens) 6 s and peak RSS 4.2 GB
+        # instead of 39 s and 14.6 GB (the pairwise span embeddings grow with the antecedents)
+        "coref": Scale(
+            overrides={
+                "model.max_antecedents": 50,
+                "trainer.num_epochs": 6,
+                "trainer.patience": 3,
+            }
+        ),
+        "ner": Scale(overrides={"trainer.num_epochs": 20, "trainer.patience": 5}),
+        "sst": Scale(
+            overrides={
+                "dataset_reader.use_subtrees": False,
+                "trainer.num_epochs": 12,
+                "trainer.patience": 4,
+            }
+        ),
+    },
+    "full": {name: Scale() for name in TASKS},
+}
+
+SUBSET_SEED = 0  # the training subset of a fraction < 1, the same for every run
+
+
+def runs(seeds: Sequence[int], fraction: float) -> List[sweep.Run]:
+    """The baseline and the config's ELMo placement, per seed."""
+    return sweep.grid([sweep.BASELINE, None], [None], [None], [None], [fraction], seeds)
+
+
+def is_finished(run_dir: Path) -> bool:
+    """A run counts as done once AllenNLP wrote both its metrics and its archive."""
+    return (run_dir / "metrics.json").is_file() and (run_dir / "model.tar.gz").is_file()
+
+
+def percent(value: Optional[float]) -> Optional[float]:
+    """AllenNLP's metrics are fractions; Table 1 is in percent."""
+    return None if value is None else 100.0 * value
+
+
+def error_reduction(baseline: float, elmo: float) -> float:
+    """Relative error reduction in percent, as Table 1's last column: the share of the
+    baseline's error (100 - baseline) that ELMo removes."""
+    return 100.0 * (elmo - baseline) / (100.0 - baseline)
+
+
+def summarise(task: str, records: Sequence[Dict[str, Any]], train_size: Optional[int]) -> Dict:
+    """One Table 1 row from a task's run records: mean and standard deviation over seeds."""
+    spec = TASKS[task]
+    row: Dict[str, Any] = {"task": task, "metric": spec.metric, "train_size": train_size}
+    for key, placement in (("baseline", sweep.BASELINE), ("elmo", None)):
+        values = [
+            percent(r["test"])
+            for r in records
+            if r["placement"] == placement and r["test"] is not None
+        ]
+        row[f"{key}_seeds"] = len(values)
+        row[f"{key}_mean"] = statistics.mean(values) if values else None
+        row[f"{key}_std"] = statistics.stdev(values) if len(values) > 1 else None
+    if row["baseline_mean"] is not None and row["elmo_mean"] is not None:
+        row["increase"] = row["elmo_mean"] - row["baseline_mean"]
+        row["error_reduction"] = error_reduction(row["baseline_mean"], row["elmo_mean"])
+        stds = [s for s in (row["baseline_std"], row["elmo_std"]) if s is not None]
+        # the issue's bar: above the baseline by more than twice the larger standard deviation
+        row["beyond_two_std"] = bool(stds) and row["increase"] > 2 * max(stds)
+    row["paper_baseline"] = spec.paper_baseline
+    row["paper_elmo"] = spec.paper_elmo
+    row["paper_increase"] = round(spec.paper_elmo - spec.paper_baseline, 2)
+    row["paper_error_reduction"] = error_reduction(spec.paper_baseline, spec.paper_elmo)
+    return row
+
+
+def _cell(mean: Optional[float], std: Optional[float]) -> str:
+    if mean is None:
+        return "-"
+    return f"{mean:.2f}" if std is None else f"{mean:.2f} +/- {std:.2f}"
+
+
+def markdown(rows: Sequence[Dict[str, Any]], scale: str) -> str:
+    """Table 1 as markdown: ours beside the paper's four columns."""
+    from elmo_plugin.analysis.report import markdown_table
+
+    header = [
+        "task",
+        "metric",
+        "train size",
+        "baseline",
+        "+ ELMo",
+        "increase (abs / rel. error)",
+        "seeds",
+        "paper baseline",
+        "paper + ELMo",
+        "paper increase (abs / rel.)",
+    ]
+    body = []
+    for row in rows:
+        increase = (
+            "-"
+            if row.get("increase") is None
+            else f"{row['increase']:+.2f} / {row['error_reduction']:.1f}%"
+        )
+        body.append(
+            [
+                row["task"],
+                row["metric"],
+                row["train_size"] if row["train_size"] is not None else "-",
+                _cell(row["baseline_mean"], row["baseline_std"]),
+                _cell(row["elmo_mean"], row["elmo_std"]),
+                increase,
+                f"{row['baseline_seeds']} / {row['elmo_seeds']}",
+                f"{row['paper_baseline']:.2f}",
+                f"{row['paper_elmo']:.2f}",
+                f"{row['paper_increase']:+.2f} / {row['paper_error_reduction']:.1f}%",
+            ]
+        )
+    return f"Table 1 at the `{scale}` scale (test figures, mean +/- std over seeds)\n\n" + (
+        markdown_table(header, body)
+    )
+
+
+def figure(rows: Sequence[Dict[str, Any]]):
+    """Per task: baseline and + ELMo (mean, std bars), the paper's two figures as markers."""
+    from elmo_plugin.analysis.report import pyplot
+
+    plt = pyplot()
+    fig, axis = plt.subplots(figsize=(7.0, 3.2))
+    for i, row in enumerate(rows):
+        for offset, key, color in ((-0.18, "baseline", "tab:gray"), (0.18, "elmo", "tab:blue")):
+            if row[f"{key}_mean"] is not None:
+                axis.bar(
+                    i + offset,
+                    row[f"{key}_mean"],
+                    width=0.34,
+                    yerr=row[f"{key}_std"] or 0.0,
+                    color=color,
+                    capsize=3,
+                    label=("baseline" if key == "baseline" else "+ ELMo") if i == 0 else None,
+                )
+            paper = row[f"paper_{key}"]
+            axis.plot(
+                i + offset, paper, marker="_", markersize=14, color="black",
+                label="paper" if i == 0 and key == "baseline" else None,
+            )  # fmt: skip
+    axis.set_xticks(range(len(rows)))
+    axis.set_xticklabels([f"{r['task']}\n({r['metric']})" for r in rows], fontsize=8)
+    axis.set_ylabel("test metric (%)")
+    axis.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def train_size(run_dir: Path) -> int:
+    """The number of training instances a finished run read: its saved config's training
+    reader (subset included) over its training data."""
+    from allennlp.common import Params
+    from allennlp.data import DatasetReader
+
+    config = Params.from_file(str(run_dir / "config.json"))
+    reader = DatasetReader.from_params(config.pop("dataset_reader"))
+    return sum(1 for _ in reader.read(config.pop("train_data_path")))
+
+
+def result(scale: str, seeds: Sequence[int], records: Dict[str, List[Dict]], rows: List[Dict]):
+    """table1.json's content."""
+    return {
+        "scale": scale,
+        "seeds": list(seeds),
+        "scales": {task: asdict(SCALES[scale][task]) for task in records},
+        "runs": records,
+        "table": rows,
+    }
+
+
+def run_table(
+    serialization_dir: str,
+    scale: str,
+    seeds: Sequence[int],
+    tasks: Sequence[str],
+    rows: Sequence[str] = ("baseline", "elmo"),
+    train_run=sweep.train,
+) -> Dict[str, Any]:
+    """Train (or resume) every run of `tasks` not finished yet, in task order, with a progress bar
+    whose ETA counts only the runs left; then tabulate every task of the table that has runs in
+    `serialization_dir` (finished runs of other tasks are reported, never dropped)."""
+    from allennlp.common.tqdm import Tqdm
+
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale {scale!r}; one of {sorted(SCALES)}")
+    unknown = sorted(set(tasks) - set(TASKS))
+    if unknown:
+        raise ValueError(f"unknown task(s) {unknown}; the table's tasks are {list(TASKS)}")
+    placements = {"baseline": sweep.BASELINE, "elmo": None}
+
+    def task_runs(task: str) -> List[sweep.Run]:
+        return [
+            r
+            for r in runs(seeds, SCALES[scale][task].fraction)
+            if r.placement in {placements[row] for row in rows}
+        ]
+
+    todo = [(task, run) for task in tasks for run in task_runs(task)]
+    done = sum(is_finished(Path(serialization_dir) / task / run.name) for task, run in todo)
+    progress = Tqdm.tqdm(total=len(todo), initial=done, desc="Table 1 runs", unit="run")
+    for task in tasks:
+        spec = SCALES[scale][task]
+        for run in task_runs(task):
+            run_dir = Path(serialization_dir) / task / run.name
+            if is_finished(run_dir):
+                continue
+            progress.set_postfix_str(f"{task} {run.name}")
+            next(
+                sweep.sweep(
+                    str(CONFIG_DIR / TASKS[task].config),
+                    str(Path(serialization_dir) / task),
+                    [run],
+                    json.dumps(spec.overrides) if spec.overrides else None,
+                    train_run=train_run,
+                    fraction_batches_per_epoch=spec.fraction_batches_per_epoch,
+                    subset_seed=SUBSET_SEED,
+                )
+            )
+            progress.update(1)
+    progress.close()
+    return collect(serialization_dir, scale, seeds)
+
+
+def collect(serialization_dir: str, scale: str, seeds: Sequence[int]) -> Dict[str, Any]:
+    """The finished runs of every task under `serialization_dir`, as table1.json's content."""
+    records: Dict[str, List[Dict]] = {}
+    table = []
+    for task, spec in TASKS.items():
+        finished = [
+            run
+            for run in runs(seeds, SCALES[scale][task].fraction)
+            if is_finished(Path(serialization_dir) / task / run.name)
+        ]
+        if not finished:
+            continue
+        records[task] = list(
+            sweep.sweep(
+                str(CONFIG_DIR / spec.config),
+                str(Path(serialization_dir) / task),
+                finished,
+                train_run=_never_train,
+                subset_seed=SUBSET_SEED,
+            )
+        )
+        size = train_size(Path(serialization_dir) / task / finished[0].name)
+        table.append(summarise(task, records[task], size))
+    return result(scale, seeds, records, table)
+
+
+def _never_train(run_dir: Path, config_text: str, overrides: Optional[str]) -> None:
+    raise AssertionError(f"{run_dir} is not finished")  # collect() passes finished runs only

@@ -1,0 +1,67 @@
+"""`allennlp elmo-table1`: the paper's Table 1 (six tasks, baseline vs + ELMo, over seeds)."""
+
+import argparse
+import os
+
+from allennlp.commands.subcommand import Subcommand
+
+from elmo_plugin.analysis import report, table1
+
+
+@Subcommand.register("elmo-table1")
+class ElmoTable1(Subcommand):
+    """Train or resume the Table 1 grid (six tasks x {baseline, + ELMo} x seeds) at a named scale
+    and write table1.json, table1.md and table1.png beside the paper's figures.
+
+    Registered as a `Subcommand` with name "elmo-table1".
+    """
+
+    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
+        description = (
+            "Train every run of the Table 1 grid that is not finished yet (an interrupted run "
+            "continues with --recover) and tabulate test metrics: baseline and + ELMo mean +/- std "
+            "over seeds, the increase and the relative error reduction, beside the paper's. "
+            "`--scale cpu`: subsets and epoch caps for one core (about 45 min a run at most); "
+            "`--scale full`: the configs as they are, on the data their variables name. Builds the "
+            "baselines' word vectors first when their default files are missing."
+        )
+        subparser = parser.add_parser(self.name, description=description, help="Table 1.")
+        subparser.add_argument(
+            "-s", "--serialization-dir", required=True, help="one folder per run"
+        )
+        subparser.add_argument("--scale", choices=sorted(table1.SCALES), default="cpu")
+        subparser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
+        subparser.add_argument(
+            "--tasks", nargs="+", choices=list(table1.TASKS), default=list(table1.TASKS)
+        )
+        subparser.add_argument(
+            "--rows",
+            nargs="+",
+            choices=["baseline", "elmo"],
+            default=["baseline", "elmo"],
+            help="train these rows only (e.g. elmo with another biLM)",
+        )
+        subparser.add_argument(
+            "--output-dir", help="where table1.json / .md / .png go (default: -s)"
+        )
+        subparser.set_defaults(func=_run)
+        return subparser
+
+
+def _run(args: argparse.Namespace) -> None:
+    from elmo_plugin.common.config_env import data_dir
+    from elmo_plugin.data.word_vectors import build_baseline_vectors
+
+    # both rows read the word vectors (+ ELMo adds to the baseline's inputs)
+    variables = [table1.TASKS[task].word_vectors for task in args.tasks]
+    data = data_dir()
+    if data is not None:
+        build_baseline_vectors(variables, str(data / "wikipedia"))
+    result = table1.run_table(args.serialization_dir, args.scale, args.seeds, args.tasks, args.rows)
+    table = table1.markdown(result["table"], args.scale)
+    figure = table1.figure(result["table"]) if result["table"] else None
+    output_dir = args.output_dir or args.serialization_dir
+    os.makedirs(output_dir, exist_ok=True)
+    for path in report.write_report(output_dir, "table1", result, table, figure, overwrite=True):
+        print(path)
+    print(table)
