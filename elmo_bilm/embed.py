@@ -105,10 +105,14 @@ def embed_file(
     cuda_device: int = -1,
     overwrite: bool = False,
     chunk_size: int = 10_000,
+    sentence_index: bool = True,
+    sentence_keys: bool = False,
 ) -> int:
-    """Write one dataset per sentence (named by its 0-based line) plus `sentence_to_index` (the
-    last line of each distinct sentence); returns the number of sentences. The file appears only
-    when complete (written to `OUTPUT.partial`, then renamed)."""
+    """Write one dataset per sentence, named by its 0-based line, plus `sentence_to_index` (the
+    last line of each distinct sentence) unless not `sentence_index`; with `sentence_keys`, each
+    dataset is named by the sentence itself and there is no index (a repeated sentence is then an
+    error, as in AllenNLP 0.9). Returns the number of sentences. The file appears only when
+    complete (written to `OUTPUT.partial`, then renamed)."""
     if layers not in LAYER_CHOICES:
         raise ValueError(f"layers must be one of {LAYER_CHOICES}, got {layers!r}")
     if chunk_size < 1 or batch_size < 1:
@@ -124,14 +128,21 @@ def embed_file(
             progress = tqdm(total=total, desc="elmo-embed", unit=" sentences", file=sys.stderr)
             for chunk in read_chunks(input_file, chunk_size):
                 for index, tokens in chunk:
-                    sentence_to_index[" ".join(tokens)] = str(index)
+                    key = " ".join(tokens)
+                    if sentence_keys and key in sentence_to_index:
+                        raise FormatError(
+                            f"{input_file}:{index + 1}: repeats line {int(sentence_to_index[key]) + 1}; "
+                            "sentences cannot name datasets twice (do not use sentence keys)"
+                        )
+                    sentence_to_index[key] = str(index)
                 chunk.sort(key=lambda item: len(item[1]))
                 for start in range(0, len(chunk), batch_size):
                     batch = chunk[start : start + batch_size]
-                    _write_batch(out, bilm, batch, layers, device)
+                    _write_batch(out, bilm, batch, layers, device, sentence_keys)
                     progress.update(len(batch))
             progress.close()
-            out.create_dataset("sentence_to_index", data=json.dumps(sentence_to_index))
+            if sentence_index and not sentence_keys:
+                out.create_dataset("sentence_to_index", data=json.dumps(sentence_to_index))
     return total
 
 
@@ -176,10 +187,12 @@ def _write_batch(
     batch: Sequence[Tuple[int, List[str]]],
     layers: str,
     device: torch.device,
+    sentence_keys: bool = False,
 ) -> None:
     host = batch_layers(bilm, [tokens for _, tokens in batch], device, layers)
     for row, (index, tokens) in enumerate(batch):
-        out.create_dataset(str(index), data=host[row, ..., : len(tokens), :])
+        name = " ".join(tokens) if sentence_keys else str(index)
+        out.create_dataset(name, data=host[row, ..., : len(tokens), :])
 
 
 def load(

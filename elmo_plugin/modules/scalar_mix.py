@@ -3,16 +3,17 @@
 from typing import List, Optional
 
 import torch
-from allennlp.modules.scalar_mix import ScalarMix
+
+from elmo_bilm.scalar_mix import ScalarMix
 
 
 class ElmoScalarMix(ScalarMix):
     """`gamma * sum_j softmax(w)_j * h_j`, optionally layer-normalising each `h_j` (masked).
 
-    Extends AllenNLP's `ScalarMix` with the L2 penalty on the raw weights `w` that the paper adds to
-    the task loss; `regularization_penalty()` returns it and the plugin adds it to every AllenNLP
-    model's regularisation penalty (see `elmo_plugin.modules.regularization`), so the Trainer puts
-    it into the training loss.
+    Extends the core's `ScalarMix` (AllenNLP's parameters and arithmetic) with the L2 penalty on
+    the raw weights `w` that the paper adds to the task loss; `regularization_penalty()` returns
+    it and the plugin adds it to every AllenNLP model's regularisation penalty (see
+    `elmo_plugin.modules.regularization`), so the Trainer puts it into the training loss.
 
     # Parameters
 
@@ -44,8 +45,8 @@ class ElmoScalarMix(ScalarMix):
             do_layer_norm=do_layer_norm,
             initial_scalar_parameters=initial_scalar_parameters,
             trainable=trainable,
+            trainable_gamma=trainable_gamma,
         )
-        self.gamma.requires_grad_(trainable_gamma)
         if l2_coefficient < 0:
             raise ValueError(f"l2_coefficient (lambda) must be >= 0, got {l2_coefficient}")
         self.l2_coefficient = l2_coefficient
