@@ -40,3 +40,11 @@ def batch_char_ids(sentences: Sequence[Sequence[str]]) -> torch.Tensor:
                 cache[word] = torch.tensor(word_char_ids(word), dtype=torch.long)
             ids[row, column] = cache[word]
     return ids
+
+
+def vocabulary_char_ids(vocabulary: Sequence[str]) -> torch.Tensor:
+    """`(len(vocabulary), 50)` ids, one row per word, row 0 all zeros (word id 0 is padding,
+    whatever word a vocabulary puts there): indexing it with word ids gives character ids."""
+    table = batch_char_ids([vocabulary])[0]
+    table[0] = 0
+    return table

@@ -18,7 +18,7 @@ from torch import nn
 
 from elmo_bilm.bilm import BiLm
 from elmo_bilm.bilm_tf import load_bilm_tf
-from elmo_bilm.characters import batch_char_ids
+from elmo_bilm.characters import batch_char_ids, vocabulary_char_ids
 from elmo_bilm.embed import DEFAULT_BATCH_SIZE, embed_file
 from elmo_bilm.scalar_mix import ScalarMix
 from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
@@ -95,8 +95,7 @@ class Elmo(nn.Module):
         )
         self.dropout = nn.Dropout(dropout)
         if vocab_to_cache is not None:
-            words = batch_char_ids([vocab_to_cache])[0]
-            words[0] = 0  # index 0 is padding, whatever word the vocabulary puts there
+            words = vocabulary_char_ids(vocab_to_cache)
             self.register_buffer("word_char_ids", words, persistent=False)
         else:
             self.word_char_ids = None

@@ -3,9 +3,9 @@
 The paper's baselines start from GloVe (Senna for NER), which cannot be downloaded here. Vectors
 trained on the same tokenised Wikipedia the shipped biLM read make the comparison the paper's:
 ELMo against context-free vectors of the same text, i.e. what context adds. gensim's word2vec
-(skip-gram, negative sampling) streams the corpus from disk on every pass, so memory is bounded by
-the vocabulary (`max_vocab`), not the corpus; one worker with a fixed seed and a fixed string hash
-makes the output reproducible byte for byte.
+(skip-gram, negative sampling) streams the corpus from disk on every pass (one plain-text copy of
+it, read in C), so memory is bounded by the vocabulary (`max_vocab`), not the corpus; one worker
+with a fixed seed and a fixed string hash makes the output reproducible byte for byte.
 """
 
 import gzip
@@ -13,7 +13,7 @@ import logging
 import os
 import zlib
 from pathlib import Path
-from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence
+from typing import Dict, List, NamedTuple, Optional, Sequence
 
 from elmo_bilm.files import FormatError, atomic_output, numbered_lines
 
@@ -56,21 +56,19 @@ def vector_defaults() -> Dict[str, str]:
     }
 
 
-class TokenisedCorpus:
-    """The sentences of one-sentence-per-line files (plain or gzip), re-read on every iteration
-    (word2vec passes once to count and once per epoch); optionally lowercased."""
-
-    def __init__(self, paths: Sequence[str], lowercase: bool = False) -> None:
-        self.paths = list(paths)
-        self.lowercase = lowercase
-
-    def __iter__(self) -> Iterator[List[str]]:
-        for path in self.paths:
+def write_line_corpus(paths: Sequence[str], output: str, lowercase: bool = False) -> int:
+    """Concatenate one-sentence-per-line files (plain or gzip) into the plain text file `output`
+    (optionally lowercased), streaming: gensim's `corpus_file` mode reads such a file in C, about
+    4x faster than a Python iterable of sentences. Returns the number of sentences."""
+    count = 0
+    with open(output, "w", encoding="utf-8") as out:
+        for path in paths:
             for _, line in numbered_lines(path):
-                line = line.lower() if self.lowercase else line
-                tokens = line.split()
+                tokens = (line.lower() if lowercase else line).split()
                 if tokens:
-                    yield tokens
+                    out.write(" ".join(tokens) + "\n")
+                    count += 1
+    return count
 
 
 def _crc32_hash(text: str) -> int:
@@ -98,31 +96,38 @@ def train_word_vectors(
 
     if dim < 1 or epochs < 1 or min_count < 1 or (max_vocab is not None and max_vocab < 1):
         raise ValueError("dim, epochs, min_count and max_vocab must be positive")
-    sentences = TokenisedCorpus(corpus, lowercase)
     with atomic_output(output, overwrite) as partial:  # fail on an existing output before training
-        model = Word2Vec(
-            vector_size=dim,
-            window=window,
-            min_count=min_count,
-            max_final_vocab=max_vocab,
-            sg=1,
-            negative=5,
-            workers=workers,
-            seed=seed,
-            hashfxn=_crc32_hash,
-        )
-        model.build_vocab(sentences, progress_per=1_000_000)
-        words = model.wv.index_to_key
-        if not words:
-            raise FormatError(
-                f"{', '.join(corpus)}: no word occurs {min_count} times; nothing to train"
+        text = f"{partial}.corpus"
+        try:
+            if write_line_corpus(corpus, text, lowercase) == 0:
+                raise FormatError(f"{', '.join(corpus)}: no sentences")
+            model = Word2Vec(
+                vector_size=dim,
+                window=window,
+                min_count=min_count,
+                max_final_vocab=max_vocab,
+                sg=1,
+                negative=5,
+                workers=workers,
+                seed=seed,
+                hashfxn=_crc32_hash,
             )
-        model.train(
-            sentences,
-            total_examples=model.corpus_count,
-            epochs=epochs,
-            report_delay=30.0,
-        )
+            model.build_vocab(corpus_file=text, progress_per=1_000_000)
+            words = model.wv.index_to_key
+            if not words:
+                raise FormatError(
+                    f"{', '.join(corpus)}: no word occurs {min_count} times; nothing to train"
+                )
+            model.train(
+                corpus_file=text,
+                total_examples=model.corpus_count,
+                total_words=model.corpus_total_words,
+                epochs=epochs,
+                report_delay=30.0,
+            )
+        finally:
+            if os.path.exists(text):
+                os.remove(text)
         opener = gzip.open if output.endswith(".gz") else open
         with opener(partial, "wt", encoding="utf-8") as handle:
             for word in words:

@@ -1,8 +1,13 @@
 """ELMo at the input of any AllenNLP model."""
 
-import torch
-from allennlp.modules.token_embedders import TokenEmbedder
+from typing import List, Optional
 
+import torch
+from allennlp.common.checks import ConfigurationError
+from allennlp.modules.token_embedders import TokenEmbedder
+from torch import nn
+
+from elmo_bilm.characters import vocabulary_char_ids
 from elmo_plugin.modules.elmo import ElmoRepresentations
 from elmo_plugin.modules.elmo_options import check_options, takes_elmo_options
 
@@ -20,19 +25,50 @@ class ElmoPluginTokenEmbedder(TokenEmbedder):
 
     # Parameters
 
-    The ELMo options (`elmo_plugin.modules.elmo_options.ElmoOptions`), as keys of this embedder:
+    projection_dim : `int`, optional
+        A trained linear projection of the ELMo vectors to this size (AllenNLP's parameter).
+    vocab_to_cache : `List[str]`, optional
+        AllenNLP's parameter: `forward` may then take `word_inputs`, ids into this vocabulary
+        (0 = padding), instead of character ids.
+
+    And the ELMo options (`elmo_plugin.modules.elmo_options.ElmoOptions`) as keys of this embedder:
     `options_file`, `weight_file`, `archive_file`, `do_layer_norm`, `dropout`, `l2_coefficient`,
     `layers`, `gamma`, `scalar_mix_parameters`, `requires_grad`, `cache_activations`, `cache_size_mb`.
     """
 
     @takes_elmo_options
-    def __init__(self, **elmo_options) -> None:
+    def __init__(
+        self,
+        projection_dim: Optional[int] = None,
+        vocab_to_cache: Optional[List[str]] = None,
+        **elmo_options,
+    ) -> None:
         super().__init__()
         self.elmo = ElmoRepresentations(check_options(elmo_options), placements=["input"])
+        self.projection = (
+            None
+            if projection_dim is None
+            else nn.Linear(self.elmo.get_output_dim(), projection_dim)
+        )
+        if vocab_to_cache is not None:
+            table = vocabulary_char_ids(vocab_to_cache)
+            self.register_buffer("word_char_ids", table, persistent=False)
+        else:
+            self.word_char_ids = None
 
     def get_output_dim(self) -> int:
+        if self.projection is not None:
+            return self.projection.out_features
         return self.elmo.get_output_dim()
 
-    def forward(self, elmo_tokens: torch.Tensor) -> torch.Tensor:
-        """`elmo_tokens` (batch, T, 50) character ids -> `(batch, T, 2 * projection_dim)`."""
-        return self.elmo(elmo_tokens)["elmo_representations"][0]
+    def forward(
+        self, elmo_tokens: torch.Tensor, word_inputs: Optional[torch.Tensor] = None
+    ) -> torch.Tensor:
+        """`elmo_tokens` (batch, T, 50) character ids (or `word_inputs` (batch, T) with
+        `vocab_to_cache`) -> `(batch, T, 2 * projection_dim of the biLM)`, or `projection_dim`."""
+        if word_inputs is not None:
+            if self.word_char_ids is None:
+                raise ConfigurationError("word_inputs need vocab_to_cache")
+            elmo_tokens = self.word_char_ids[word_inputs]
+        output = self.elmo(elmo_tokens)["elmo_representations"][0]
+        return output if self.projection is None else self.projection(output)

@@ -80,3 +80,18 @@ def test_dropout_applies_in_training_only():
 def test_bad_scalar_mix_parameters():
     with pytest.raises(ConfigurationError, match="3 layers"):
         build(scalar_mix_parameters=[1.0, 2.0])
+
+
+def test_allennlps_projection_dim_and_vocab_to_cache():
+    sentences = [["a", "b"], ["c"]]
+    plain = build()
+    projected = build(projection_dim=7, vocab_to_cache=["@@PADDING@@", "a", "b", "c"])
+    assert projected.get_output_dim() == 7
+    words = torch.tensor([[1, 2], [3, 0]])
+    by_words, by_chars = projected(None, word_inputs=words), projected(batch_to_ids(sentences))
+    assert by_words.shape == (2, 2, 7)
+    assert_float32_close(by_words, by_chars, ONE_REDUCTION)
+    expected = projected.projection(plain(batch_to_ids(sentences)))
+    assert_float32_close(by_chars, expected, ONE_REDUCTION)
+    with pytest.raises(ConfigurationError, match="vocab_to_cache"):
+        plain(None, word_inputs=words)

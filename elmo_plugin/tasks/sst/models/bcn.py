@@ -2,6 +2,7 @@
 
 from typing import List, Optional
 
+from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 from allennlp.models import Model
 from allennlp_models.classification.models.biattentive_classification_network import (
@@ -11,6 +12,9 @@ from allennlp_models.classification.models.biattentive_classification_network im
 from elmo_plugin.modules.elmo import ElmoRepresentations
 from elmo_plugin.modules.elmo_options import ElmoOptions
 from elmo_plugin.modules.text_field_embedders.elmo_placement_embedder import PLACEMENTS
+
+# allennlp-models' BCN keys that `elmo_placement` replaces
+ALLENNLP_BCN_KEYS = ("use_input_elmo", "use_integrator_output_elmo", "num_output_representations")
 
 
 class _BcnElmo(ElmoRepresentations):
@@ -40,6 +44,22 @@ class ElmoBcn(BiattentiveClassificationNetwork):
         different parameter); defaults when not given. The input ELMo skips `elmo.dropout`: BCN's
         `embedding_dropout` already drops it (each ELMo vector is dropped once).
     """
+
+    @classmethod
+    def from_params(cls, params: Params, **extras) -> "ElmoBcn":  # type: ignore[override]
+        """A config converted from allennlp-models' BCN gets a `ConfigurationError` that says
+        what replaces its ELMo keys, before AllenNLP reports them as extra parameters."""
+        replaced = [key for key in ALLENNLP_BCN_KEYS if key in params]
+        elmo = params.get("elmo")
+        if replaced or (isinstance(elmo, (dict, Params)) and "type" in elmo):
+            raise ConfigurationError(
+                f"elmo_plugin_bcn does not take allennlp-models' BCN ELMo keys {replaced or ['elmo.type']}: "
+                'set `elmo_placement` ("input" for use_input_elmo, "output" for '
+                'use_integrator_output_elmo, "both" for both; it sets num_output_representations) and '
+                "give `elmo` the ELMo options (options_file, weight_file, do_layer_norm, dropout, ...) "
+                "without `type` or `num_output_representations`"
+            )
+        return super().from_params(params, **extras)  # type: ignore[return-value]
 
     def __init__(
         self, elmo_placement: Optional[str] = None, elmo: Optional[ElmoOptions] = None, **kwargs
