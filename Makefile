@@ -5,8 +5,9 @@ BIN := $(VENV)/bin
 # Offline: no Hugging Face retries (minutes per test otherwise).
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: install test bench gpu-check clean
+.PHONY: install test docs bench gpu-check clean
 
 install: $(BIN)/.installed
 
@@ -28,6 +29,12 @@ test: install
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -q tests
 	$(AVX2) $(BIN)/python -m pytest -q -m numerics tests
+	$(MAKE) docs
+
+# The documentation site (MkDocs + Material + mkdocstrings) into site/; --strict: a broken link,
+# anchor or reference fails the build.
+docs: install
+	$(BIN)/mkdocs build --strict --quiet
 
 bench: install
 	$(BIN)/python -m benchmarks.run_all

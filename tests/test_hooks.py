@@ -84,3 +84,14 @@ def test_placement_contract_is_checked_at_construction(placement, wrap, elmo_dim
     with pytest.raises(ConfigurationError, match=message):
         _ner_model(placement, wrap, elmo_dim)
     _ner_model(placement, placement != "input")  # the shipped wiring builds
+
+
+def test_placement_contract_install_is_idempotent():
+    from allennlp.models import Model
+
+    from elmo_plugin.modules import placement_contract
+
+    before = Model.from_params.__func__
+    placement_contract.install()
+    placement_contract.install()
+    assert Model.from_params.__func__ is before  # installed once, at import: not wrapped again

@@ -8,6 +8,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tarfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence
@@ -147,6 +148,20 @@ def train(run_dir: Path, config_text: str, overrides: Optional[str]) -> None:
         subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=True)
 
 
+def is_finished(run_dir: Path) -> bool:
+    """A run is done once AllenNLP wrote its metrics and a complete archive (a kill while archiving
+    leaves a truncated `model.tar.gz` after `metrics.json`; such a run is resumed)."""
+    archive = run_dir / "model.tar.gz"
+    if not (run_dir / "metrics.json").is_file() or not archive.is_file():
+        return False
+    try:
+        with tarfile.open(archive) as tar:
+            tar.getmembers()
+    except (tarfile.TarError, EOFError, OSError):
+        return False
+    return True
+
+
 def validation_metric(run_dir: Path) -> str:
     """The run's validation metric without its sign (from the config AllenNLP saved), e.g.
     `f1-measure-overall`."""
@@ -164,14 +179,14 @@ def sweep(
     fraction_batches_per_epoch: Optional[int] = None,
     subset_seed: Optional[int] = None,
 ) -> Iterator[Dict]:
-    """Train every run not finished yet (a run with `metrics.json` is not trained again); yield
-    each run's record: its settings, best dev and test metric."""
+    """Train every run not finished yet (`is_finished`: a finished run is not trained again);
+    yield each run's record: its settings, best dev and test metric."""
     if fraction_batches_per_epoch is not None and fraction_batches_per_epoch < 1:
         raise ValueError(f"batches per epoch must be positive, got {fraction_batches_per_epoch}")
     for run in runs:
         run_dir = Path(out_dir) / run.name
         text = run_config(elmo_config, run, fraction_batches_per_epoch, subset_seed)
-        if not (run_dir / "metrics.json").exists():
+        if not is_finished(run_dir):
             train_run(run_dir, text, overrides)
         metrics = json.loads((run_dir / "metrics.json").read_text())
         metric = validation_metric(run_dir)

@@ -87,11 +87,6 @@ def runs(seeds: Sequence[int], fraction: float) -> List[sweep.Run]:
     return sweep.grid([sweep.BASELINE, None], [None], [None], [None], [fraction], seeds)
 
 
-def is_finished(run_dir: Path) -> bool:
-    """A run counts as done once AllenNLP wrote both its metrics and its archive."""
-    return (run_dir / "metrics.json").is_file() and (run_dir / "model.tar.gz").is_file()
-
-
 def percent(value: Optional[float]) -> Optional[float]:
     """AllenNLP's metrics are fractions; Table 1 is in percent."""
     return None if value is None else 100.0 * value
@@ -258,13 +253,13 @@ def run_table(
         ]
 
     todo = [(task, run) for task in tasks for run in task_runs(task)]
-    done = sum(is_finished(Path(serialization_dir) / task / run.name) for task, run in todo)
+    done = sum(sweep.is_finished(Path(serialization_dir) / task / run.name) for task, run in todo)
     progress = Tqdm.tqdm(total=len(todo), initial=done, desc="Table 1 runs", unit="run")
     for task in tasks:
         spec = SCALES[scale][task]
         for run in task_runs(task):
             run_dir = Path(serialization_dir) / task / run.name
-            if is_finished(run_dir):
+            if sweep.is_finished(run_dir):
                 continue
             progress.set_postfix_str(f"{task} {run.name}")
             next(
@@ -291,7 +286,7 @@ def collect(serialization_dir: str, scale: str, seeds: Sequence[int]) -> Dict[st
         finished = [
             run
             for run in runs(seeds, SCALES[scale][task].fraction)
-            if is_finished(Path(serialization_dir) / task / run.name)
+            if sweep.is_finished(Path(serialization_dir) / task / run.name)
         ]
         if not finished:
             continue

@@ -1,5 +1,5 @@
 """The contract between `elmo_plugin_placement` and `elmo_plugin_output_elmo`, checked for every
-model AllenNLP builds from a config (hook 6 of `elmo_plugin.hooks`)."""
+model AllenNLP builds from a config (hook 5 of `elmo_plugin.hooks`)."""
 
 from typing import Any
 
@@ -41,12 +41,16 @@ def check_placement_contract(model: torch.nn.Module) -> None:
 
 
 def install() -> None:
-    """Check the contract on every model built by `Model.from_params` (configs, archives)."""
+    """Check the contract on every model built by `Model.from_params` (configs, archives); a
+    second call changes nothing."""
     build = Model.from_params.__func__  # type: ignore[attr-defined]
+    if getattr(build, "_elmo_plugin", False):
+        return
 
     def from_params(cls: Any, *args: Any, **kwargs: Any) -> Any:
         model = build(cls, *args, **kwargs)
         check_placement_contract(model)
         return model
 
+    from_params._elmo_plugin = True  # type: ignore[attr-defined]
     Model.from_params = classmethod(from_params)  # type: ignore[method-assign]

@@ -1,0 +1,95 @@
+"""`elmo-table1`: the grid, resume, the report's schema and arithmetic (training stubbed: the real
+runs are `allennlp train`, tested by the sweep's tests)."""
+
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from elmo_plugin.analysis import report, table1
+from tests.conftest import REPO_ROOT
+
+TINY_SST = str(REPO_ROOT / "fixtures" / "sst" / "tiny.txt")
+# test metric per (row, seed): baseline 40 / 42, + ELMo 46 / 48 (accuracy, as fractions)
+TEST = {("none", 1): 0.40, ("none", 2): 0.42, ("config", 1): 0.46, ("config", 2): 0.48}
+
+
+class FakeTraining:
+    """Writes what a finished `allennlp train` leaves: config.json, metrics.json, model.tar.gz."""
+
+    def __init__(self, archive: bool = True) -> None:
+        self.calls = []
+        self.archive = archive
+
+    def __call__(self, run_dir: Path, config_text: str, overrides):
+        self.calls.append(run_dir.name)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        placement = run_dir.name.split(",")[0].split("=")[1]
+        seed = int(run_dir.name.rsplit("seed=", 1)[1])
+        config = {
+            "dataset_reader": {"type": "elmo_plugin_sst", "granularity": "5-class"},
+            "train_data_path": TINY_SST,
+            "trainer": {"validation_metric": "+accuracy"},
+        }
+        (run_dir / "config.json").write_text(json.dumps(config))
+        metrics = {"best_validation_accuracy": 0.5, "test_accuracy": TEST[(placement, seed)]}
+        (run_dir / "metrics.json").write_text(json.dumps(metrics))
+        if self.archive:
+            with tarfile.open(run_dir / "model.tar.gz", "w:gz") as tar:
+                tar.add(run_dir / "config.json", arcname="config.json")
+        assert json.loads(overrides)["trainer.num_epochs"] == 12  # the cpu scale's overrides
+        assert '"elmo_plugin_subset"' not in config_text  # SST at the cpu scale: the whole set
+
+
+def test_grid_resume_and_report(tmp_path):
+    out = str(tmp_path / "t1")
+    # a run killed while archiving (metrics.json written, no model.tar.gz) is not finished
+    FakeTraining(archive=False)(
+        Path(out) / "sst" / "placement=none,fraction=1.0,seed=1", "", '{"trainer.num_epochs": 12}'
+    )
+    training = FakeTraining()
+    result = table1.run_table(out, "cpu", [1, 2], ["sst"], train_run=training)
+    names = [run.name for run in table1.runs([1, 2], 1.0)]
+    assert len(names) == 4 and sorted(training.calls) == sorted(names)
+    (row,) = result["table"]
+    assert row["task"] == "sst" and row["metric"] == "accuracy" and row["train_size"] == 6
+    assert row["baseline_mean"] == pytest.approx(41.0) and row["elmo_mean"] == pytest.approx(47.0)
+    assert row["baseline_std"] == pytest.approx(2**0.5) and row["increase"] == pytest.approx(6.0)
+    assert row["error_reduction"] == pytest.approx(100 * 6.0 / 59.0)  # (47 - 41) / (100 - 41)
+    assert row["beyond_two_std"] is True  # 6 > 2 * 1.414
+    assert row["paper_error_reduction"] == pytest.approx(100 * 3.3 / 48.6)  # 51.4 -> 54.7
+    assert result["scales"]["sst"]["overrides"]["dataset_reader.use_subtrees"] is False
+    # resumed: nothing trained again; a wider seed list trains only the new seed
+    again = FakeTraining()
+    table1.run_table(out, "cpu", [1, 2], ["sst"], train_run=again)
+    assert again.calls == []
+    # the markdown and the plot
+    paths = report.write_report(
+        out,
+        "table1",
+        result,
+        table1.markdown(result["table"], "cpu"),
+        table1.figure(result["table"]),
+        overwrite=True,
+    )
+    assert [Path(p).name for p in paths] == ["table1.json", "table1.md", "table1.png"]
+    text = Path(out, "table1.md").read_text()
+    row = "| sst | accuracy | 6 | 41.00 +/- 1.41 | 47.00 +/- 1.41 | +6.00 / 10.2% | 2 / 2 |"
+    assert row + " 51.40 | 54.70 | +3.30 / 6.8% |" in text
+
+
+def test_other_tasks_finished_runs_stay_in_the_report(tmp_path):
+    out = str(tmp_path / "t1")
+    table1.run_table(out, "cpu", [1], ["sst"], train_run=FakeTraining())
+    (Path(out) / "ner").mkdir()
+    result = table1.collect(out, "cpu", [1])
+    assert [row["task"] for row in result["table"]] == ["sst"]  # ner has no finished run
+    assert result["table"][0]["baseline_std"] is None  # one seed: no spread
+
+
+def test_unknown_task_and_scale_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown task"):
+        table1.run_table(str(tmp_path), "cpu", [1], ["pos"])
+    with pytest.raises(ValueError, match="unknown scale"):
+        table1.run_table(str(tmp_path), "gpu", [1], ["sst"])
