@@ -17,22 +17,12 @@ import torch
 from torch import nn
 
 from elmo_bilm.bilm import BiLm
-from elmo_bilm.bilm_tf import load_bilm_tf
 from elmo_bilm.characters import batch_char_ids, vocabulary_char_ids
 from elmo_bilm.embed import DEFAULT_BATCH_SIZE, embed_file
+from elmo_bilm.loading import load_bilm
 from elmo_bilm.scalar_mix import ScalarMix
-from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
 
 batch_to_ids = batch_char_ids  # AllenNLP's name: tokenised sentences -> (batch, T, 50) ids
-
-
-def load_files(options_file: Optional[str], weight_file: Optional[str]) -> BiLm:
-    """The bilm-tf biLM of `options_file` + `weight_file`; the shipped one when neither is given."""
-    if (options_file is None) != (weight_file is None):
-        raise ValueError("options_file and weight_file go together")
-    if options_file is None:
-        options_file, weight_file = str(DEFAULT_OPTIONS_FILE), str(DEFAULT_WEIGHT_FILE)
-    return load_bilm_tf(options_file, weight_file)  # type: ignore[arg-type]
 
 
 class Elmo(nn.Module):
@@ -79,7 +69,7 @@ class Elmo(nn.Module):
         super().__init__()
         if module is not None and (options_file is not None or weight_file is not None):
             raise ValueError("give either module or options_file + weight_file")
-        self.bilm = module if module is not None else load_files(options_file, weight_file)
+        self.bilm = module if module is not None else load_bilm(options_file, weight_file)
         self.requires_grad = requires_grad
         for parameter in self.bilm.parameters():
             parameter.requires_grad_(requires_grad)
@@ -143,7 +133,7 @@ class ElmoEmbedder:
     ) -> None:
         self.cuda_device = cuda_device
         self.device = torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
-        self.elmo_bilm = load_files(options_file, weight_file).to(self.device).eval()
+        self.elmo_bilm = load_bilm(options_file, weight_file).to(self.device).eval()
 
     def batch_to_embeddings(
         self, batch: Sequence[Sequence[str]]

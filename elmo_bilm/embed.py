@@ -20,10 +20,9 @@ import torch
 from tqdm import tqdm
 
 from elmo_bilm.bilm import BiLm
-from elmo_bilm.bilm_tf import load_bilm_tf
 from elmo_bilm.characters import batch_char_ids
 from elmo_bilm.files import FormatError, atomic_output, numbered_lines
-from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+from elmo_bilm.loading import add_bilm_arguments, load_bilm
 
 logger = logging.getLogger(__name__)
 
@@ -43,19 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The arguments of `elmo-embed` (the console script and the `allennlp` subcommand)."""
     parser.add_argument("input_file", help="text file, one tokenised sentence per line")
     parser.add_argument("output_file", help="HDF5 file to write")
-    parser.add_argument("--options-file", help="bilm-tf options.json (with --weight-file)")
-    parser.add_argument("--weight-file", help="bilm-tf weights.hdf5")
-    parser.add_argument(
-        "--archive-file",
-        help="an elmo_plugin_bilm model.tar.gz instead (loads AllenNLP); with none, the shipped biLM",
-    )
-    parser.add_argument(
-        "--batch-size",
-        type=int,
-        default=DEFAULT_BATCH_SIZE,
-        help="sentences per batch (length-sorted, so larger batches waste little on padding)",
-    )
-    parser.add_argument("--cuda-device", type=int, default=-1, help="GPU id, -1 for CPU")
+    add_bilm_arguments(parser, DEFAULT_BATCH_SIZE)
     parser.add_argument(
         "--layers", choices=LAYER_CHOICES, default="all", help="which layers to write"
     )
@@ -195,26 +182,9 @@ def _write_batch(
         out.create_dataset(name, data=host[row, ..., : len(tokens), :])
 
 
-def load(
-    options_file: Optional[str], weight_file: Optional[str], archive_file: Optional[str]
-) -> BiLm:
-    """bilm-tf files, a plugin archive (this one path imports AllenNLP), or the shipped biLM."""
-    if archive_file is not None:
-        if options_file is not None or weight_file is not None:
-            raise ValueError("give either --archive-file or --options-file + --weight-file")
-        from elmo_plugin.modules.bilm_loading import load_bilm_archive
-
-        return load_bilm_archive(archive_file).bilm
-    if (options_file is None) != (weight_file is None):
-        raise ValueError("--options-file and --weight-file go together")
-    if options_file is None:
-        options_file, weight_file = str(DEFAULT_OPTIONS_FILE), str(DEFAULT_WEIGHT_FILE)
-    return load_bilm_tf(options_file, weight_file)
-
-
-def run(args: argparse.Namespace) -> None:
-    """Embed as the parsed arguments say."""
-    bilm = load(args.options_file, args.weight_file, args.archive_file)
+def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
+    """Embed as the parsed arguments say, with `bilm` or the one they name."""
+    bilm = bilm or load_bilm(args.options_file, args.weight_file)
     count = embed_file(
         bilm,
         args.input_file,

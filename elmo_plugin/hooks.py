@@ -10,7 +10,8 @@
 2. **Config defaults.** Every environment variable the shipped configs read (`std.extVar`) that the
    user has not set gets its default (`elmo_plugin.common.config_env`): the shipped biLM, and the
    bundled data where a data folder is found. A user's own value always wins; a variable with no
-   default stays unset, and AllenNLP's error then names it.
+   default stays unset, and AllenNLP's error then names it. `Params.from_file` is wrapped to do
+   this again at every config read, so `ELMO_PROJECTION_DIM` follows `ELMO_OPTIONS_FILE`.
 3. **Safe checkpoint loading.** torch >= 2.6 loads with `weights_only=True`; AllenNLP's training
    states (`allennlp train --recover`) hold numpy scalars, so exactly those numpy types are added to
    torch's allow-list (instead of switching the safe loader off).
@@ -21,8 +22,10 @@
    config or an archive is checked: ELMo at the output without the `elmo_plugin_output_elmo`
    encoder, a wrapper without ELMo at the output, or widths that disagree are a
    `ConfigurationError` at construction (`elmo_plugin.modules.placement_contract`).
-6. **`reduce_on_plateau`** is registered again over AllenNLP's (whose constructor passes the
-   `verbose=` that torch >= 2.7 removed), in `elmo_plugin.training.reduce_on_plateau`.
+
+Besides, importing the plugin registers its components; `reduce_on_plateau` is registered again
+over AllenNLP's (whose constructor passes the `verbose=` that torch >= 2.7 removed), in
+`elmo_plugin.training.reduce_on_plateau`.
 """
 
 import atexit
@@ -31,7 +34,7 @@ import numpy
 import torch
 import torch.distributed as dist
 
-from elmo_plugin.common.config_env import set_config_defaults
+from elmo_plugin.common import config_env
 from elmo_plugin.modules import placement_contract, regularization
 
 _installed = False
@@ -53,12 +56,12 @@ def destroy_process_group() -> None:
 
 
 def install() -> None:
-    """Install hooks 1-5 (6 is a registration, done by importing the plugin); idempotent."""
+    """Install hooks 1-5; idempotent."""
     global _installed
     if _installed:
         return
     regularization.install()
-    set_config_defaults()
+    config_env.install()
     allow_numpy_scalars_in_checkpoints()
     atexit.register(destroy_process_group)
     placement_contract.install()

@@ -253,3 +253,21 @@ def test_ner_early_stopping_decides():
     trainer = _params("conll2003_crf_tagger_elmo.jsonnet")["trainer"]
     assert (trainer["num_epochs"], trainer["patience"]) == (75, 25)
     assert trainer["patience"] < trainer["num_epochs"]
+
+
+def test_elmo_width_follows_the_options_file_changed_after_import(monkeypatch, repo_root):
+    """A script that points ELMO_OPTIONS_FILE at another biLM after importing the plugin gets
+    configs of that biLM's width (not the width read at import)."""
+    from allennlp.common import Params
+
+    from elmo_bilm.shipped import SHIPPED_DIR
+
+    larger = SHIPPED_DIR.parent / "wikipedia_1024"
+    # restored after the test (reading the config rewrites it)
+    monkeypatch.setenv("ELMO_PROJECTION_DIM", os.environ["ELMO_PROJECTION_DIM"])
+    monkeypatch.setenv("ELMO_OPTIONS_FILE", str(larger / "options.json"))
+    monkeypatch.setenv("ELMO_WEIGHT_FILE", str(larger / "weights.hdf5"))
+    params = Params.from_file(
+        str(repo_root / "training_config" / "conll2003_crf_tagger_elmo.jsonnet")
+    )
+    assert params["model"]["encoder"]["input_size"] == 50 + 128 + 2 * 128

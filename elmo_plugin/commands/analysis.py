@@ -10,17 +10,11 @@ import torch
 from allennlp.commands.subcommand import Subcommand
 
 from elmo_plugin.analysis import layer_weights, neighbours, probes, report, sweep
-from elmo_plugin.modules.bilm_loading import load_bilm
+from elmo_plugin.modules.bilm_loading import add_bilm_arguments, load_bilm
 
 
 def _bilm_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--options-file", help="bilm-tf options.json (with --weight-file)")
-    parser.add_argument("--weight-file", help="bilm-tf weights.hdf5")
-    parser.add_argument(
-        "--archive-file", help="an elmo_plugin_bilm model.tar.gz; none: the shipped biLM"
-    )
-    parser.add_argument("--batch-size", type=int, default=64, help="sentences per biLM batch")
-    parser.add_argument("--cuda-device", type=int, default=-1, help="GPU id, -1 for CPU")
+    add_bilm_arguments(parser, batch_size=64)
 
 
 def _include_package_argument(parser: argparse.ArgumentParser) -> None:

@@ -6,6 +6,7 @@ import argparse
 from allennlp.commands.subcommand import Subcommand
 
 from elmo_bilm.embed import DESCRIPTION, add_arguments, run
+from elmo_plugin.modules.bilm_loading import load_bilm
 
 
 @Subcommand.register("elmo-embed")
@@ -21,5 +22,12 @@ class ElmoEmbed(Subcommand):
             self.name, description=DESCRIPTION, help="Embed sentences with ELMo."
         )
         add_arguments(subparser)
-        subparser.set_defaults(func=run)
+        subparser.add_argument(
+            "--archive-file", help="an elmo_plugin_bilm model.tar.gz instead of bilm-tf files"
+        )
+        subparser.set_defaults(func=_run)
         return subparser
+
+
+def _run(args: argparse.Namespace) -> None:
+    run(args, load_bilm(args.options_file, args.weight_file, args.archive_file))

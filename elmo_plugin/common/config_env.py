@@ -14,7 +14,7 @@ file `ELMO_OPTIONS_FILE` names.
 import json
 import os
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Any, Dict, Optional
 
 from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
 from elmo_plugin.data.word_vectors import vector_defaults
@@ -112,3 +112,22 @@ def set_config_defaults() -> None:
     if options_file.is_file():
         with open(options_file) as handle:
             os.environ["ELMO_PROJECTION_DIM"] = str(json.load(handle)["lstm"]["projection_dim"])
+
+
+def install() -> None:
+    """Set the defaults now and again each time AllenNLP reads a config (`Params.from_file`), so
+    that `ELMO_PROJECTION_DIM` follows `ELMO_OPTIONS_FILE` when a script changes it after
+    importing the plugin; a second call changes nothing."""
+    from allennlp.common import Params
+
+    set_config_defaults()
+    read = Params.from_file.__func__  # type: ignore[attr-defined]
+    if getattr(read, "_elmo_plugin", False):
+        return
+
+    def from_file(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        set_config_defaults()
+        return read(cls, *args, **kwargs)
+
+    from_file._elmo_plugin = True  # type: ignore[attr-defined]
+    Params.from_file = classmethod(from_file)  # type: ignore[method-assign]

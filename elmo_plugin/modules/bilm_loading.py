@@ -1,14 +1,12 @@
 """One place that turns the user's choice of biLM (bilm-tf files, a plugin archive, or nothing:
 the shipped biLM) into a `BiLm`; the ELMo components and the biLM language model both use it."""
 
-import logging
+import argparse
 from typing import Any, Optional
 
 from elmo_bilm.bilm import BiLm
-from elmo_bilm.bilm_tf import load_bilm_tf
-from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE, SHIPPED_DIR
-
-logger = logging.getLogger(__name__)
+from elmo_bilm.loading import add_bilm_arguments as core_add_bilm_arguments
+from elmo_bilm.loading import load_bilm as core_load_bilm
 
 
 def load_bilm_archive(archive_file: str) -> Any:
@@ -27,19 +25,21 @@ def load_bilm(
     archive_file: Optional[str] = None,
     dropout: float = 0.0,
 ) -> BiLm:
-    """bilm-tf `options_file` + `weight_file`, or an `elmo_plugin_bilm` `model.tar.gz`, or (neither)
-    the biLM shipped in `elmo_bilm/pretrained`; with `dropout` on its LSTM inputs in training mode
-    (whatever the source was trained with)."""
-    if archive_file is not None:
-        if options_file is not None or weight_file is not None:
-            raise ValueError("give either archive_file or options_file + weight_file, not both")
-        bilm = load_bilm_archive(archive_file).bilm
-    else:
-        if (options_file is None) != (weight_file is None):
-            raise ValueError("options_file and weight_file go together")
-        if options_file is None:
-            logger.info("No biLM given: using the shipped biLM in %s", SHIPPED_DIR)
-            options_file, weight_file = str(DEFAULT_OPTIONS_FILE), str(DEFAULT_WEIGHT_FILE)
-        bilm = load_bilm_tf(options_file, weight_file)
+    """An `elmo_plugin_bilm` `model.tar.gz`, or else the core's `load_bilm` (bilm-tf files, or
+    the shipped biLM); with `dropout` on its LSTM inputs in training mode (whatever the source
+    was trained with)."""
+    if archive_file is None:
+        return core_load_bilm(options_file, weight_file, dropout)
+    if options_file is not None or weight_file is not None:
+        raise ValueError("give either archive_file or options_file + weight_file, not both")
+    bilm = load_bilm_archive(archive_file).bilm
     bilm.set_dropout(dropout)
     return bilm
+
+
+def add_bilm_arguments(parser: argparse.ArgumentParser, batch_size: int) -> None:
+    """The core's biLM options plus `--archive-file`."""
+    core_add_bilm_arguments(parser, batch_size)
+    parser.add_argument(
+        "--archive-file", help="an elmo_plugin_bilm model.tar.gz; none: the shipped biLM"
+    )

@@ -1,0 +1,40 @@
+"""The one way the core turns a user's choice of biLM into a `BiLm`, and the command-line options
+that choose it (the plugin adds `--archive-file`, AllenNLP archives, on top of both)."""
+
+import argparse
+import logging
+from typing import Optional
+
+from elmo_bilm.bilm import BiLm
+from elmo_bilm.bilm_tf import load_bilm_tf
+from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE, SHIPPED_DIR
+
+logger = logging.getLogger(__name__)
+
+
+def load_bilm(
+    options_file: Optional[str] = None, weight_file: Optional[str] = None, dropout: float = 0.0
+) -> BiLm:
+    """bilm-tf `options_file` + `weight_file`, or (neither) the biLM shipped in
+    `elmo_bilm/pretrained`; `dropout` on its LSTM inputs in training mode."""
+    if (options_file is None) != (weight_file is None):
+        raise ValueError("--options-file and --weight-file (options_file, weight_file) go together")
+    if options_file is None:
+        logger.info("No biLM given: using the shipped biLM in %s", SHIPPED_DIR)
+        options_file, weight_file = str(DEFAULT_OPTIONS_FILE), str(DEFAULT_WEIGHT_FILE)
+    bilm = load_bilm_tf(options_file, weight_file)  # type: ignore[arg-type]
+    bilm.set_dropout(dropout)
+    return bilm
+
+
+def add_bilm_arguments(parser: argparse.ArgumentParser, batch_size: int) -> None:
+    """`--options-file`, `--weight-file`, `--batch-size` (default `batch_size`), `--cuda-device`."""
+    parser.add_argument("--options-file", help="bilm-tf options.json (with --weight-file)")
+    parser.add_argument("--weight-file", help="bilm-tf weights.hdf5")
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=batch_size,
+        help=f"sentences per biLM batch (length-sorted; default {batch_size})",
+    )
+    parser.add_argument("--cuda-device", type=int, default=-1, help="GPU id, -1 for CPU")
