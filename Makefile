@@ -11,7 +11,7 @@ export NO_MKDOCS_2_WARNING := 1
 
 install: $(BIN)/.installed
 
-$(BIN)/.installed: requirements.txt requirements-allennlp.txt requirements-dev.txt setup.cfg
+$(BIN)/.installed: requirements.txt requirements-allennlp.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -r requirements.txt
 	$(BIN)/pip install --no-deps -r requirements-allennlp.txt
@@ -27,6 +27,7 @@ AVX2 := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy elmo_bilm elmo_plugin/modules
 	$(BIN)/python -m pytest -q tests
 	$(AVX2) $(BIN)/python -m pytest -q -m numerics tests
 	$(MAKE) docs

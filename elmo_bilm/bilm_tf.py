@@ -12,7 +12,7 @@ The conversions (all inverted exactly by the exporter):
 
 import json
 import os
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple, Union, cast
 
 import h5py
 import numpy
@@ -94,13 +94,13 @@ def load_bilm_tf(options_file: PathLike, weight_file: PathLike, dropout: float =
         table = _dataset(weights, "char_embed", (261, char_dim), weight_file)
         cnn.char_embedding.weight[0].zero_()
         _read_rows(table, slice(None), cnn.char_embedding.weight[1:])
-        for i, ((width, num), conv) in enumerate(zip(cnn.filters, cnn.convolutions)):
+        for i, ((width, num), conv) in enumerate(zip(cnn.filters, cnn.conv_layers())):
             w = _dataset(weights, f"CNN/W_cnn_{i}", (1, width, char_dim, num), weight_file)
             b = _dataset(weights, f"CNN/b_cnn_{i}", (num,), weight_file)
             conv.weight.copy_(torch.from_numpy(w[0].transpose(2, 1, 0)))
-            _read_rows(b, slice(None), conv.bias)
+            _read_rows(b, slice(None), cast(torch.Tensor, conv.bias))
         n_filters = cnn.projection.in_features
-        for k, highway in enumerate(cnn.highways):
+        for k, highway in enumerate(cnn.highway_layers()):
             for part in ("transform", "carry"):
                 w = _dataset(weights, f"CNN_high_{k}/W_{part}", (n_filters, n_filters), weight_file)
                 b = _dataset(weights, f"CNN_high_{k}/b_{part}", (n_filters,), weight_file)
@@ -154,10 +154,10 @@ def export_bilm_tf(
 
     with atomic_output(weight_file, overwrite) as partial, h5py.File(partial, "w") as weights:
         weights["char_embed"] = array(cnn.char_embedding.weight[1:])
-        for i, conv in enumerate(cnn.convolutions):
+        for i, conv in enumerate(cnn.conv_layers()):
             weights[f"CNN/W_cnn_{i}"] = array(conv.weight).transpose(2, 1, 0)[None]
-            weights[f"CNN/b_cnn_{i}"] = array(conv.bias)
-        for k, highway in enumerate(cnn.highways):
+            weights[f"CNN/b_cnn_{i}"] = array(cast(torch.Tensor, conv.bias))
+        for k, highway in enumerate(cnn.highway_layers()):
             for part in ("transform", "carry"):
                 weights[f"CNN_high_{k}/W_{part}"] = array(getattr(highway, part).weight).T
                 weights[f"CNN_high_{k}/b_{part}"] = array(getattr(highway, part).bias)

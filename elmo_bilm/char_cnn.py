@@ -1,6 +1,6 @@
 """The biLM's context-independent token encoder: a character CNN (Sec. 3.4 of Peters et al. 2018)."""
 
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple, cast
 
 import torch
 from torch import nn
@@ -134,6 +134,14 @@ class CharCnnEncoder(nn.Module):
         if initialise:
             self.reset_parameters()
 
+    def conv_layers(self) -> List[nn.Conv1d]:
+        """The convolutions, one per filter width (typed, for the loaders)."""
+        return [cast(nn.Conv1d, conv) for conv in self.convolutions]
+
+    def highway_layers(self) -> List["Highway"]:
+        """The highway layers (typed, for the loaders)."""
+        return [cast(Highway, highway) for highway in self.highways]
+
     def reset_parameters(self) -> None:
         """bilm-tf's initialisation for training from scratch: character embeddings U(-1, 1)
         (the padding row 0 stays zero), convolutions U(-0.05, 0.05) for relu (Kim et al. 2015) or
@@ -141,15 +149,15 @@ class CharCnnEncoder(nn.Module):
         with torch.no_grad():
             nn.init.uniform_(self.char_embedding.weight, -1.0, 1.0)
             self.char_embedding.weight[0].zero_()
-        for (width, _), conv in zip(self.filters, self.convolutions):
+        for (width, _), conv in zip(self.filters, self.conv_layers()):
             if self.activation == "relu":
                 nn.init.uniform_(conv.weight, -0.05, 0.05)
             else:
                 nn.init.normal_(
                     conv.weight, 0.0, (width * self.char_embedding.embedding_dim) ** -0.5
                 )
-            nn.init.zeros_(conv.bias)
-        for highway in self.highways:
+            nn.init.zeros_(cast(torch.Tensor, conv.bias))  # Conv1d's bias=True default
+        for highway in self.highway_layers():
             highway.reset_parameters()
         nn.init.normal_(self.projection.weight, 0.0, self.projection.in_features**-0.5)
         nn.init.zeros_(self.projection.bias)
@@ -206,7 +214,7 @@ class CharCnnEncoder(nn.Module):
             padding_ids = torch.full((1, max_width), PADDING_CHAR + 1, device=word_char_ids.device)
             padding = self.char_embedding(padding_ids).transpose(1, 2)
         pooled = []
-        for (width, _), conv in zip(self.filters, self.convolutions):
+        for (width, _), conv in zip(self.filters, self.conv_layers()):
             values = conv(chars).max(dim=-1).values
             if padding is not None:
                 values = torch.maximum(values, conv(padding[:, :, :width])[:, :, 0])

@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import sys
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import h5py
 import numpy
@@ -109,7 +109,7 @@ def embed_file(
     total = count_sentences(input_file)
     device = torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
     bilm = bilm.to(device).eval()
-    sentence_to_index = {}
+    sentence_to_index: Dict[str, str] = {}
     with atomic_output(output_file, overwrite) as partial:
         with h5py.File(partial, "w") as out, torch.no_grad():
             progress = tqdm(total=total, desc="elmo-embed", unit=" sentences", file=sys.stderr)

@@ -323,6 +323,7 @@ class ProjectedLstmStack(nn.Module):
                 streams = self._input_products(self.dropout(x), layer, onednn)
             out = self._recurrence(streams, layer, active, onednn)
             if layer > 0 and self.use_skip_connections:
+                assert x is not None  # every layer but the first has its packed input
                 out = out + x
             layers.append(out)
             x = out

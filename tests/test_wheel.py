@@ -21,7 +21,7 @@ def wheel(tmp_path_factory, repo_root):
     out = tmp_path_factory.mktemp("wheel")
     source = out / "source"  # a copy: an in-tree build would leave build/ in the checkout
     source.mkdir()
-    for name in ("setup.cfg", "pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md"):
         shutil.copy(repo_root / name, source / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
     for name in ("elmo_bilm", "elmo_plugin"):

@@ -1,13 +1,13 @@
 """Per-sentence cache of a frozen biLM's layers, so task epochs after the first skip the biLM."""
 
 import logging
-from typing import Callable, Dict
+from typing import Any, Callable, Dict
 
 import torch
 
 logger = logging.getLogger(__name__)
 
-BiLmFunction = Callable[[torch.Tensor], Dict[str, torch.Tensor]]
+BiLmFunction = Callable[[torch.Tensor], Dict[str, Any]]
 
 
 class ActivationCache:

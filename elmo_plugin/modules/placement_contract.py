@@ -53,4 +53,4 @@ def install() -> None:
         return model
 
     from_params._elmo_plugin = True  # type: ignore[attr-defined]
-    Model.from_params = classmethod(from_params)  # type: ignore[method-assign]
+    Model.from_params = classmethod(from_params)  # type: ignore[method-assign,assignment]

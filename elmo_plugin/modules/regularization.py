@@ -47,7 +47,7 @@ def scalar_mix_penalty(model: torch.nn.Module) -> Optional[torch.Tensor]:
                     covered[0],
                     module.l2_coefficient,
                 )
-                module._double_count_warned = True
+                setattr(module, "_double_count_warned", True)  # noqa: B010 (a flag, not a tensor)
             continue
         terms.append(module.regularization_penalty())
     return torch.stack(terms).sum() if terms else None
