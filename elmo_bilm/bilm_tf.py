@@ -87,43 +87,56 @@ def load_bilm_tf(options_file: PathLike, weight_file: PathLike, dropout: float =
     """Build a `BiLm` from bilm-tf files, checking every dataset's presence and shape."""
     options = read_options(options_file)
     bilm = BiLm(options, dropout=dropout, initialise=False)  # every parameter is copied below
+    try:
+        with h5py.File(weight_file, "r") as weights, torch.no_grad():
+            _copy_weights(bilm, weights, weight_file)
+    except OSError as error:  # a truncated or damaged HDF5 file
+        raise FormatError(f"{weight_file}: cannot read the HDF5 weights ({error})") from error
+    for name, parameter in bilm.named_parameters():
+        if not torch.isfinite(parameter).all():
+            raise FormatError(
+                f"{weight_file}: NaN or infinite values in {name}: the weights are damaged"
+            )
+    return bilm
+
+
+def _copy_weights(bilm: BiLm, weights: h5py.File, weight_file: PathLike) -> None:
+    """Copy every dataset of bilm-tf's layout into `bilm`, checking presence and shapes."""
     cnn = bilm.char_cnn
     lstm = bilm.lstm
-    with h5py.File(weight_file, "r") as weights, torch.no_grad():
-        char_dim = cnn.char_embedding.embedding_dim
-        table = _dataset(weights, "char_embed", (261, char_dim), weight_file)
-        cnn.char_embedding.weight[0].zero_()
-        _read_rows(table, slice(None), cnn.char_embedding.weight[1:])
-        for i, ((width, num), conv) in enumerate(zip(cnn.filters, cnn.conv_layers())):
-            w = _dataset(weights, f"CNN/W_cnn_{i}", (1, width, char_dim, num), weight_file)
-            b = _dataset(weights, f"CNN/b_cnn_{i}", (num,), weight_file)
-            conv.weight.copy_(torch.from_numpy(w[0].transpose(2, 1, 0)))
-            _read_rows(b, slice(None), cast(torch.Tensor, conv.bias))
-        n_filters = cnn.projection.in_features
-        for k, highway in enumerate(cnn.highway_layers()):
-            for part in ("transform", "carry"):
-                w = _dataset(weights, f"CNN_high_{k}/W_{part}", (n_filters, n_filters), weight_file)
-                b = _dataset(weights, f"CNN_high_{k}/b_{part}", (n_filters,), weight_file)
-                getattr(highway, part).weight.copy_(torch.from_numpy(w[...].T))
-                _read_rows(b, slice(None), getattr(highway, part).bias)
-        proj = cnn.projection.out_features
-        w = _dataset(weights, "CNN_proj/W_proj", (n_filters, proj), weight_file)
-        b = _dataset(weights, "CNN_proj/b_proj", (proj,), weight_file)
-        cnn.projection.weight.copy_(torch.from_numpy(w[...].T))
-        _read_rows(b, slice(None), cnn.projection.bias)
-        dim, proj = lstm.dim, lstm.projection_dim
-        for layer in range(lstm.n_layers):
-            in_dim = lstm.input_weights[layer].shape[1]
-            for direction in (0, 1):
-                prefix = _lstm_prefix(direction, layer)
-                w = _dataset(weights, f"{prefix}/W_0", (in_dim + proj, 4 * dim), weight_file)
-                b = _dataset(weights, f"{prefix}/B", (4 * dim,), weight_file)
-                p = _dataset(weights, f"{prefix}/W_P_0", (dim, proj), weight_file)
-                _read_rows(w, slice(None, in_dim), lstm.input_weights[layer][direction])
-                _read_rows(w, slice(in_dim, None), lstm.recurrent_weights[layer][direction])
-                _read_rows(b, slice(None), lstm.biases[layer][direction, 0])
-                lstm.projections[layer][direction].copy_(torch.from_numpy(p[...].T))
-    return bilm
+    char_dim = cnn.char_embedding.embedding_dim
+    table = _dataset(weights, "char_embed", (261, char_dim), weight_file)
+    cnn.char_embedding.weight[0].zero_()
+    _read_rows(table, slice(None), cnn.char_embedding.weight[1:])
+    for i, ((width, num), conv) in enumerate(zip(cnn.filters, cnn.conv_layers())):
+        w = _dataset(weights, f"CNN/W_cnn_{i}", (1, width, char_dim, num), weight_file)
+        b = _dataset(weights, f"CNN/b_cnn_{i}", (num,), weight_file)
+        conv.weight.copy_(torch.from_numpy(w[0].transpose(2, 1, 0)))
+        _read_rows(b, slice(None), cast(torch.Tensor, conv.bias))
+    n_filters = cnn.projection.in_features
+    for k, highway in enumerate(cnn.highway_layers()):
+        for part in ("transform", "carry"):
+            w = _dataset(weights, f"CNN_high_{k}/W_{part}", (n_filters, n_filters), weight_file)
+            b = _dataset(weights, f"CNN_high_{k}/b_{part}", (n_filters,), weight_file)
+            getattr(highway, part).weight.copy_(torch.from_numpy(w[...].T))
+            _read_rows(b, slice(None), getattr(highway, part).bias)
+    proj = cnn.projection.out_features
+    w = _dataset(weights, "CNN_proj/W_proj", (n_filters, proj), weight_file)
+    b = _dataset(weights, "CNN_proj/b_proj", (proj,), weight_file)
+    cnn.projection.weight.copy_(torch.from_numpy(w[...].T))
+    _read_rows(b, slice(None), cnn.projection.bias)
+    dim, proj = lstm.dim, lstm.projection_dim
+    for layer in range(lstm.n_layers):
+        in_dim = lstm.input_weights[layer].shape[1]
+        for direction in (0, 1):
+            prefix = _lstm_prefix(direction, layer)
+            w = _dataset(weights, f"{prefix}/W_0", (in_dim + proj, 4 * dim), weight_file)
+            b = _dataset(weights, f"{prefix}/B", (4 * dim,), weight_file)
+            p = _dataset(weights, f"{prefix}/W_P_0", (dim, proj), weight_file)
+            _read_rows(w, slice(None, in_dim), lstm.input_weights[layer][direction])
+            _read_rows(w, slice(in_dim, None), lstm.recurrent_weights[layer][direction])
+            _read_rows(b, slice(None), lstm.biases[layer][direction, 0])
+            lstm.projections[layer][direction].copy_(torch.from_numpy(p[...].T))
 
 
 SOFTMAX_WEIGHT = "softmax/W"

@@ -106,6 +106,8 @@ def embed_file(
         raise ValueError("chunk_size and batch_size must be at least 1")
     if os.path.exists(output_file) and not overwrite:
         raise FileExistsError(f"{output_file} exists; pass --overwrite to replace it")
+    if os.path.exists(output_file) and os.path.samefile(input_file, output_file):
+        raise ValueError(f"{output_file} is the input file; write the output elsewhere")
     total = count_sentences(input_file)
     device = torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
     bilm = bilm.to(device).eval()

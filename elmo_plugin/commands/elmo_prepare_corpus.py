@@ -1,16 +1,10 @@
 """`allennlp elmo-prepare-corpus`: raw Wikipedia -> sentence-per-line text for `elmo_plugin_lm_corpus`."""
 
 import argparse
-from typing import List
 
 from allennlp.commands.subcommand import Subcommand
 
-from elmo_bilm.files import expand_paths
 from elmo_plugin.data.wikipedia import prepare_corpus
-
-
-def _input_files(inputs: List[str]) -> List[str]:
-    return [path for item in inputs for path in expand_paths(item)]
 
 
 @Subcommand.register("elmo-prepare-corpus")
@@ -25,7 +19,9 @@ class ElmoPrepareCorpus(Subcommand):
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
         description = (
             "For each WikiExtractor file (<doc ...> blocks of raw paragraphs, plain or .gz; files, globs "
-            "or directories), write OUTPUT_DIR/<name>.txt.gz with one tokenised sentence per line. "
+            "or folders, searched recursively: a file of a folder is named by its path below it, "
+            "AA/wiki_00 -> AA_wiki_00), write OUTPUT_DIR/<name>.txt.gz with one tokenised sentence per "
+            "line. "
             "Titles are dropped. Existing outputs are kept (an interrupted run resumes) unless --overwrite."
         )
         subparser = parser.add_parser(
@@ -37,8 +33,6 @@ class ElmoPrepareCorpus(Subcommand):
         subparser.add_argument("output_dir", help="directory for the .txt.gz shards")
         subparser.add_argument("--overwrite", action="store_true", help="replace existing outputs")
         subparser.set_defaults(
-            func=lambda args: prepare_corpus(
-                _input_files(args.inputs), args.output_dir, args.overwrite
-            )
+            func=lambda args: prepare_corpus(args.inputs, args.output_dir, args.overwrite)
         )
         return subparser

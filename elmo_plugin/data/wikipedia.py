@@ -3,11 +3,11 @@
 import gzip
 import logging
 import os
-from typing import Iterator, List
+from typing import Dict, Iterator, List, Sequence, Tuple
 
 from allennlp.common.tqdm import Tqdm
 
-from elmo_bilm.files import FormatError, atomic_output, open_text
+from elmo_bilm.files import FormatError, atomic_output, expand_paths, open_text
 from elmo_plugin.data.tokenizers.sentence_tokenizer import SentenceTokenizer
 
 logger = logging.getLogger(__name__)
@@ -40,17 +40,44 @@ def wikiextractor_paragraphs(path: str) -> Iterator[str]:
             raise FormatError(f"{path}:{line_number}: end of file inside <doc>")
 
 
-def prepare_corpus(input_files: List[str], output_dir: str, overwrite: bool = False) -> List[str]:
-    """Write `OUTPUT_DIR/<input name>.txt.gz` (one space-separated sentence per line) for each
-    WikiExtractor file. An existing output is kept (so an interrupted run resumes where it stopped)
-    unless `overwrite`; each output appears only when complete (written as `.partial`, then renamed).
-    Returns the output paths."""
+def corpus_inputs(inputs: Sequence[str]) -> List[Tuple[str, str]]:
+    """`(file, output name)` for WikiExtractor inputs: files, globs, or folders searched
+    recursively (WikiExtractor writes `text/AA/wiki_00`, `text/AB/wiki_00`, ...). A file found in
+    a folder is named by its path below that folder (`AA/wiki_00` -> `AA_wiki_00`), one given
+    directly by its own name; two inputs with one name are an error before any work."""
+    named: List[Tuple[str, str]] = []
+    for item in inputs:
+        if os.path.isdir(item):
+            found = sorted(
+                os.path.join(root, name)
+                for root, folders, names in os.walk(item)
+                for name in names
+                if not name.startswith(".")
+            )
+            if not found:
+                raise FileNotFoundError(f"{item}: no files in that folder or below it")
+            named += [(path, os.path.relpath(path, item).replace(os.sep, "_")) for path in found]
+        else:
+            named += [(path, os.path.basename(path)) for path in expand_paths(item)]
+    seen: Dict[str, str] = {}
+    for path, name in named:
+        name = name[: -len(".gz")] if name.endswith(".gz") else name
+        if name in seen:
+            raise ValueError(f"{seen[name]} and {path} would both write {name}.txt.gz")
+        seen[name] = path
+    return [(path, name[: -len(".gz")] if name.endswith(".gz") else name) for path, name in named]
+
+
+def prepare_corpus(inputs: Sequence[str], output_dir: str, overwrite: bool = False) -> List[str]:
+    """Write `OUTPUT_DIR/<name>.txt.gz` (one space-separated sentence per line) for each
+    WikiExtractor file of `inputs` (named as `corpus_inputs` says). An existing output is kept (so
+    an interrupted run resumes where it stopped) unless `overwrite`; each output appears only when
+    complete (written as `.partial`, then renamed). Returns the output paths."""
+    files = corpus_inputs(inputs)
     os.makedirs(output_dir, exist_ok=True)
     tokenizer = SentenceTokenizer()
     outputs = []
-    for path in Tqdm.tqdm(input_files, desc="sentence-splitting and tokenising"):
-        name = os.path.basename(path)
-        name = name[: -len(".gz")] if name.endswith(".gz") else name
+    for path, name in Tqdm.tqdm(files, desc="sentence-splitting and tokenising"):
         output = os.path.join(output_dir, f"{name}.txt.gz")
         outputs.append(output)
         if os.path.exists(output) and not overwrite:

@@ -1,4 +1,5 @@
 import gzip
+import os
 
 import pytest
 
@@ -106,3 +107,23 @@ def test_cli_prepares_a_directory(tmp_path, repo_root):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "sentence-splitting and tokenising" in result.stderr  # progress bar
     assert gzip.open(tmp_path / "out" / "wiki_00.txt.gz", "rt").read().count("\n") == 5
+
+
+def test_wikiextractor_layout_keeps_every_subfolder(tmp_path):
+    """WikiExtractor writes text/AA/wiki_00, text/AB/wiki_00, ...: the top folder is searched
+    recursively and each file named by its path below it, so no shard overwrites another."""
+    for folder, text in (
+        ("AA", "<doc id=1>\nT\nFirst one.\n</doc>\n"),
+        ("AB", "<doc id=2>\nT\nSecond one.\n</doc>\n"),
+    ):
+        (tmp_path / "text" / folder).mkdir(parents=True)
+        (tmp_path / "text" / folder / "wiki_00").write_text(text)
+    outputs = prepare_corpus([str(tmp_path / "text")], str(tmp_path / "out"))
+    assert [os.path.basename(p) for p in outputs] == ["AA_wiki_00.txt.gz", "AB_wiki_00.txt.gz"]
+    assert [gzip.open(p, "rt").read() for p in outputs] == ["First one .\n", "Second one .\n"]
+    # the two subfolders given as arguments name the same file: refused before any work
+    with pytest.raises(ValueError, match="would both write wiki_00.txt.gz"):
+        prepare_corpus(
+            [str(tmp_path / "text" / "AA"), str(tmp_path / "text" / "AB")], str(tmp_path / "o2")
+        )
+    assert not (tmp_path / "o2").exists()

@@ -150,3 +150,21 @@ def test_loading_overwrites_every_parameter(monkeypatch, bilm, fixture_sentences
     with torch.no_grad():
         for a, b in zip(loaded(char_ids)["activations"], bilm(char_ids)["activations"]):
             assert torch.equal(a, b)
+
+
+def test_damaged_weights_are_refused_naming_the_file(tmp_path):
+    """Overwritten LSTM bytes (NaN) and a truncated file: a FormatError naming the file, not a
+    biLM that embeds NaN or a bare OSError."""
+    import shutil
+
+    broken = tmp_path / "nan.hdf5"
+    shutil.copy(WEIGHT_FILE, broken)
+    with h5py.File(broken, "r+") as weights:
+        name = "RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/W_0"
+        weights[name][0, :5] = numpy.nan
+    with pytest.raises(FormatError, match="nan.hdf5: NaN or infinite values in lstm.input_weights"):
+        load_bilm_tf(OPTIONS_FILE, broken)
+    truncated = tmp_path / "cut.hdf5"
+    truncated.write_bytes(WEIGHT_FILE.read_bytes()[:5000])
+    with pytest.raises(FormatError, match="cut.hdf5: cannot read the HDF5 weights"):
+        load_bilm_tf(OPTIONS_FILE, truncated)

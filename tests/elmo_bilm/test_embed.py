@@ -138,3 +138,10 @@ def test_console_script_imports_no_allennlp(tmp_path):
     assert result.stdout.strip() == "0 []"
     assert "2/2" in result.stderr  # progress in sentences
     assert contents(tmp_path / "out.hdf5")["1"].shape == (3, 1, 32)
+
+
+def test_output_over_the_input_is_refused_even_with_overwrite(tmp_path, bilm):
+    source = write_input(tmp_path / "in.txt", [["a", "b"]])
+    with pytest.raises(ValueError, match="is the input file"):
+        embed_file(bilm, source, source, overwrite=True)
+    assert (tmp_path / "in.txt").read_text() == "a b\n"
