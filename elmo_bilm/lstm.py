@@ -1,25 +1,11 @@
 """The biLM's contextual part: forward and backward stacks of LSTMs with a projection (Sec. 3.1)."""
 
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 from torch import nn
 
-# oneDNN's prepacked linear: for the small-batch products of the recurrence whose weights do not
-# fit in the CPU cache (streamed from memory at every step) it is faster than `bmm`; for small
-# weights its per-call overhead loses. Measured here (2-core EPYC, 32 MB L3, batch 32, 2 layers):
-# per-step weights of 5 MB per layer (both directions) 175 ms bmm vs 205 ms oneDNN, 20 MB 516 vs
-# 502, 40 MB 1018 vs 814, 80 MB (the paper's biLM) 2092 vs 1692.
-_ONEDNN = torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
-_ONEDNN_MIN_BYTES = 32 * 2**20
-# The input-to-gate products cover every position of a batch at once (hundreds of rows): oneDNN
-# beats `baddbmm` there at every size measured (e.g. 350 rows x 512 -> 16384: 41 vs 83 ms).
-_INPUT_BATCH_HINT = 1024
-
-# (gate_inputs_t, h) -> gates and m -> P m, for one direction or both stacked
-_Step = Tuple[
-    Callable[[torch.Tensor, torch.Tensor], torch.Tensor], Callable[[torch.Tensor], torch.Tensor]
-]
+from elmo_bilm import onednn
 
 
 def lstm_cell(
@@ -115,8 +101,8 @@ class ProjectedLstmStack(nn.Module):
         forget_bias = torch.zeros(4 * dim)
         forget_bias[2 * dim : 3 * dim] = 1.0
         self.register_buffer("forget_bias", forget_bias, persistent=False)
-        # (parameter list name, layer) -> (weight's identity and version, oneDNN packs per direction)
-        self._packed: Dict[Tuple[str, int], Tuple[Tuple[int, int], List[torch.Tensor]]] = {}
+        # oneDNN's packed copies of the weights (CPU inference at large sizes; `elmo_bilm.onednn`)
+        self._packed = onednn.PackedWeights()
         if initialise:
             self.reset_parameters()
 
@@ -128,7 +114,7 @@ class ProjectedLstmStack(nn.Module):
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state["_packed"] = {}  # oneDNN's opaque tensors cannot be copied or pickled; rebuilt on use
+        state["_packed"] = onednn.PackedWeights()  # opaque tensors: not copyable; rebuilt on use
         return state
 
     def reset_parameters(self) -> None:
@@ -146,9 +132,7 @@ class ProjectedLstmStack(nn.Module):
             nn.init.zeros_(bias)
 
     def _uses_onednn(self, layer: int, inputs: torch.Tensor) -> bool:
-        """Whether `layer` runs on oneDNN's packed products: float32 on a CPU, no gradient needed,
-        and per-step weights too large for the cache (below that, bmm's lower per-call overhead
-        wins)."""
+        """Whether `layer` runs on oneDNN's packed products (`elmo_bilm.onednn.applies`)."""
         weights = [
             self.input_weights[layer],
             self.recurrent_weights[layer],
@@ -159,61 +143,27 @@ class ProjectedLstmStack(nn.Module):
             inputs.requires_grad or any(w.requires_grad for w in weights)
         )
         step_bytes = (weights[1].numel() + weights[2].numel()) * weights[1].element_size()
-        on_cpu = inputs.device.type == "cpu" and inputs.dtype == torch.float32
-        return _ONEDNN and on_cpu and not needs_grad and step_bytes >= _ONEDNN_MIN_BYTES
+        return onednn.applies(step_bytes, inputs, needs_grad)
 
-    def _packed_weights(
-        self, name: str, layer: int, weight: torch.Tensor, batch_hint: int
-    ) -> List[torch.Tensor]:
-        """oneDNN-packed per-direction copies of `weight` (2, out, in) (a view of the parameter
-        `name`[`layer`] is fine), rebuilt when the parameter changes."""
-        version = (weight.data_ptr(), weight._version)
-        key = (name, layer)
-        if key not in self._packed or self._packed[key][0] != version:
-            with torch.no_grad():
-                packs = [
-                    torch.ops.mkldnn._reorder_linear_weight(weight[d].contiguous(), batch_hint)
-                    for d in range(2)
-                ]
-            self._packed[key] = (version, packs)
-        return self._packed[key][1]
-
-    def _input_products(self, x: torch.Tensor, layer: int, onednn: bool) -> List[torch.Tensor]:
+    def _input_products(self, x: torch.Tensor, layer: int, use_onednn: bool) -> List[torch.Tensor]:
         """Input-to-gate products plus biases for all positions at once, `x` (2, N, in).
 
         Returns the recurrence's streams: one (2, N, 4 * dim) tensor for both directions, or with
-        oneDNN one (N, 4 * dim) tensor per direction (stacking them would copy hundreds of MB).
+        oneDNN one (N, 4 * dim) tensor per direction.
         """
         weight = self.input_weights[layer]
         bias = self.biases[layer] + self.forget_bias  # (2, 1, 4 * dim)
-        if onednn:
-            packs = self._packed_weights(
-                "input_weights", layer, weight.transpose(1, 2), _INPUT_BATCH_HINT
-            )
-            linear = torch.ops.mkldnn._linear_pointwise
-            return [linear(x[d], packs[d], bias[d, 0], "none", [], "") for d in range(2)]
+        if use_onednn:
+            return self._packed.input_products(layer, weight, bias, x)
         return [torch.baddbmm(bias, x, weight)]
 
-    def _step_products(self, layer: int, onednn: bool, batch_size: int) -> List[_Step]:
+    def _step_products(self, layer: int, use_onednn: bool, batch_size: int) -> List[onednn.Step]:
         """The per-step products `(gate_inputs_t, h) -> gates` and `m -> P m`: with oneDNN one
         pair per direction, else one `baddbmm` / `bmm` pair for both directions stacked."""
-        w_h, w_p = self.recurrent_weights[layer], self.projections[layer]
-        if onednn:
-            packed_h = self._packed_weights(
-                "recurrent_weights", layer, w_h.transpose(1, 2), batch_size
+        if use_onednn:
+            return self._packed.step_products(
+                layer, self.recurrent_weights[layer], self.projections[layer], batch_size
             )
-            packed_p = self._packed_weights(
-                "projections", layer, w_p, batch_size
-            )  # stored (2, proj, dim): (out, in)
-            linear = torch.ops.mkldnn._linear_pointwise
-
-            def direction(d: int) -> _Step:
-                return (
-                    lambda inputs_t, h: linear.binary(h, inputs_t, packed_h[d], None, "add"),
-                    lambda m: linear(m, packed_p[d], None, "none", [], ""),
-                )
-
-            return [direction(0), direction(1)]
         w_h, w_p_t = self._step_weights(layer)
         return [
             ((lambda inputs_t, h: torch.baddbmm(inputs_t, h, w_h)), (lambda m: torch.bmm(m, w_p_t)))
@@ -232,7 +182,7 @@ class ProjectedLstmStack(nn.Module):
         return w_h, w_p_t
 
     def _recurrence(
-        self, streams: List[torch.Tensor], layer: int, active: List[int], onednn: bool
+        self, streams: List[torch.Tensor], layer: int, active: List[int], use_onednn: bool
     ) -> torch.Tensor:
         """Run one layer over packed input gates -> packed outputs (2, N, proj).
 
@@ -246,7 +196,7 @@ class ProjectedLstmStack(nn.Module):
         # One split per stream, not a slice per step: the backward of a slice allocates a zero
         # tensor of the whole stream, which made a layer's backward quadratic in the length.
         per_step = [x.split(active, dim=-2) for x in streams]
-        steps = self._step_products(layer, onednn, active[0])
+        steps = self._step_products(layer, use_onednn, active[0])
         for t, n in enumerate(active):
             for k, (step_gates, project) in enumerate(steps):
                 gates = step_gates(per_step[k][t], h[k][..., :n, :])
@@ -255,8 +205,8 @@ class ProjectedLstmStack(nn.Module):
                 if self.proj_clip is not None:
                     h[k] = h[k].clamp(-self.proj_clip, self.proj_clip)
                 outputs[k].append(h[k])
-        packed = [torch.cat(out, dim=-2) for out in outputs]
-        return torch.stack(packed) if len(packed) == 2 else packed[0]
+        joined = [torch.cat(out, dim=-2) for out in outputs]
+        return torch.stack(joined) if len(joined) == 2 else joined[0]
 
     def forward(
         self,
@@ -304,14 +254,14 @@ class ProjectedLstmStack(nn.Module):
         x = None if distinct is not None and dropout_off else pack(inputs)
         layers = []
         for layer in range(self.n_layers):
-            onednn = self._uses_onednn(layer, inputs)
+            use_onednn = self._uses_onednn(layer, inputs)
             if layer == 0 and distinct is not None and dropout_off:
                 vectors, index = distinct
                 word_streams = self._input_products(
-                    vectors.expand(2, -1, -1), 0, onednn
+                    vectors.expand(2, -1, -1), 0, use_onednn
                 )  # per distinct word
                 word_index = pack(index[..., None])[..., 0]  # (2, N)
-                if onednn:
+                if use_onednn:
                     streams = [g.index_select(0, word_index[d]) for d, g in enumerate(word_streams)]
                 else:
                     streams = [
@@ -320,8 +270,8 @@ class ProjectedLstmStack(nn.Module):
                         )
                     ]
             else:
-                streams = self._input_products(self.dropout(x), layer, onednn)
-            out = self._recurrence(streams, layer, active, onednn)
+                streams = self._input_products(self.dropout(x), layer, use_onednn)
+            out = self._recurrence(streams, layer, active, use_onednn)
             if layer > 0 and self.use_skip_connections:
                 assert x is not None  # every layer but the first has its packed input
                 out = out + x

@@ -3,7 +3,7 @@ import copy
 import pytest
 import torch
 
-from elmo_bilm import lstm as lstm_module
+from elmo_bilm import onednn
 from elmo_bilm.lstm import ProjectedLstmStack, reverse_padded
 from tests.numerics import NETWORK, assert_float32_close
 
@@ -112,7 +112,7 @@ def test_gradients_reach_every_parameter_and_dropout_only_in_training():
     assert torch.equal(stack(inputs, mask)[-1], stack(inputs, mask)[-1])
 
 
-@pytest.mark.skipif(not lstm_module._ONEDNN, reason="oneDNN is not available in this torch build")
+@pytest.mark.skipif(not onednn.AVAILABLE, reason="oneDNN is not available in this torch build")
 def test_onednn_packed_path_equals_bmm_path_and_follows_weight_changes(monkeypatch):
     stack = make_stack(2)
     lengths = [4, 6, 1]
@@ -120,13 +120,13 @@ def test_onednn_packed_path_equals_bmm_path_and_follows_weight_changes(monkeypat
     mask = torch.arange(6)[None, :] < torch.tensor(lengths)[:, None]
     with torch.no_grad():
         stack(inputs, mask)
-        assert stack._packed == {}  # weights this small stay with bmm
-        monkeypatch.setattr(lstm_module, "_ONEDNN_MIN_BYTES", 0)
+        assert stack._packed.packs == {}  # weights this small stay with bmm
+        monkeypatch.setattr(onednn, "MIN_STEP_BYTES", 0)
         packed = stack(inputs, mask)
-        assert {layer for _, layer in stack._packed} == {0, 1}  # the packed path ran
-        monkeypatch.setattr(lstm_module, "_ONEDNN", False)
+        assert {layer for _, layer in stack._packed.packs} == {0, 1}  # the packed path ran
+        monkeypatch.setattr(onednn, "AVAILABLE", False)
         plain = stack(inputs, mask)
-        monkeypatch.setattr(lstm_module, "_ONEDNN", True)
+        monkeypatch.setattr(onednn, "AVAILABLE", True)
         for a, b in zip(packed, plain):
             assert_float32_close(a, b, NETWORK)
         # an in-place update (an optimiser step) must not leave stale packed weights behind
@@ -134,7 +134,7 @@ def test_onednn_packed_path_equals_bmm_path_and_follows_weight_changes(monkeypat
         stack.projections[0].add_(0.1)
         stack.input_weights[1].mul_(-1.0)
         updated = stack(inputs, mask)
-        monkeypatch.setattr(lstm_module, "_ONEDNN", False)
+        monkeypatch.setattr(onednn, "AVAILABLE", False)
         expected = stack(inputs, mask)
     for a, b, old in zip(updated, expected, packed):
         assert_float32_close(a, b, NETWORK)
@@ -147,7 +147,7 @@ def test_gradients_flow_through_the_bmm_path_when_weights_train():
     inputs = torch.randn(2, 3, 6)
     mask = torch.ones(2, 3, dtype=torch.bool)
     stack(inputs, mask)[-1].sum().backward()
-    assert stack._packed == {}
+    assert stack._packed.packs == {}
     assert stack.recurrent_weights[0].grad.abs().sum() > 0
 
 
@@ -158,11 +158,11 @@ def test_a_batch_without_tokens_gives_zeros():
     assert all(layer.abs().sum() == 0 for layer in out)
 
 
-@pytest.mark.parametrize("onednn", [False, True])
-def test_first_layer_products_per_distinct_word_equal_per_position(monkeypatch, onednn):
-    if onednn and not lstm_module._ONEDNN:
+@pytest.mark.parametrize("packed", [False, True])
+def test_first_layer_products_per_distinct_word_equal_per_position(monkeypatch, packed):
+    if packed and not onednn.AVAILABLE:
         pytest.skip("oneDNN is not available in this torch build")
-    monkeypatch.setattr(lstm_module, "_ONEDNN_MIN_BYTES", 0 if onednn else 2**62)
+    monkeypatch.setattr(onednn, "MIN_STEP_BYTES", 0 if packed else 2**62)
     stack = make_stack(5)
     vectors = torch.randn(4, 6)
     index = torch.tensor([[0, 1, 2, 1, 0], [3, 3, 0, 0, 0], [2, 0, 0, 0, 0]])
@@ -223,15 +223,15 @@ def test_backward_memory_grows_linearly_with_sentence_length():
 
 
 def test_onednn_packs_are_dropped_when_the_module_moves(monkeypatch):
-    monkeypatch.setattr(lstm_module, "_ONEDNN_MIN_BYTES", 0)
+    monkeypatch.setattr(onednn, "MIN_STEP_BYTES", 0)
     stack = make_stack().eval()
     with torch.no_grad():
         stack(torch.randn(2, 5, 6), torch.ones(2, 5, dtype=torch.bool))
-    if not lstm_module._ONEDNN:
+    if not onednn.AVAILABLE:
         pytest.skip("no oneDNN in this torch build")
-    assert stack._packed
+    assert stack._packed.packs
     stack.to(torch.float64)
-    assert not stack._packed
+    assert not stack._packed.packs
 
 
 def _casts_in_forward(stack: ProjectedLstmStack, length: int) -> int:
@@ -243,7 +243,7 @@ def _casts_in_forward(stack: ProjectedLstmStack, length: int) -> int:
 
 
 def test_autocast_casts_the_step_weights_once_not_per_step(monkeypatch):
-    monkeypatch.setattr(lstm_module, "_ONEDNN_MIN_BYTES", 2**62)  # the bmm path, as on a GPU
+    monkeypatch.setattr(onednn, "MIN_STEP_BYTES", 2**62)  # the bmm path, as on a GPU
     stack = make_stack().eval()
     for parameter in stack.parameters():
         parameter.requires_grad_(False)  # frozen, as in ELMo: autocast would not cache its casts
