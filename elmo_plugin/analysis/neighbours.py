@@ -28,6 +28,8 @@ def nearest_neighbours(
     occurrence of every word, in its sentence), and the `k` corpus words nearest by layer 0."""
     if not 0 <= index < len(query):
         raise IndexError(f"word index {index} is outside the query's {len(query)} tokens")
+    if not any(len(sentence) for sentence in corpus):
+        raise ValueError("the corpus has no tokens: no neighbours to find")
     sentences = [list(query)] + [list(s) for s in corpus]
     positions = [(s, i) for s, tokens in enumerate(sentences) for i in range(len(tokens))]
     vectors = token_layers(bilm, sentences, positions, batch_size, device, "corpus layers")

@@ -59,6 +59,9 @@ def grid(
     seeds: Sequence[int],
 ) -> List[Run]:
     """Every combination; the baseline once per fraction and seed (ELMo settings do not apply)."""
+    bad = [f for f in fractions if not 0.0 < f <= 1.0]
+    if bad:
+        raise ValueError(f"training fractions must be in (0, 1], got {bad}")
     runs: Dict[str, Run] = {}
     for p, lam, lay, g, f, s in itertools.product(
         placements, lambdas, layers, gammas, fractions, seeds

@@ -38,6 +38,10 @@ def build_vocab_file(
     """Write a bilm-tf `vocab.txt` of the corpus: `<S>`, `</S>`, `<UNK>`, then every token seen at
     least `min_count` times, most frequent first (ties in code-point order), at most `max_size` of
     them. Never overwrites. Returns the lines written."""
+    if min_count < 1 or (max_size is not None and max_size < 1):
+        raise ValueError(
+            f"--min-count and --max-size must be at least 1, got {min_count}, {max_size}"
+        )
     counts = count_tokens(file_path)
     ranked = sorted(
         (
@@ -48,6 +52,11 @@ def build_vocab_file(
         key=lambda token: (-counts[token], token),
     )
     kept = ranked[:max_size] if max_size is not None else ranked
+    if not kept:
+        raise ValueError(
+            f"no token occurs {min_count} times in {file_path}: the vocabulary would hold only "
+            "<S>, </S> and <UNK>"
+        )
     total = sum(counts.values())
     covered = sum(counts[token] for token in kept)
     logger.info(

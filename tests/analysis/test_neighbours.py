@@ -44,3 +44,8 @@ def test_neighbours_command(tmp_path):
         run_command(
             ElmoNeighbours, argv[:3] + [str(tmp_path / "none.txt"), "--output-dir", str(tmp_path)]
         )
+
+
+def test_an_empty_corpus_is_refused(fixture_bilm):
+    with pytest.raises(ValueError, match="the corpus has no tokens"):
+        nearest_neighbours(fixture_bilm, ["a", "play"], 1, [[], []])

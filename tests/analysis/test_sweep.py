@@ -125,3 +125,10 @@ def test_sweep_trains_resumes_and_reports(tmp_path, monkeypatch):
             ["elmo-layer-weights", str(tmp_path / "x.tar.gz"), "--output-dir", str(tmp_path)],
         )
     assert mix_weights(torch.nn.Linear(1, 1)) == []
+
+
+def test_fractions_outside_zero_one_are_refused():
+    from elmo_plugin.analysis.sweep import grid
+
+    with pytest.raises(ValueError, match=r"in \(0, 1\], got \[2.5\]"):
+        grid([None], [None], [None], [None], [2.5], [1])

@@ -18,3 +18,17 @@ def test_vocab_file_is_frequency_sorted_with_specials_first(tmp_path):
     assert capped == ["<S>", "</S>", "<UNK>", "a", "b"]
     with pytest.raises(FileExistsError):
         build_vocab_file(f"text::{tmp_path / 'a.txt'}", str(out))
+
+
+def test_vocabulary_limits_that_would_drop_tokens_or_keep_none_are_refused(tmp_path):
+    import pytest
+
+    from elmo_plugin.lm.vocab_counts import build_vocab_file
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("a b a\n")
+    with pytest.raises(ValueError, match="at least 1"):
+        build_vocab_file(f"text::{corpus}", str(tmp_path / "v.txt"), max_size=-1)
+    with pytest.raises(ValueError, match="no token occurs 9 times"):
+        build_vocab_file(f"text::{corpus}", str(tmp_path / "v.txt"), min_count=9)
+    assert not (tmp_path / "v.txt").exists()

@@ -23,3 +23,19 @@ def test_reads_sst_and_names_malformed_lines(tmp_path):
     (tmp_path / "bad.txt").write_text(TREE + "(2 (2 broken)\n")
     with pytest.raises(FormatError, match=r"bad.txt:2: not a PTB tree"):
         list(ElmoSstReader().read(str(tmp_path / "bad.txt")))
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("(3 (2 fine) (7 movie))\n", r"t.txt:1: sentiment label '7' is not one of SST's 0-4"),
+        ("(3 (2 fine) (3 movie))\n(pos (2 a) (2 b))\n", r"t.txt:2: sentiment label 'pos'"),
+        ("", r"t.txt: no trees"),
+        ("(3 (2 caf\xe9))\n".encode("latin-1"), r"t.txt:1: not UTF-8 text"),
+    ],
+)
+def test_bad_trees_name_file_and_line(tmp_path, text, message):
+    path = tmp_path / "t.txt"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+    with pytest.raises(FormatError, match=message):
+        list(ElmoSstReader(use_subtrees=True).read(str(path)))
