@@ -3,9 +3,8 @@
 import contextlib
 import glob
 import gzip
-import io
 import os
-from typing import IO, BinaryIO, Iterator, List, Tuple, Union
+from typing import BinaryIO, Iterator, List, Tuple, Union
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -65,11 +64,6 @@ def open_bytes(path: PathLike) -> BinaryIO:
         handle.close()
         raise FormatError(f"{path}: looks like a binary file (NUL bytes), not text")
     return handle  # type: ignore[return-value]
-
-
-def open_text(path: PathLike) -> IO[str]:
-    """`open_bytes` as UTF-8 text."""
-    return io.TextIOWrapper(open_bytes(path), encoding="utf-8")
 
 
 def numbered_lines(path: PathLike) -> Iterator[Tuple[int, str]]:

@@ -3,7 +3,7 @@
 import os
 from typing import Iterable, List
 
-from elmo_bilm.files import FormatError, atomic_output
+from elmo_bilm.files import FormatError, atomic_output, numbered_lines
 
 BOS = "<S>"
 EOS = "</S>"
@@ -15,14 +15,13 @@ def read_vocab_file(vocab_file: "os.PathLike[str] | str") -> List[str]:
     """The tokens of a `vocab.txt`, in file order; a line that is not one token is an error
     naming the file and line."""
     tokens: List[str] = []
-    with open(vocab_file, encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            fields = line.split()
-            if len(fields) != 1:
-                raise FormatError(
-                    f"{vocab_file}:{line_number}: expected one token per line, got {line!r}"
-                )
-            tokens.append(fields[0])
+    for line_number, line in numbered_lines(vocab_file):
+        fields = line.split()
+        if len(fields) != 1:
+            raise FormatError(
+                f"{vocab_file}:{line_number}: expected one token per line, got {line!r}"
+            )
+        tokens.append(fields[0])
     return tokens
 
 

@@ -9,6 +9,7 @@ from typing import Any, Dict, List
 import torch
 from allennlp.commands.subcommand import Subcommand
 
+from elmo_bilm.files import numbered_lines
 from elmo_plugin.analysis import layer_weights, neighbours, probes, report, sweep
 from elmo_plugin.modules.bilm_loading import add_bilm_arguments, load_bilm
 
@@ -89,8 +90,7 @@ def _run_wsd(args: argparse.Namespace) -> None:
 
 
 def _run_neighbours(args: argparse.Namespace) -> None:
-    with open(args.corpus, encoding="utf-8") as handle:
-        corpus = [line.split() for line in handle if line.strip()]
+    corpus = [line.split() for _, line in numbered_lines(args.corpus) if line.strip()]
     result = neighbours.nearest_neighbours(
         _bilm(args),
         args.query.split(),

@@ -7,7 +7,7 @@ from typing import Dict, Iterator, List, Sequence, Tuple
 
 from allennlp.common.tqdm import Tqdm
 
-from elmo_bilm.files import FormatError, atomic_output, expand_paths, open_text
+from elmo_bilm.files import FormatError, atomic_output, expand_paths, numbered_lines
 from elmo_plugin.data.tokenizers.sentence_tokenizer import SentenceTokenizer
 
 logger = logging.getLogger(__name__)
@@ -18,26 +18,25 @@ def wikiextractor_paragraphs(path: str) -> Iterator[str]:
     gzip), without the title line that opens each block."""
     inside = False
     title_pending = False
-    with open_text(path) as handle:
-        for line_number, line in enumerate(handle, start=1):
-            line = line.strip()
-            if line.startswith("<doc ") or line == "<doc>":
-                if inside:
-                    raise FormatError(f"{path}:{line_number}: <doc> inside an unclosed <doc>")
-                inside, title_pending = True, True
-            elif line == "</doc>":
-                if not inside:
-                    raise FormatError(f"{path}:{line_number}: </doc> without <doc>")
-                inside = False
-            elif line:
-                if not inside:
-                    raise FormatError(f"{path}:{line_number}: text outside <doc> ... </doc>")
-                if title_pending:
-                    title_pending = False
-                else:
-                    yield line
-        if inside:
-            raise FormatError(f"{path}:{line_number}: end of file inside <doc>")
+    for line_number, line in numbered_lines(path):
+        line = line.strip()
+        if line.startswith("<doc ") or line == "<doc>":
+            if inside:
+                raise FormatError(f"{path}:{line_number}: <doc> inside an unclosed <doc>")
+            inside, title_pending = True, True
+        elif line == "</doc>":
+            if not inside:
+                raise FormatError(f"{path}:{line_number}: </doc> without <doc>")
+            inside = False
+        elif line:
+            if not inside:
+                raise FormatError(f"{path}:{line_number}: text outside <doc> ... </doc>")
+            if title_pending:
+                title_pending = False
+            else:
+                yield line
+    if inside:
+        raise FormatError(f"{path}:{line_number}: end of file inside <doc>")
 
 
 def corpus_inputs(inputs: Sequence[str]) -> List[Tuple[str, str]]:

@@ -11,7 +11,7 @@ from allennlp.data import DatasetReader, Instance
 from allennlp.data.tokenizers import WhitespaceTokenizer
 from allennlp_models.pair_classification.dataset_readers.snli import SnliReader
 
-from elmo_bilm.files import FormatError
+from elmo_bilm.files import FormatError, numbered_lines
 from elmo_plugin.tasks.common.slices import split_slice
 
 LABELS = ("entailment", "neutral", "contradiction")
@@ -59,50 +59,45 @@ class ElmoSnliReader(SnliReader):
 
     @staticmethod
     def _line_records(*files: str) -> Iterator[Tuple[str, str, Optional[str]]]:
-        handles = [open(name, encoding="utf-8") for name in files]
-        try:
-            for line_number, lines in enumerate(itertools.zip_longest(*handles), start=1):
-                for name, line in zip(files, lines):
-                    if line is None:
-                        longer = next(n for n, other in zip(files, lines) if other is not None)
-                        raise FormatError(f"{name}:{line_number}: file ends, but {longer} goes on")
-                    if not line.strip():
-                        raise FormatError(f"{name}:{line_number}: empty line")
-                premise, hypothesis, label = (line.strip() for line in lines)
-                if label not in LABELS:
-                    raise FormatError(
-                        f"{files[2]}:{line_number}: unknown label {label!r}; one of {LABELS}"
-                    )
-                yield premise, hypothesis, label
-        finally:
-            for handle in handles:
-                handle.close()
+        streams = [(line for _, line in numbered_lines(name)) for name in files]
+        for line_number, lines in enumerate(itertools.zip_longest(*streams), start=1):
+            for name, line in zip(files, lines):
+                if line is None:
+                    longer = next(n for n, other in zip(files, lines) if other is not None)
+                    raise FormatError(f"{name}:{line_number}: file ends, but {longer} goes on")
+                if not line.strip():
+                    raise FormatError(f"{name}:{line_number}: empty line")
+            premise, hypothesis, label = (line.strip() for line in lines)
+            if label not in LABELS:
+                raise FormatError(
+                    f"{files[2]}:{line_number}: unknown label {label!r}; one of {LABELS}"
+                )
+            yield premise, hypothesis, label
 
     @staticmethod
     def _jsonl_records(file_path: str) -> Iterator[Tuple[str, str, Optional[str]]]:
-        with open(cached_path(file_path), encoding="utf-8") as handle:
-            for line_number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    example = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise FormatError(
-                        f"{file_path}:{line_number}: invalid JSON ({error.msg})"
-                    ) from error
-                missing = [key for key in ("sentence1", "sentence2") if key not in example]
-                if missing:
-                    raise FormatError(f"{file_path}:{line_number}: missing {', '.join(missing)}")
-                label = example.get("gold_label")
-                if label == "-":
-                    continue
-                sentences = [
-                    " ".join(_parse_tokens(example[f"{key}_binary_parse"]))
-                    if f"{key}_binary_parse" in example
-                    else example[key]
-                    for key in ("sentence1", "sentence2")
-                ]
-                yield sentences[0], sentences[1], label
+        for line_number, line in numbered_lines(cached_path(file_path)):
+            if not line.strip():
+                continue
+            try:
+                example = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise FormatError(
+                    f"{file_path}:{line_number}: invalid JSON ({error.msg})"
+                ) from error
+            missing = [key for key in ("sentence1", "sentence2") if key not in example]
+            if missing:
+                raise FormatError(f"{file_path}:{line_number}: missing {', '.join(missing)}")
+            label = example.get("gold_label")
+            if label == "-":
+                continue
+            sentences = [
+                " ".join(_parse_tokens(example[f"{key}_binary_parse"]))
+                if f"{key}_binary_parse" in example
+                else example[key]
+                for key in ("sentence1", "sentence2")
+            ]
+            yield sentences[0], sentences[1], label
 
     def _read(self, file_path: str) -> Iterable[Instance]:
         for premise, hypothesis, label in self.shard_iterable(self._records(file_path)):

@@ -4,6 +4,7 @@ import json
 import logging
 import re
 from collections import Counter
+from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from allennlp.common.file_utils import cached_path
@@ -56,8 +57,12 @@ class ElmoSquadReader(SquadReader):
     def _read(self, file_path: str) -> Iterable[Instance]:
         self.counts = Counter()
         file_path, first, last = split_slice(file_path)
-        with open(cached_path(file_path), encoding="utf-8") as handle:
-            text = handle.read()
+        raw = Path(cached_path(file_path)).read_bytes()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            line = raw[: error.start].count(b"\n") + 1
+            raise FormatError(f"{file_path}:{line}: not UTF-8 text ({error.reason})") from error
         try:
             dataset = json.loads(text)
         except json.JSONDecodeError as error:
