@@ -1,0 +1,206 @@
+"""Prepare this checkout for a lent GPU machine, so that a lease starts measuring at once.
+
+The device machine has no package index and receives the working tree (tracked files and
+untracked ones git does not ignore) up to 64 MiB. This script:
+
+1. downloads, as Python 3.12 manylinux wheels, every package of this project's pins and their
+   dependencies that the device image lacks (`DEVICE_IMAGE`, read from the device tool's
+   KINDS.md, 2026-11-17) or holds in another version that matters (`DEVICE_VERSIONS`), except
+   what no GPU check needs (`NOT_ON_DEVICE`), and splits them into folders `.whl1/`, `.whl2/`, ...
+   (ignored by git through `.git/info/exclude`) that each travel with the tree within 64 MiB: the
+   first calls install one folder each into `.site/`, which stays on the warm machine;
+2. removes the 46 MB `elmo_bilm/pretrained/wikipedia_1024/weights.hdf5` from the working tree
+   (it is tracked: `git checkout -- elmo_bilm/pretrained/wikipedia_1024` brings it back), so the
+   tree travels under the limit;
+3. prints what travels, its size, and the `run` command that installs the wheels there and runs
+   `gpu_check` and the batch-size sweep.
+
+    python -m benchmarks.device_prep            # then call the device tool with the printed command
+"""
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Dict, Iterable, Set
+
+from benchmarks.common import REPO_ROOT
+
+# The device image's packages (the device tool's KINDS.md, "Python packages already there").
+DEVICE_IMAGE = set(
+    """absl-py accelerate aiofiles aiohappyeyeballs aiohttp aiosignal annotated-doc anyio attrs
+    botorch build certifi charset-normalizer chex click cloudpickle cmake colorama contourpy coverage
+    cuda-bindings cuda-core cuda-pathfinder cuda-toolkit cupy-cuda13x cycler cython diffrax e3nn
+    einops equinox etils execnet filelock flatbuffers flax fonttools formulaic frozenlist fsspec
+    gpytorch grpcio h11 h5py hf-xet httpcore httpx huggingface-hub humanize hypothesis idna imageio
+    iniconfig interface-meta jax jax-cuda13-pjrt jax-cuda13-plugin jaxlib jaxtyping jinja2 joblib
+    kiwisolver lazy-loader lightning lightning-utilities linear-operator lineax llvmlite lxml
+    markdown markdown-it-py markupsafe matplotlib mdurl meson ml-dtypes mpi4py mpmath msgpack
+    multidict multipledispatch mypy-extensions nanobind narwhals networkx ninja numba numba-cuda
+    numpy numpyro nvidia-cublas nvidia-cuda-cupti nvidia-cuda-nvrtc nvidia-cuda-runtime
+    nvidia-cudnn-cu13 nvidia-cufft nvidia-cufile nvidia-curand nvidia-cusolver nvidia-cusparse
+    nvidia-cusparselt-cu13 nvidia-ml-py nvidia-nccl-cu13 nvidia-nvjitlink nvidia-nvshmem-cu13
+    nvidia-nvtx onnx onnx-ir onnxruntime onnxscript opencv-python-headless optax opt-einsum
+    opt-einsum-fx optimistix orbax-checkpoint packaging pandas pathspec patsy peft pillow pip pluggy
+    portalocker prometheus-client propcache protobuf psutil pyarrow pybind11 py-cpuinfo pygments
+    pyparsing pyproject-hooks pyre-extensions pytest pytest-benchmark pytest-cov pytest-mock
+    pytest-timeout pytest-xdist python-dateutil pytorch-lightning pyyaml regex requests rich
+    sacrebleu safetensors scikit-build-core scikit-image scikit-learn scipy seaborn sentencepiece
+    sentence-transformers setuptools shellingham simplejson six sortedcontainers statsmodels sympy
+    tabulate tensorboard tensorboard-data-server tensorstore threadpoolctl tifffile tiktoken timm
+    tokenizers toolz torch torchaudio torchdiffeq torch-geometric torchmetrics torchvision tqdm
+    transformers treescope triton typer typing-extensions typing-inspect urllib3 uvloop
+    wadler-lindig werkzeug wheel wrapt xarray xxhash yarl zipp""".split()
+)
+# Image versions that differ from the pins in a way that breaks AllenNLP 2.10 (its code imports
+# transformers' AdamW, removed in 4.50; huggingface-hub >= 1.0 dropped HfFolder).
+DEVICE_VERSIONS = {"transformers": "5.17.0", "tokenizers": "0.23.2", "huggingface-hub": "1.33.0"}
+# gensim serves only elmo-word-vectors (the Table 1 baselines' vectors), not the GPU checks
+NOT_ON_DEVICE = {"gensim"}
+LARGE_TRACKED = REPO_ROOT / "elmo_bilm" / "pretrained" / "wikipedia_1024" / "weights.hdf5"
+LIMIT = 64 * 2**20
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pins() -> Dict[str, str]:
+    """`name -> version` of requirements.txt and requirements-allennlp.txt."""
+    found = {}
+    for file in ("requirements.txt", "requirements-allennlp.txt"):
+        for line in (REPO_ROOT / file).read_text().splitlines():
+            match = re.match(r"^([A-Za-z0-9_.\-]+)==([^\s#]+)", line)
+            if match:
+                found[canonical(match[1])] = match[2]
+    return found
+
+
+def needed(roots: Iterable[str]) -> Dict[str, str]:
+    """The roots and their installed dependencies (this environment's versions), minus what the
+    device image holds in a version that works."""
+    todo, seen, wanted = list(roots), set(), {}
+    while todo:
+        name = canonical(todo.pop())
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            version = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue  # an optional dependency not installed here
+        if name in NOT_ON_DEVICE:
+            continue
+        if name not in DEVICE_IMAGE or name in DEVICE_VERSIONS:
+            wanted[name] = version
+        for requirement in metadata.requires(name) or []:
+            if "extra ==" in requirement:
+                continue
+            todo.append(re.split(r"[\s;<>=!~\[(]", requirement, maxsplit=1)[0])
+    return wanted
+
+
+def download(packages: Dict[str, str], folder: Path) -> Set[str]:
+    """Python 3.12 manylinux (or pure) wheels of `packages` into `folder`, building pure-Python
+    ones from source where PyPI has none; returns what could not be had."""
+    folder.mkdir(exist_ok=True)
+    platforms = [f"manylinux_2_{n}_x86_64" for n in (17, 24, 27, 28, 31, 34, 35)]
+    platforms += ["manylinux2014_x86_64", "manylinux1_x86_64", "any"]
+    base = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
+    base += ["--python-version", "3.12", "--implementation", "cp", "-d", str(folder), "-q"]
+    for platform in platforms:
+        base += ["--platform", platform]
+    build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(folder)]
+    missing = set()
+    for name, version in sorted(packages.items()):
+        if subprocess.run([*base, f"{name}=={version}"], capture_output=True).returncode == 0:
+            continue
+        # sdist-only packages (fairscale, word2number) are pure Python: build their wheel here
+        if subprocess.run([*build, f"{name}=={version}"], capture_output=True).returncode != 0:
+            missing.add(f"{name}=={version}")
+    return missing
+
+
+def travelling_bytes() -> int:
+    """Bytes of the tracked and untracked-not-ignored files, as the device tool sends them."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    paths = [REPO_ROOT / p.decode() for p in listed if p]
+    return sum(p.stat().st_size for p in paths if p.is_file())
+
+
+def split(wheels, budget: int):
+    """Groups of wheels (largest first, first fit) of at most `budget` bytes each."""
+    groups: list = []
+    for wheel in sorted(wheels, key=lambda w: -w.stat().st_size):
+        size = wheel.stat().st_size
+        for group in groups:
+            if group[0] + size <= budget:
+                group[0] += size
+                group[1].append(wheel)
+                break
+        else:
+            groups.append([size, [wheel]])
+    return [files for _, files in groups]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--keep-large-weights", action="store_true", help="skip step 2")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    exclude = REPO_ROOT / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(exist_ok=True)
+    ignored = exclude.read_text() if exclude.exists() else ""
+    with open(exclude, "a") as handle:
+        for line in ("/.whl*/", "/.site/"):
+            if line not in ignored:
+                handle.write(line + "\n")
+    if not args.keep_large_weights and LARGE_TRACKED.exists():
+        LARGE_TRACKED.unlink()
+        print(f"removed {LARGE_TRACKED.relative_to(REPO_ROOT)} from the working tree "
+              "(git checkout -- elmo_bilm/pretrained/wikipedia_1024 restores it)")  # fmt: skip
+    packages = needed(pins())
+    download_dir = Path(tempfile.mkdtemp())
+    missing = download(packages, download_dir)
+    tree = travelling_bytes()
+    budget = LIMIT - tree - 2**20
+    for old in REPO_ROOT.glob(".whl*"):
+        shutil.rmtree(old)
+    groups = split(list(download_dir.glob("*.whl")), budget)
+    commands = []
+    for k, group in enumerate(groups, start=1):
+        folder = REPO_ROOT / f".whl{k}"
+        folder.mkdir()
+        for wheel in group:
+            shutil.move(str(wheel), folder / wheel.name)
+        commands.append(
+            f'carry [".whl{k}"]: python3 -m pip install -q --no-index --no-deps --no-compile '
+            f"--target .site .whl{k}/*.whl"
+        )
+    print(f"{len(packages)} packages, {len(missing)} without a wheel: {sorted(missing)}")
+    print(
+        f"tree {tree / 2**20:.1f} MiB; {len(groups)} wheel folder(s) within {budget / 2**20:.1f} MiB each"
+    )
+    print(f"prepared in {time.perf_counter() - start:.0f} s; the device calls, in order:")
+    for command in commands:
+        print("  " + command)
+    print(
+        "  then: export PYTHONPATH=$PWD/.site:$PWD HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 && "
+        "python3 -m benchmarks.gpu_check --device cuda && python3 -m benchmarks.gpu_sweep --device cuda"
+    )
+    if budget < 8 * 2**20:
+        sys.exit("the tree alone leaves under 8 MiB for wheels: leave more files behind")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""The GPU benchmark's batch-size sweep and the device preparation, exercised on the CPU (CI has
+no GPU): tiny sizes, every row's schema."""
+
+import pytest
+
+from benchmarks import device_prep, gpu_sweep
+
+
+@pytest.mark.slow
+def test_sweep_measures_inference_and_training_at_each_batch_size(capsys):
+    rows = gpu_sweep.main(
+        [
+            "--device",
+            "cpu",
+            "--config",
+            "tiny",
+            "--batch-sizes",
+            "2",
+            "4",
+            "--batches",
+            "1",
+            "--num-samples",
+            "0",
+        ]
+    )
+    assert [(r["mode"], r["batch"]) for r in rows] == [
+        ("inference", 2), ("training", 2), ("inference", 4), ("training", 4)
+    ]  # fmt: skip
+    assert all(r["tokens"] > 0 and r["memory"] > 0 and 0 < r["fraction"] < 1 for r in rows)
+    assert "| inference | 4 |" in capsys.readouterr().out
+
+
+def test_device_prep_carries_the_pins_the_image_lacks_in_groups_under_the_limit(tmp_path):
+    wanted = device_prep.needed(device_prep.pins())
+    assert "allennlp" in wanted and "transformers" in wanted  # missing / another version there
+    assert "torch" not in wanted and "gensim" not in wanted  # in the image / not needed there
+    sizes = {"a": 30, "b": 20, "c": 15, "d": 10}
+    wheels = []
+    for name, size in sizes.items():
+        (tmp_path / f"{name}.whl").write_bytes(b"x" * size)
+        wheels.append(tmp_path / f"{name}.whl")
+    groups = device_prep.split(wheels, budget=40)
+    assert sorted(w.name for g in groups for w in g) == sorted(f"{n}.whl" for n in sizes)
+    assert all(sum(w.stat().st_size for w in g) <= 40 for g in groups) and len(groups) == 2
