@@ -5,6 +5,7 @@ import itertools
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -143,12 +144,24 @@ def train(run_dir: Path, config_text: str, overrides: Optional[str]) -> None:
         "--include-package",
         "elmo_plugin",
     ]
+    if run_dir.exists() and not any(run_dir.glob("*_state_e*.th")):
+        # nothing to recover (it failed before its first checkpoint, e.g. on bad data): start
+        # again, so that fixing the data or the config is enough
+        shutil.rmtree(run_dir)
     if run_dir.exists():
         command.append("--recover")
     if overrides:
         command += ["--overrides", overrides]
-    with open(run_dir.parent / f"{run_dir.name}.log", "a") as log:
-        subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=True)
+    log_file = run_dir.parent / f"{run_dir.name}.log"
+    with open(log_file, "a") as log:
+        result = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT)
+    if result.returncode != 0:
+        lines = log_file.read_text(errors="replace").splitlines()
+        errors = [line for line in lines if "Error" in line or "error" in line][-3:]
+        raise RuntimeError(
+            f"training {run_dir} failed (exit {result.returncode}); the end of {log_file}:\n"
+            + "\n".join(errors or lines[-5:])
+        )
 
 
 def is_finished(run_dir: Path) -> bool:

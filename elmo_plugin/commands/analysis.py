@@ -3,6 +3,7 @@
 figure) NAME.png under `--output-dir`."""
 
 import argparse
+import json
 import os
 from typing import Any, Dict, List
 
@@ -163,6 +164,17 @@ def _run_sweep(args: argparse.Namespace) -> None:
             fraction_batches_per_epoch=args.fraction_batches_per_epoch,
         )
     )
+    output_dir = args.output_dir or args.serialization_dir
+    previous = os.path.join(output_dir, f"{args.name}.json")
+    if os.path.isfile(previous):  # a re-run on part of the grid keeps the other rows
+        names = {sweep.Run(**_run_fields(r)).name for r in records}
+        with open(previous) as handle:
+            kept = [
+                r
+                for r in json.load(handle)["runs"]
+                if sweep.Run(**_run_fields(r)).name not in names
+            ]
+        records = kept + records
     rows = sweep.summarise(records)
     metric = records[0]["metric"]
 
@@ -179,10 +191,13 @@ def _run_sweep(args: argparse.Namespace) -> None:
     )
     figure = sweep.figure_1(rows, metric) if len(set(args.fraction)) > 1 else None
     result = {"config": args.config, "metric": metric, "runs": records, "summary": rows}
-    output_dir = args.output_dir or args.serialization_dir
     for path in report.write_report(output_dir, args.name, result, table, figure, overwrite=True):
         print(path)
     print(table)
+
+
+def _run_fields(record: Dict[str, Any]) -> Dict[str, Any]:
+    return {field: record[field] for field in sweep.Run.__dataclass_fields__}
 
 
 def _subparser(

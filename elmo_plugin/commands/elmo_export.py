@@ -3,6 +3,7 @@
 import argparse
 import logging
 import os
+import tempfile
 
 from allennlp.commands.subcommand import Subcommand
 from allennlp.models.archival import load_archive
@@ -25,24 +26,31 @@ def export_archive(archive_file: str, output_dir: str) -> None:
 
 
 def export_model(model: BiLmLanguageModel, output_dir: str) -> None:
-    """`export_archive` for a model in memory."""
-    paths = {
-        name: os.path.join(output_dir, name)
-        for name in ("options.json", "weights.hdf5", "vocab.txt")
-    }
-    existing = [path for path in paths.values() if os.path.exists(path)]
+    """`export_archive` for a model in memory. The three files are written into a temporary
+    folder beside `output_dir` and moved in only when all are complete, so an interrupted export
+    leaves nothing under `output_dir` that would block a retry."""
+    names = ("options.json", "weights.hdf5", "vocab.txt")
+    existing = [
+        os.path.join(output_dir, n) for n in names if os.path.exists(os.path.join(output_dir, n))
+    ]
     if existing:
         raise FileExistsError(f"not overwriting {', '.join(existing)}")
-    os.makedirs(output_dir, exist_ok=True)
-    tokens = write_bilm_tf_vocab(model.vocab, paths["vocab.txt"], namespace=model.lm_namespace)
-    # softmax rows in vocab.txt order (<UNK> = the namespace's OOV row)
-    rows = [model.vocab.get_token_index(token, model.lm_namespace) for token in tokens]
-    softmax = (
-        model.softmax.softmax_w.detach().float().cpu()[rows].numpy(),
-        model.softmax.softmax_b.detach().float().cpu()[rows].numpy(),
-    )
-    model.bilm.options["n_tokens_vocab"] = len(tokens)
-    export_bilm_tf(model.bilm, paths["options.json"], paths["weights.hdf5"], softmax=softmax)
+    parent = os.path.dirname(os.path.abspath(output_dir))
+    os.makedirs(parent, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=parent, prefix=".elmo-export-") as staging:
+        paths = {name: os.path.join(staging, name) for name in names}
+        tokens = write_bilm_tf_vocab(model.vocab, paths["vocab.txt"], namespace=model.lm_namespace)
+        # softmax rows in vocab.txt order (<UNK> = the namespace's OOV row)
+        rows = [model.vocab.get_token_index(token, model.lm_namespace) for token in tokens]
+        softmax = (
+            model.softmax.softmax_w.detach().float().cpu()[rows].numpy(),
+            model.softmax.softmax_b.detach().float().cpu()[rows].numpy(),
+        )
+        model.bilm.options["n_tokens_vocab"] = len(tokens)
+        export_bilm_tf(model.bilm, paths["options.json"], paths["weights.hdf5"], softmax=softmax)
+        os.makedirs(output_dir, exist_ok=True)
+        for name in names:
+            os.replace(paths[name], os.path.join(output_dir, name))
 
 
 @Subcommand.register("elmo-export")

@@ -103,6 +103,10 @@ def test_sweep_trains_resumes_and_reports(tmp_path, monkeypatch):
     stamps = {p: os.path.getmtime(p) for p in out.glob("*/metrics.json")}
     run_command(ElmoSweep, argv)  # resumes: nothing is trained again
     assert stamps == {p: os.path.getmtime(p) for p in out.glob("*/metrics.json")}
+    # a re-run on part of the grid keeps the other rows in sweep.json
+    part = [a if a != "input" else "none" for a in argv]
+    run_command(ElmoSweep, part)
+    assert len(json.loads((out / "sweep.json").read_text())["runs"]) == 4
 
     # Figure 2 of the trained ELMo model
     archive = (
@@ -132,3 +136,20 @@ def test_fractions_outside_zero_one_are_refused():
 
     with pytest.raises(ValueError, match=r"in \(0, 1\], got \[2.5\]"):
         grid([None], [None], [None], [None], [2.5], [1])
+
+
+def test_a_run_that_failed_on_bad_data_says_why_and_trains_once_the_data_is_fixed(
+    tmp_path, monkeypatch
+):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("EU NNP I-NP\n")
+    for split in ("TRAIN", "DEV", "TEST"):
+        monkeypatch.setenv(f"CONLL2003_{split}", str(bad))
+    argv = ["elmo-sweep", NER, "-s", str(tmp_path / "s"), "--placement", "none", "--seeds", "1"]
+    argv += ["--overrides", json.dumps({"trainer.num_epochs": 1})]
+    with pytest.raises(RuntimeError, match="expected 4 columns"):
+        run_command(ElmoSweep, argv)
+    for split in ("TRAIN", "DEV", "TEST"):
+        monkeypatch.setenv(f"CONLL2003_{split}", TINY)
+    run_command(ElmoSweep, argv)  # the failed run's folder held no checkpoint: trained afresh
+    assert json.loads((tmp_path / "s" / "sweep.json").read_text())["runs"][0]["test"] is not None

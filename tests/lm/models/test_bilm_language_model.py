@@ -394,3 +394,19 @@ def test_shipped_bilm_benchmark_evaluates_the_bilm_dir_it_is_given(tiny_run, tmp
     # the tiny biLM's own validation perplexity, not the shipped default's
     tiny_final = json.loads((tiny_run / "metrics.json").read_text())["validation_perplexity"]
     assert bench["dev_perplexity"] == pytest.approx(tiny_final, rel=1e-4)
+
+
+def test_an_interrupted_export_leaves_nothing_that_blocks_a_retry(tiny_run, tmp_path, monkeypatch):
+    from elmo_plugin.commands import elmo_export
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # as a kill while the weights are written
+
+    out = tmp_path / "bilm_tf"
+    with monkeypatch.context() as patch:
+        patch.setattr(elmo_export, "export_bilm_tf", killed)
+        with pytest.raises(KeyboardInterrupt):
+            export_archive(str(tiny_run / "model.tar.gz"), str(out))
+    assert not out.exists() and list(tmp_path.iterdir()) == []  # no vocab.txt alone, no staging
+    export_archive(str(tiny_run / "model.tar.gz"), str(out))
+    assert sorted(p.name for p in out.iterdir()) == ["options.json", "vocab.txt", "weights.hdf5"]
