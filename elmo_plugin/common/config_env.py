@@ -19,15 +19,22 @@ from typing import Any, Dict, Optional
 from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
 from elmo_plugin.data.word_vectors import vector_defaults
 
-# `../shared/data` beside the source checkout this package sits in (absent in an installed wheel)
-_CHECKOUT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+
+def checkout_root() -> Optional[Path]:
+    """The source checkout this package runs from (the folder with `pyproject.toml` beside the
+    `elmo_plugin` package), or None for an installed wheel."""
+    root = Path(__file__).resolve().parents[2]
+    return root if (root / "pyproject.toml").is_file() and (root / "elmo_plugin").is_dir() else None
 
 
 def data_dir() -> Optional[Path]:
-    """`$ELMO_PLUGIN_DATA`, else the checkout's `../shared/data` if it exists, else None."""
+    """`$ELMO_PLUGIN_DATA`, else `shared/data` beside a source checkout (where this project's
+    machines keep the bundled data) if it exists, else None."""
     if "ELMO_PLUGIN_DATA" in os.environ:
         return Path(os.environ["ELMO_PLUGIN_DATA"])
-    return _CHECKOUT_DATA if _CHECKOUT_DATA.is_dir() else None
+    root = checkout_root()
+    bundled = root.parent / "shared" / "data" if root is not None else None
+    return bundled if bundled is not None and bundled.is_dir() else None
 
 
 def data_defaults(data: Path) -> Dict[str, str]:
