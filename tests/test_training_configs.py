@@ -4,6 +4,7 @@ import os
 import re
 
 import pytest
+import torch
 from allennlp.common import Params
 
 from tests.conftest import REPO_ROOT
@@ -271,3 +272,24 @@ def test_elmo_width_follows_the_options_file_changed_after_import(monkeypatch, r
         str(repo_root / "training_config" / "conll2003_crf_tagger_elmo.jsonnet")
     )
     assert params["model"]["encoder"]["input_size"] == 50 + 128 + 2 * 128
+
+
+def test_sst_relu_layers_get_he_initialisation(repo_root):
+    """The ReLU layers (pre-encode feed-forward, the output network's two hidden layers) start
+    with He's variance 2 / fan_in, the final linear layer and the LSTMs with their defaults."""
+    from allennlp.common import Params
+    from allennlp.data import Vocabulary
+    from allennlp.models import Model
+
+    params = Params.from_file(str(repo_root / "training_config" / "sst_bcn.jsonnet"))
+    vocab = Vocabulary(tokens_to_add={"tokens": ["a"], "labels": ["0", "1", "2", "3", "4"]})
+    torch.manual_seed(0)
+    model = Model.from_params(params.pop("model"), vocab=vocab)
+    for layer in [
+        model._pre_encode_feedforward._linear_layers[0],
+        *model._output_layer._linear_layers[:2],
+    ]:
+        fan_in = layer.weight.shape[1]
+        assert abs(layer.weight.std().item() - (2 / fan_in) ** 0.5) < 0.05 * (2 / fan_in) ** 0.5
+    last = model._output_layer._linear_layers[2]
+    assert last.weight.std().item() < 0.8 * (2 / last.weight.shape[1]) ** 0.5  # not He

@@ -44,6 +44,12 @@ function(elmo=null, seed=13370)
       output_layer: { input_dim: 4 * integrated, num_layers: 3, hidden_dims: [1200, 600, 5], activations: ["relu", "relu", "linear"], dropout: [0.2, 0.3, 0.0] },
       [if elmo != null then "elmo_placement"]: elmo.placement,
       [if elmo != null then "elmo"]: elmo_lib.options(elmo),
+      // He (kaiming) initialisation for the ReLU layers: with PyTorch's default Linear init the
+      // output stack 2400 -> 1200 -> 600 shrinks its activations, the lower layers' gradients
+      // start 100x below the output layer's, and the baseline stays on the class-prior plateau
+      initializer: { regexes: [
+        ["_pre_encode_feedforward._linear_layers.0.weight|_output_layer._linear_layers.[01].weight", { type: "kaiming_normal", nonlinearity: "relu" }],
+      ] },
     },
     data_loader: { batch_sampler: { type: "bucket", batch_size: 32 } },
     validation_data_loader: common.validation_loader(32),
