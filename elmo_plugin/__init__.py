@@ -14,6 +14,7 @@ hooks.install()
 # Registration: importing these modules registers their components with AllenNLP.
 from elmo_plugin import commands, tasks  # noqa: E402,F401
 from elmo_plugin.data.subset_reader import SubsetReader  # noqa: E402,F401
+from elmo_plugin.data.token_indexers import CappedCharactersIndexer  # noqa: E402,F401
 from elmo_plugin.data.tokenizers import SpacyBlankTokenizer  # noqa: E402,F401
 from elmo_plugin.lm import BiLmLanguageModel, BilmTfVocabulary, LmCorpusReader  # noqa: E402,F401
 from elmo_plugin.modules.seq2seq_encoders import OutputElmoEncoder  # noqa: E402,F401

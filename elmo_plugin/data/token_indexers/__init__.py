@@ -1,0 +1,1 @@
+from elmo_plugin.data.token_indexers.capped_characters import CappedCharactersIndexer

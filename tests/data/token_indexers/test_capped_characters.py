@@ -1,0 +1,22 @@
+from collections import defaultdict
+
+from allennlp.common import Params
+from allennlp.data import Token, Vocabulary
+from allennlp.data.token_indexers import TokenIndexer
+
+from tests.conftest import REPO_ROOT
+
+
+def test_task_character_indexers_cap_each_token_at_50_characters():
+    """A 200,000-character token in the data gives the character CNN 50 characters (it asked for
+    22 GB uncapped), in every task config with a character CNN."""
+    for name in ("conll2003_crf_tagger", "coref_lee2017", "squad_bidaf_selfattn"):
+        text = (REPO_ROOT / "training_config" / f"{name}.libsonnet").read_text()
+        assert 'type: "elmo_plugin_characters"' in text and "max_characters: 50" in text, name
+    indexer = TokenIndexer.from_params(Params({"type": "elmo_plugin_characters"}))
+    huge, small = Token("x" * 200_000), Token("cat")
+    counter = defaultdict(lambda: defaultdict(int))
+    indexer.count_vocab_items(huge, counter)
+    assert counter["token_characters"]["x"] == 50
+    indices = indexer.tokens_to_indices([huge, small], Vocabulary())["token_characters"]
+    assert [len(i) for i in indices] == [50, 3]
