@@ -11,7 +11,7 @@ TF32 stays off (the results must equal the CPU path within float32 tolerance).
 
 import argparse
 import itertools
-from typing import Dict, List
+from typing import Any, Callable, Dict, List
 
 import torch
 from allennlp.data import Batch, Vocabulary
@@ -58,25 +58,23 @@ def reset_peak(device: torch.device) -> None:
         torch.cuda.reset_peak_memory_stats(device)
 
 
-def inference(model: BiLmLanguageModel, batches, device: torch.device) -> Dict[str, float]:
-    """tokens/s, FLOPs per second and peak memory of the biLM's forward over `batches[1:]`."""
-    ids = [batch_char_ids(batch).to(device) for batch in batches]
-    tokens = sum(len(sentence) for batch in batches[1:] for sentence in batch)
-    bilm = model.bilm.eval()
-    with torch.no_grad():
-        bilm(ids[0])  # warm-up
+def measure(
+    step: Callable[[Any], Any], batches: List[Any], tokens: int, device
+) -> Dict[str, float]:
+    """tokens/s, FLOP/s and peak memory of `step` over `batches[1:]` (`batches[0]` warms up)."""
+    step(batches[0])
+    synchronize(device)
+    reset_peak(device)
+
+    def run() -> None:
+        for batch in batches[1:]:
+            step(batch)
         synchronize(device)
-        reset_peak(device)
 
-        def run() -> None:
-            for batch in ids[1:]:
-                bilm(batch)
-            synchronize(device)
-
-        seconds = timed(run)
-        with FlopCounterMode(display=False) as counter:
-            for batch in ids[1:]:
-                bilm(batch)
+    seconds = timed(run)
+    with FlopCounterMode(display=False) as counter:
+        for batch in batches[1:]:
+            step(batch)
     return {
         "tokens": tokens / seconds,
         "flops": counter.get_total_flops() / seconds,
@@ -84,8 +82,17 @@ def inference(model: BiLmLanguageModel, batches, device: torch.device) -> Dict[s
     }
 
 
+def inference(model: BiLmLanguageModel, batches, device: torch.device) -> Dict[str, float]:
+    """The biLM's forward (all layers, no gradient)."""
+    ids = [batch_char_ids(batch).to(device) for batch in batches]
+    tokens = sum(len(sentence) for batch in batches[1:] for sentence in batch)
+    bilm = model.bilm.eval()
+    with torch.no_grad():
+        return measure(bilm, ids, tokens, device)
+
+
 def training(model: BiLmLanguageModel, batches, vocab, device: torch.device) -> Dict[str, float]:
-    """The same for a training step of the language model (sampled softmax)."""
+    """A training step of the language model (sampled softmax, Adagrad)."""
     reader = LmCorpusReader(max_sentence_length=None)
     tensors = []
     for batch in batches:
@@ -107,24 +114,7 @@ def training(model: BiLmLanguageModel, batches, vocab, device: torch.device) -> 
         model(batch)["loss"].backward()
         optimizer.step()
 
-    step(tensors[0])
-    synchronize(device)
-    reset_peak(device)
-
-    def run() -> None:
-        for batch in tensors[1:]:
-            step(batch)
-        synchronize(device)
-
-    seconds = timed(run)
-    with FlopCounterMode(display=False) as counter:
-        for batch in tensors[1:]:
-            step(batch)
-    return {
-        "tokens": tokens / seconds,
-        "flops": counter.get_total_flops() / seconds,
-        "memory": peak_memory_mb(device),
-    }
+    return measure(step, tensors, tokens, device)
 
 
 def main(argv=None) -> List[Dict[str, float]]:
