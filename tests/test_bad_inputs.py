@@ -94,6 +94,54 @@ CASES = {
         r"in.txt:1: predicate-argument column 12 opens 2 spans and closes 1",
     ),
     "sst empty file": (lambda p: read_all(ElmoSstReader(), p), b"", r"in.txt: no trees"),
+    # empty or blank-only training files: not AllenNLP's "no field that needed padding"
+    "conll2003 blank file": (
+        lambda p: read_all(ElmoConll2003Reader(), p),
+        b"\n\n",
+        r"in.txt: no sentences",
+    ),
+    "srl no predicates": (
+        lambda p: read_all(ElmoSrlReader(), p),
+        b"doc 0 0 a NN - - - - - * -\n",
+        r"in.txt: no verbal predicates",
+    ),
+    "snli empty jsonl": (
+        lambda p: read_all(ElmoSnliReader(), p),
+        b"",
+        r"in.txt: no sentence pairs",
+    ),
+    # SNLI records AllenNLP answered with AssertionError / TypeError / AttributeError
+    "snli label maybe": (
+        lambda p: read_all(ElmoSnliReader(), p),
+        b'{"sentence1": "a b", "sentence2": "c", "gold_label": "maybe"}\n',
+        r"in.txt:1: unknown gold_label 'maybe'",
+    ),
+    "snli a number": (
+        lambda p: read_all(ElmoSnliReader(), p),
+        b"42\n",
+        r"in.txt:1: expected a JSON object",
+    ),
+    "snli null sentence": (
+        lambda p: read_all(ElmoSnliReader(), p),
+        b'{"sentence1": null, "sentence2": "c", "gold_label": "neutral"}\n',
+        r"in.txt:1: sentence1 is empty or not a string",
+    ),
+    "snli empty sentence": (
+        lambda p: read_all(ElmoSnliReader(), p),
+        b'{"sentence1": " ", "sentence2": "c", "gold_label": "neutral"}\n',
+        r"in.txt:1: sentence1 is empty",
+    ),
+    "snli label missing on one pair": (
+        lambda p: read_all(ElmoSnliReader(), p),
+        b'{"sentence1": "a", "sentence2": "c", "gold_label": "neutral"}\n{"sentence1": "a", "sentence2": "c"}\n',
+        r"in.txt: some pairs have a gold_label and some have none",
+    ),
+    "squad every answer unmappable": (
+        lambda p: read_all(ElmoSquadReader(), p),
+        b'{"data": [{"paragraphs": [{"context": "a b", "qas": [{"id": "1", "question": "q?", '
+        b'"answers": [{"text": "zzz", "answer_start": 0}]}]}]}]}',
+        r"in.txt: no question with an answer in its passage \(1 answers unmappable\)",
+    ),
 }
 
 

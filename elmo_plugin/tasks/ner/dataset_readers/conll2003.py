@@ -6,6 +6,7 @@ from allennlp.common.file_utils import cached_path
 from allennlp.data import DatasetReader, Instance, Token
 from allennlp.data.dataset_readers.conll2003 import Conll2003DatasetReader
 
+from elmo_bilm.files import FormatError
 from elmo_plugin.data.conll2003 import conll2003_sentences
 
 
@@ -20,8 +21,12 @@ class ElmoConll2003Reader(Conll2003DatasetReader):
     """
 
     def _read(self, file_path: str) -> Iterable[Instance]:
+        read = 0
         for sentence in self.shard_iterable(conll2003_sentences(cached_path(file_path))):
             tokens, pos, chunks, ner = (
                 list(column) for column in zip(*(fields for _, fields in sentence))
             )
+            read += 1
             yield self.text_to_instance([Token(t) for t in tokens], pos, chunks, ner)
+        if read == 0:
+            raise FormatError(f"{file_path}: no sentences")

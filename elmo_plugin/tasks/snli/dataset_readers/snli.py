@@ -85,20 +85,36 @@ class ElmoSnliReader(SnliReader):
                 raise FormatError(
                     f"{file_path}:{line_number}: invalid JSON ({error.msg})"
                 ) from error
+            where = f"{file_path}:{line_number}"
+            if not isinstance(example, dict):
+                raise FormatError(f"{where}: expected a JSON object, got {line.strip()[:40]!r}")
             missing = [key for key in ("sentence1", "sentence2") if key not in example]
             if missing:
-                raise FormatError(f"{file_path}:{line_number}: missing {', '.join(missing)}")
+                raise FormatError(f"{where}: missing {', '.join(missing)}")
             label = example.get("gold_label")
             if label == "-":
                 continue
+            if label is not None and label not in LABELS:
+                raise FormatError(f"{where}: unknown gold_label {label!r}; one of {LABELS} or '-'")
             sentences = [
                 " ".join(_parse_tokens(example[f"{key}_binary_parse"]))
-                if f"{key}_binary_parse" in example
+                if isinstance(example.get(f"{key}_binary_parse"), str)
                 else example[key]
                 for key in ("sentence1", "sentence2")
             ]
+            for key, sentence in zip(("sentence1", "sentence2"), sentences):
+                if not isinstance(sentence, str) or not sentence.split():
+                    raise FormatError(f"{where}: {key} is empty or not a string")
             yield sentences[0], sentences[1], label
 
     def _read(self, file_path: str) -> Iterable[Instance]:
+        read = 0
+        labelled = None
         for premise, hypothesis, label in self.shard_iterable(self._records(file_path)):
+            if labelled is not None and (label is not None) != labelled:
+                raise FormatError(f"{file_path}: some pairs have a gold_label and some have none")
+            labelled = label is not None
+            read += 1
             yield self.text_to_instance(premise, hypothesis, label)
+        if read == 0:
+            raise FormatError(f"{file_path}: no sentence pairs")

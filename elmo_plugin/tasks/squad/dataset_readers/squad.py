@@ -89,6 +89,7 @@ class ElmoSquadReader(SquadReader):
             return record[key]
 
         articles = field(dataset, "data", list, "top level")
+        read = 0
         for a in range(len(articles))[first:last]:
             article = articles[a]
             for p, paragraph in enumerate(field(article, "paragraphs", list, f"data[{a}]")):
@@ -103,7 +104,13 @@ class ElmoSquadReader(SquadReader):
                         qa, f"{where}.qas[{q}]", context, passage_tokens, offsets, field
                     )
                     if instance is not None:
+                        read += 1
                         yield instance
+        if read == 0:
+            raise FormatError(
+                f"{file_path}: no question with an answer in its passage "
+                f"({self.counts['unmappable']} answers unmappable)"
+            )
         logger.info(
             "%s: %d answers mapped to token spans, %d unmappable skipped, %d mapped inexactly, "
             "%d questions skipped (no mappable answer)",

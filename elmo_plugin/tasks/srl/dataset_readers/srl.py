@@ -47,6 +47,7 @@ class ElmoSrlReader(SrlReader):
         self.predicates = predicates
 
     def _read(self, file_path: str) -> Iterable[Instance]:
+        read = 0
         for conll_file in conll2012_files(file_path):
             if self._domain_identifier is not None and (
                 f"/{self._domain_identifier}/" not in conll_file
@@ -64,4 +65,7 @@ class ElmoSrlReader(SrlReader):
                         continue
                     indicator = [0] * len(tokens)
                     indicator[verbs[0]] = 1
+                    read += 1
                     yield self.text_to_instance(tokens, indicator, tags)
+        if read == 0:
+            raise FormatError(f"{file_path}: no {self.predicates} predicates")
