@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from elmo_bilm.bilm import BiLm
 from elmo_bilm.characters import batch_char_ids
-from elmo_bilm.files import FormatError, atomic_output, numbered_lines
+from elmo_bilm.files import USER_ERRORS, FormatError, atomic_output, numbered_lines
 from elmo_bilm.loading import add_bilm_arguments, load_bilm
 
 logger = logging.getLogger(__name__)
@@ -108,6 +108,11 @@ def embed_file(
         raise FileExistsError(f"{output_file} exists; pass --overwrite to replace it")
     if os.path.exists(output_file) and os.path.samefile(input_file, output_file):
         raise ValueError(f"{output_file} is the input file; write the output elsewhere")
+    if cuda_device >= 0 and cuda_device >= torch.cuda.device_count():
+        raise ValueError(
+            f"--cuda-device {cuda_device}, but this machine has {torch.cuda.device_count()} CUDA "
+            "devices (-1: the CPU)"
+        )
     total = count_sentences(input_file)
     device = torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
     bilm = bilm.to(device).eval()
@@ -209,7 +214,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
         run(args)
-    except (FormatError, FileExistsError, FileNotFoundError, ValueError) as error:
+    except USER_ERRORS as error:
         print(f"elmo-embed: error: {error}", file=sys.stderr)
         return 1
     return 0

@@ -13,6 +13,11 @@ class FormatError(ValueError):
     """An input file that is not in the expected format; the message names the file (and line)."""
 
 
+# What a command reports as one line `NAME: error: ...` (exit status 1) instead of a traceback:
+# bad input, existing or missing files, unwritable folders, impossible options.
+USER_ERRORS = (FormatError, ValueError, OSError)
+
+
 @contextlib.contextmanager
 def atomic_output(path: PathLike, overwrite: bool = False) -> Iterator[str]:
     """Yield a temporary `PATH.partial` to write; on success it becomes `path`, on failure it is
@@ -21,6 +26,11 @@ def atomic_output(path: PathLike, overwrite: bool = False) -> Iterator[str]:
     path = os.fspath(path)
     if os.path.exists(path) and not overwrite:
         raise FileExistsError(f"{path} exists; not overwriting it")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"{folder}: no such folder for {os.path.basename(path)}")
+    if not os.access(folder, os.W_OK):
+        raise PermissionError(f"{folder}: not writable, cannot write {os.path.basename(path)}")
     partial = f"{path}.partial"
     try:
         yield partial

@@ -3,12 +3,14 @@
 import argparse
 import logging
 import os
+import sys
 import tempfile
 
 from allennlp.commands.subcommand import Subcommand
 from allennlp.models.archival import load_archive
 
 from elmo_bilm.bilm_tf import export_bilm_tf
+from elmo_bilm.files import USER_ERRORS
 from elmo_plugin.lm.models.bilm_language_model import BiLmLanguageModel
 from elmo_plugin.lm.vocabulary import write_bilm_tf_vocab
 
@@ -73,5 +75,13 @@ class ElmoExport(Subcommand):
         subparser.add_argument(
             "output_dir", help="directory for options.json, weights.hdf5, vocab.txt"
         )
-        subparser.set_defaults(func=lambda args: export_archive(args.archive_file, args.output_dir))
+        subparser.set_defaults(func=_run)
         return subparser
+
+
+def _run(args: argparse.Namespace) -> None:
+    """A user's error is one line and exit status 1, not a traceback."""
+    try:
+        export_archive(args.archive_file, args.output_dir)
+    except USER_ERRORS as error:
+        sys.exit(f"elmo-export: error: {error}")

@@ -145,3 +145,38 @@ def test_output_over_the_input_is_refused_even_with_overwrite(tmp_path, bilm):
     with pytest.raises(ValueError, match="is the input file"):
         embed_file(bilm, source, source, overwrite=True)
     assert (tmp_path / "in.txt").read_text() == "a b\n"
+
+
+@pytest.mark.parametrize(
+    "output, extra, message",
+    [
+        ("missing/out.hdf5", [], r"missing: no such folder for out.hdf5"),
+        (
+            "out.hdf5",
+            ["--cuda-device", "0"],
+            r"--cuda-device 0, but this machine has 0 CUDA devices",
+        ),
+    ],
+)
+def test_command_errors_are_one_line(tmp_path, capsys, output, extra, message):
+    import re
+
+    source = write_input(tmp_path / "in.txt", [["a", "b"]])
+    argv = [source, str(tmp_path / output), "--options-file", str(OPTIONS_FILE)]
+    assert main([*argv, "--weight-file", str(WEIGHT_FILE), *extra]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.search(message, err[0]), err
+    assert not list(tmp_path.glob("**/*.partial")) and not (tmp_path / "out.hdf5").exists()
+
+
+def test_read_only_folder_is_one_line(tmp_path, capsys):
+    if os.geteuid() == 0:
+        pytest.skip("root writes to read-only folders")
+    source = write_input(tmp_path / "in.txt", [["a"]])
+    (tmp_path / "ro").mkdir(mode=0o500)
+    out = str(tmp_path / "ro" / "out.hdf5")
+    assert (
+        main([source, out, "--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)])
+        == 1
+    )
+    assert "not writable" in capsys.readouterr().err
