@@ -49,14 +49,14 @@ class ElmoTable1(Subcommand):
 
 
 def _run(args: argparse.Namespace) -> None:
-    from elmo_plugin.common.config_env import data_dir
+    from elmo_plugin.common.config_env import data_dir, set_config_defaults
     from elmo_plugin.data.word_vectors import build_baseline_vectors
 
     # both rows read the word vectors (+ ELMo adds to the baseline's inputs)
     variables = [table1.TASKS[task].word_vectors for task in args.tasks]
     data = data_dir()
-    if data is not None:
-        build_baseline_vectors(variables, str(data / "wikipedia"))
+    if data is not None and build_baseline_vectors(variables, str(data / "wikipedia")):
+        set_config_defaults()  # the runs (child processes) read the files just built
     result = table1.run_table(args.serialization_dir, args.scale, args.seeds, args.tasks, args.rows)
     table = table1.markdown(result["table"], args.scale)
     figure = table1.figure(result["table"]) if result["table"] else None

@@ -12,12 +12,15 @@ file `ELMO_OPTIONS_FILE` names.
 """
 
 import json
+import logging
 import os
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Set
 
 from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
 from elmo_plugin.data.word_vectors import vector_defaults
+
+logger = logging.getLogger(__name__)
 
 
 def checkout_root() -> Optional[Path]:
@@ -108,11 +111,35 @@ def config_defaults() -> Dict[str, str]:
     return defaults
 
 
+# the variables this process set itself (not the user): recomputed at every call
+_defaulted: Set[str] = set()
+
+
+def plugin_defaulted(name: str) -> bool:
+    """Whether the plugin, not the user, set the variable `name` in this process."""
+    return name in _defaulted
+
+
 def set_config_defaults() -> None:
-    """`os.environ.setdefault` for every variable of `config_defaults()`; `ELMO_PROJECTION_DIM`
-    from the options file `ELMO_OPTIONS_FILE` names."""
+    """Every variable of `config_defaults()` the user has not set gets its default; a baseline
+    word-vector file that is not built yet gives empty (embeddings trained from scratch, with a
+    warning naming the command that builds it) until it is. `ELMO_PROJECTION_DIM` comes from
+    the options file `ELMO_OPTIONS_FILE` names."""
+    vector_variables = vector_defaults()
     for name, value in config_defaults().items():
-        os.environ.setdefault(name, value)
+        if name in os.environ and name not in _defaulted:
+            continue  # the user's own value
+        if name in vector_variables and not Path(value).is_file():
+            if os.environ.get(name) != "":
+                logger.warning(
+                    "%s: %s is not built yet, so that task's word embeddings train from scratch; "
+                    "`allennlp elmo-table1` (or elmo-word-vectors) builds it",
+                    name,
+                    value,
+                )
+            value = ""
+        os.environ[name] = value
+        _defaulted.add(name)
     # always from the options file in force (a value inherited from a parent process that used
     # another biLM would give the configs a stale width)
     options_file = Path(os.environ["ELMO_OPTIONS_FILE"])

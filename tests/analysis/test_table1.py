@@ -93,3 +93,9 @@ def test_unknown_task_and_scale_are_refused(tmp_path):
         table1.run_table(str(tmp_path), "cpu", [1], ["pos"])
     with pytest.raises(ValueError, match="unknown scale"):
         table1.run_table(str(tmp_path), "gpu", [1], ["sst"])
+
+
+def test_rows_option_trains_only_the_rows_asked_for(tmp_path):
+    training = FakeTraining()
+    table1.run_table(str(tmp_path / "t1"), "cpu", [1], ["sst"], rows=["elmo"], train_run=training)
+    assert len(training.calls) == 1 and training.calls[0].startswith("placement=config")

@@ -1,4 +1,5 @@
 import gzip
+import os
 
 import pytest
 import torch
@@ -57,3 +58,46 @@ def test_lowercase_and_errors(corpus, tmp_path):
         train_word_vectors([corpus], str(tmp_path / "none.txt.gz"), min_count=1000)
     assert not (tmp_path / "none.txt.gz").exists()
     assert not (tmp_path / "none.txt.gz.partial").exists()
+
+
+def test_unbuilt_baseline_vectors_default_to_empty_until_built(tmp_path, monkeypatch, caplog):
+    """A fresh machine trains every config as printed (embeddings from scratch, with a warning
+    naming the command); once the file is built, the same default names it."""
+    from elmo_plugin.common import config_env
+    from elmo_plugin.data.word_vectors import missing_baseline_vectors
+
+    monkeypatch.setenv("ELMO_PLUGIN_VECTORS", str(tmp_path))
+    monkeypatch.setattr(config_env, "_defaulted", set())
+    for name in ("SNLI", "SQUAD", "COREF", "SST", "SRL", "CONLL2003"):
+        monkeypatch.delenv(f"{name}_WORD_VECTORS")
+    config_env.set_config_defaults()
+    assert os.environ["SNLI_WORD_VECTORS"] == ""
+    assert "SNLI_WORD_VECTORS" in caplog.text and "elmo-table1" in caplog.text
+    assert str(tmp_path / "w2v_cased_300d.txt.gz") in missing_baseline_vectors(
+        ["SNLI_WORD_VECTORS"]
+    )
+    (tmp_path / "w2v_cased_300d.txt.gz").write_bytes(b"")
+    config_env.set_config_defaults()
+    assert os.environ["SNLI_WORD_VECTORS"] == str(tmp_path / "w2v_cased_300d.txt.gz")
+    assert missing_baseline_vectors(["SNLI_WORD_VECTORS"]) == {}
+    monkeypatch.setenv("SST_WORD_VECTORS", "/my/glove.txt")  # the user's own file: theirs
+    monkeypatch.setattr(config_env, "_defaulted", config_env._defaulted - {"SST_WORD_VECTORS"})
+    assert missing_baseline_vectors(["SST_WORD_VECTORS"]) == {}
+    config_env.set_config_defaults()
+    assert os.environ["SST_WORD_VECTORS"] == "/my/glove.txt"
+
+
+def test_word_vectors_command_passes_its_options(corpus, tmp_path):
+    from elmo_plugin.commands.elmo_word_vectors import ElmoWordVectors
+    from tests.analysis.conftest import run_command
+
+    out = tmp_path / "v.txt.gz"
+    argv = ["elmo-word-vectors", corpus, str(out), "--dim", "6", "--lowercase", "--min-count", "20"]
+    run_command(ElmoWordVectors, [*argv, "--max-vocab", "3", "--epochs", "1", "--seed", "2"])
+    vectors = read_vectors(out)
+    assert len(vectors) == 3 and all(len(v) == 6 for v in vectors.values())
+    assert all(word == word.lower() for word in vectors)
+    with pytest.raises(FileExistsError):
+        run_command(ElmoWordVectors, argv)
+    run_command(ElmoWordVectors, [*argv, "--overwrite", "--dim", "4"])
+    assert all(len(v) == 4 for v in read_vectors(out).values())

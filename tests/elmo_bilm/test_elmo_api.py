@@ -154,3 +154,12 @@ def test_elmo_embedder_methods(tmp_path, fixture_sentences):
             len(fixture_sentences[2][0]),
             32,
         )
+
+
+def test_elmo_embedder_embed_file_can_forget_sentences(tmp_path, fixture_sentences):
+    embedder = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE))
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(" ".join(s) for s in fixture_sentences[0][:3]) + "\n")
+    embedder.embed_file(str(source), str(tmp_path / "out.hdf5"), forget_sentences=True)
+    with h5py.File(tmp_path / "out.hdf5", "r") as out:
+        assert sorted(out.keys()) == ["0", "1", "2"]  # no sentence_to_index

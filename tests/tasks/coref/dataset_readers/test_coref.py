@@ -53,3 +53,19 @@ def test_malformed_row_names_file_and_line(tmp_path):
         match=r"bad.gold_conll:2: the rows of one sentence have different column counts",
     ):
         list(ElmoCorefReader(max_span_width=10).read(str(tmp_path / "bad.gold_conll")))
+
+
+def test_litbank_fold_variable_picks_the_fold(monkeypatch):
+    """LITBANK_FOLD selects which documents COREF_TRAIN reads (80 of the 100 in every fold)."""
+    from elmo_plugin.common.config_env import data_defaults
+    from elmo_plugin.tasks.coref.dataset_readers.coref import ElmoCorefReader
+
+    reader = ElmoCorefReader(max_span_width=10)
+    ids = {}
+    for fold in ("0", "3"):
+        monkeypatch.setenv("LITBANK_FOLD", fold)
+        path = data_defaults(DATA)["COREF_TEST"]
+        assert path.endswith(f"splits/{fold}/test.ids")
+        ids[fold] = {" ".join(i["metadata"]["original_text"][:30]) for i in reader.read(path)}
+        assert len(ids[fold]) == 10
+    assert ids["0"] != ids["3"]
