@@ -205,13 +205,18 @@ def figure(rows: Sequence[Dict[str, Any]]):
 
 def train_size(run_dir: Path) -> int:
     """The number of training instances a finished run read: its saved config's training
-    reader (subset included) over its training data."""
+    reader (subset included) over its training data; counted once, then kept beside the run."""
     from allennlp.common import Params
     from allennlp.data import DatasetReader
 
+    counted = run_dir / "training_instances.json"
+    if counted.is_file():
+        return int(json.loads(counted.read_text()))
     config = Params.from_file(str(run_dir / "config.json"))
     reader = DatasetReader.from_params(config.pop("dataset_reader"))
-    return sum(1 for _ in reader.read(config.pop("train_data_path")))
+    size = sum(1 for _ in reader.read(config.pop("train_data_path")))
+    counted.write_text(json.dumps(size))
+    return size
 
 
 def result(scale: str, seeds: Sequence[int], records: Dict[str, List[Dict]], rows: List[Dict]):

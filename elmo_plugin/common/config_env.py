@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Set
 
 from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
-from elmo_plugin.data.word_vectors import vector_defaults
+from elmo_plugin.data.word_vectors import vector_defaults, vectors_dir
 
 logger = logging.getLogger(__name__)
 
@@ -126,20 +126,23 @@ def set_config_defaults() -> None:
     warning naming the command that builds it) until it is. `ELMO_PROJECTION_DIM` comes from
     the options file `ELMO_OPTIONS_FILE` names."""
     vector_variables = vector_defaults()
+    unbuilt = []
     for name, value in config_defaults().items():
         if name in os.environ and name not in _defaulted:
             continue  # the user's own value
         if name in vector_variables and not Path(value).is_file():
             if os.environ.get(name) != "":
-                logger.warning(
-                    "%s: %s is not built yet, so that task's word embeddings train from scratch; "
-                    "`allennlp elmo-table1` (or elmo-word-vectors) builds it",
-                    name,
-                    value,
-                )
+                unbuilt.append(name)
             value = ""
         os.environ[name] = value
         _defaulted.add(name)
+    if unbuilt:
+        logger.warning(
+            "baseline word vectors not built yet (%s): those word embeddings train from scratch; "
+            "`allennlp elmo-table1` or `allennlp elmo-word-vectors` builds them under %s",
+            ", ".join(unbuilt),
+            vectors_dir(),
+        )
     # always from the options file in force (a value inherited from a parent process that used
     # another biLM would give the configs a stale width)
     options_file = Path(os.environ["ELMO_OPTIONS_FILE"])
