@@ -15,7 +15,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any, Dict, Optional, Set
+from typing import Any, Dict, Optional
 
 from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
 from elmo_plugin.data.word_vectors import vector_defaults, vectors_dir
@@ -111,13 +111,14 @@ def config_defaults() -> Dict[str, str]:
     return defaults
 
 
-# the variables this process set itself (not the user): recomputed at every call
-_defaulted: Set[str] = set()
+# the variables this process set itself, with the value it set: recomputed at every call unless
+# someone (the user, a script, a test) has changed the value since
+_defaulted: Dict[str, str] = {}
 
 
 def plugin_defaulted(name: str) -> bool:
-    """Whether the plugin, not the user, set the variable `name` in this process."""
-    return name in _defaulted
+    """Whether the variable `name` holds the value the plugin, not the user, set in this process."""
+    return name in _defaulted and os.environ.get(name) == _defaulted[name]
 
 
 def set_config_defaults() -> None:
@@ -128,14 +129,14 @@ def set_config_defaults() -> None:
     vector_variables = vector_defaults()
     unbuilt = []
     for name, value in config_defaults().items():
-        if name in os.environ and name not in _defaulted:
+        if name in os.environ and not plugin_defaulted(name):
             continue  # the user's own value
         if name in vector_variables and not Path(value).is_file():
             if os.environ.get(name) != "":
                 unbuilt.append(name)
             value = ""
         os.environ[name] = value
-        _defaulted.add(name)
+        _defaulted[name] = value
     if unbuilt:
         logger.warning(
             "baseline word vectors not built yet (%s): those word embeddings train from scratch; "
