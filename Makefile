@@ -7,16 +7,16 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: install test docs bench gpu-check clean
+.PHONY: install test docs wheels bench gpu-check clean
 
 install: $(BIN)/.installed
 
-$(BIN)/.installed: requirements.txt requirements-allennlp.txt requirements-dev.txt pyproject.toml
+$(BIN)/.installed: requirements.txt requirements-allennlp.txt requirements-dev.txt pyproject.toml packaging/elmo-bilm/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -r requirements.txt
 	$(BIN)/pip install --no-deps -r requirements-allennlp.txt
 	$(BIN)/pip install -r requirements-dev.txt
-	$(BIN)/pip install --no-deps --no-build-isolation -e .
+	$(BIN)/pip install --no-deps --no-build-isolation -e packaging/elmo-bilm -e .
 	touch $@
 
 # The CPU kernels of a machine without AVX-512 (AMD EPYC Zen 2/3): ATen's vectorised ops and oneDNN's
@@ -36,6 +36,11 @@ test: install
 # anchor or reference fails the build.
 docs: install
 	$(BIN)/mkdocs build --strict --quiet
+
+# The two distributions as wheels in dist/: elmo-bilm (the torch-only core, packaging/elmo-bilm)
+# and elmo_plugin (depends on it).
+wheels: install
+	$(BIN)/pip wheel --no-deps --no-build-isolation -w dist packaging/elmo-bilm .
 
 bench: install
 	$(BIN)/python -m benchmarks.run_all

@@ -1,12 +1,16 @@
-"""biLM inference, all layers: AllenNLP's `_ElmoBiLm` vs the plugin's `BiLm`, side by side.
+"""biLM inference, all layers: AllenNLP's `_ElmoBiLm`, the plugin's `BiLm` and the biLM exported
+to ONNX (`elmo_bilm.onnx`) in onnxruntime, side by side.
 
 Same random bilm-tf weights, same CoNLL-2003 dev sentences in file order, same batch size and
 threads. AllenNLP's state is reset before every batch so both compute the same thing. The plugin
 is timed twice: with its char-CNN word cache emptied first (a first pass over the text: the
-headline figure) and again with every word cached.
+headline figure) and again with every word cached. onnxruntime runs with as many intra-op
+threads as torch.
 """
 
 import argparse
+import os
+import tempfile
 from unittest import mock
 
 import torch
@@ -16,6 +20,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from benchmarks.common import conll_dev_sentences, emit, peak_rss_mb, random_bilm_tf, timed
 from elmo_bilm import onednn
 from elmo_bilm.bilm_tf import load_bilm_tf
+from elmo_bilm.onnx import export_onnx
 
 
 def matmul_peak(device: torch.device, size: int = 2048, repeats: int = 10) -> float:
@@ -92,6 +97,7 @@ def main() -> None:
         ):
             run_ours_first_pass()
         matmul_flops_per_s = matmul_peak(device)
+    onnx = onnxruntime_figures(ours, [warmup] + batches) if device.type == "cpu" else {}
     plugin_flops_per_s = counter.get_total_flops() / ours_s
     emit(
         {
@@ -111,8 +117,44 @@ def main() -> None:
             "plugin_gflops_per_s": plugin_flops_per_s / 1e9,
             "matmul_gflops_per_s": matmul_flops_per_s / 1e9,
             "fraction_of_matmul_peak": plugin_flops_per_s / matmul_flops_per_s,
+            **(
+                {
+                    "onnxruntime_tokens_per_s": tokens / onnx["seconds"],
+                    "onnxruntime_max_abs_diff": onnx["max_abs_diff"],
+                }
+                if onnx
+                else {}
+            ),
         }
     )
+
+
+def onnxruntime_figures(bilm: torch.nn.Module, batches: list) -> dict:
+    """The biLM exported to ONNX, in onnxruntime on the CPU: seconds for `batches[1:]` (the first
+    is the warm-up) and the largest difference from `bilm` over all of them."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = torch.get_num_threads()
+    options.inter_op_num_threads = 1
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "bilm.onnx")
+        export_onnx(bilm, path)
+        session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    inputs = [batch.cpu().numpy() for batch in batches]
+    max_diff = 0.0
+    with torch.no_grad():
+        for batch, ids in zip(batches, inputs):
+            expected = torch.stack(bilm(batch)["activations"]).numpy()
+            max_diff = max(
+                max_diff, float(abs(session.run(None, {"char_ids": ids})[0] - expected).max())
+            )
+
+    def run() -> None:
+        for ids in inputs[1:]:
+            session.run(None, {"char_ids": ids})
+
+    return {"seconds": timed(run), "max_abs_diff": max_diff}
 
 
 if __name__ == "__main__":

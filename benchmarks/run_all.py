@@ -49,8 +49,9 @@ def main() -> None:
         "warm word cache tok/s",
     ]
     header += ["ratio", "max abs diff", "peak RSS MB", "plugin GFLOP/s", "matmul GFLOP/s"]
-    print(row(header + ["fraction of matmul"]))
-    print(row(["---", "---"] + ["---:"] * 10))
+    header += ["fraction of matmul", "onnxruntime tok/s", "onnxruntime max abs diff"]
+    print(row(header))
+    print(row(["---", "---"] + ["---:"] * 12))
     for r in forward:
         cells = [r["config"], r["device"], f"{r['allennlp_tokens_per_s']:.0f}"]
         cells += [f"{r['plugin_tokens_per_s']:.0f}", f"{r['ratio']:.2f}x"]
@@ -61,6 +62,13 @@ def main() -> None:
             f"{r['plugin_gflops_per_s']:.1f}",
         ]
         cells += [f"{r['matmul_gflops_per_s']:.1f}", f"{r['fraction_of_matmul_peak']:.2f}"]
+        if "onnxruntime_tokens_per_s" in r:
+            cells += [
+                f"{r['onnxruntime_tokens_per_s']:.0f}",
+                f"{r['onnxruntime_max_abs_diff']:.1e}",
+            ]
+        else:
+            cells += ["-", "-"]
         print(row(cells))
     print(
         "\n## Task training with a frozen biLM (CoNLL-2003 biLSTM-CRF, 1000 train sentences, s/epoch)"

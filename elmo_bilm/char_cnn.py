@@ -31,16 +31,17 @@ def add_sentence_boundaries(
 
     Returns the new ids (batch, T + 2, max_chars) and mask (batch, T + 2).
     """
-    batch_size, timesteps, max_chars = char_ids.shape
+    timesteps, max_chars = char_ids.shape[1:]
     lengths = mask.long().sum(-1)
-    out = char_ids.new_zeros((batch_size, timesteps + 2, max_chars))
-    out[:, 1:-1] = char_ids
+    positions = torch.arange(timesteps + 2, device=char_ids.device)[None, :]
     bos = _boundary_token(BEGINNING_OF_SENTENCE_CHAR, max_chars).to(char_ids.device)
     eos = _boundary_token(END_OF_SENTENCE_CHAR, max_chars).to(char_ids.device)
-    out[:, 0] = bos
-    out[torch.arange(batch_size, device=char_ids.device), lengths + 1] = eos
-    new_mask = torch.arange(timesteps + 2, device=mask.device)[None, :] < (lengths + 2)[:, None]
-    return out, new_mask
+    # selects rather than indexed writes: the same ids, and an ONNX export keeps batch and length
+    # dynamic (`elmo_bilm.onnx`)
+    out = nn.functional.pad(char_ids, (0, 0, 1, 1))
+    out = torch.where((positions == (lengths + 1)[:, None])[..., None], eos, out)
+    out = torch.where((positions == 0)[..., None], bos, out)
+    return out, positions < (lengths + 2)[:, None]
 
 
 def linear(n_in: int, n_out: int, initialise: bool = True) -> nn.Linear:
@@ -194,20 +195,23 @@ class CharCnnEncoder(nn.Module):
                     self._word_cache[keys[i]] = encoded[position].clone()
         return torch.stack([fresh[key] if key in fresh else self._word_cache[key] for key in keys])
 
-    def encode_words(self, word_char_ids: torch.Tensor) -> torch.Tensor:
+    def encode_words(self, word_char_ids: torch.Tensor, trim: bool = True) -> torch.Tensor:
         """Encode a flat batch of words, `(n_words, max_chars)` -> `(n_words, projection_dim)`.
 
-        Exact shortcut: every id after a word's end-of-word mark is the padding character, so all
-        convolution windows that lie entirely in that padding give one value per filter. The
-        characters are cut just after the longest word's real characters plus `width - 1`
-        padding positions, and that all-padding value joins the max-pool in place of the
-        windows cut off.
+        Exact shortcut (`trim`): every id after a word's end-of-word mark is the padding
+        character, so all convolution windows that lie entirely in that padding give one value
+        per filter. The characters are cut just after the longest word's real characters plus
+        `width - 1` padding positions, and that all-padding value joins the max-pool in place of
+        the windows cut off. `trim=False` convolves every column, for a graph whose shapes must
+        not depend on the data (`elmo_bilm.onnx`).
         """
         max_chars = word_char_ids.shape[1]
-        real = (word_char_ids != PADDING_CHAR + 1) & (word_char_ids != 0)
-        longest = int(real.sum(-1).max()) if word_char_ids.shape[0] else 0
         max_width = max(width for width, _ in self.filters)
-        kept = min(max_chars, longest + max_width - 1)
+        kept = max_chars
+        if trim:
+            real = (word_char_ids != PADDING_CHAR + 1) & (word_char_ids != 0)
+            longest = int(real.sum(-1).max()) if word_char_ids.shape[0] else 0
+            kept = min(max_chars, longest + max_width - 1)
         chars = self.char_embedding(word_char_ids[:, :kept]).transpose(1, 2)
         padding = None
         if kept < max_chars:

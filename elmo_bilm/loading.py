@@ -27,10 +27,13 @@ def load_bilm(
     return bilm
 
 
-def add_bilm_arguments(parser: argparse.ArgumentParser, batch_size: int) -> None:
-    """`--options-file`, `--weight-file`, `--batch-size` (default `batch_size`), `--cuda-device`."""
+def add_bilm_arguments(parser: argparse.ArgumentParser, batch_size: Optional[int] = None) -> None:
+    """`--options-file` and `--weight-file`; with a `batch_size`, also `--batch-size` (that
+    default) and `--cuda-device`, for the commands that run the biLM."""
     parser.add_argument("--options-file", help="bilm-tf options.json (with --weight-file)")
     parser.add_argument("--weight-file", help="bilm-tf weights.hdf5")
+    if batch_size is None:
+        return
     parser.add_argument(
         "--batch-size",
         type=int,

@@ -1,48 +1,183 @@
-"""`pip wheel .` builds a wheel with the shipped biLM; installed from it (not editable), the default
-TokenEmbedder and `allennlp elmo-embed` work outside the checkout."""
+"""The two distributions: `elmo-bilm` (the torch-only core, packaging/elmo-bilm) and `elmo_plugin`
+(depends on it). Built as wheels, the core installs into a fresh virtual environment from a local
+wheel folder with `--no-index` and runs there without AllenNLP; installed from the wheels (not
+editable), the default TokenEmbedder and `allennlp elmo-embed` work outside the checkout."""
 
+import importlib.metadata
 import json
 import os
 import shutil
 import subprocess
 import sys
+import venv
 import zipfile
 from pathlib import Path
+from typing import Dict, List
 
 import pytest
+import tomllib
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from elmo_plugin.common.config_env import data_defaults
 
 pytestmark = pytest.mark.slow
 
+CORE_DEPENDENCIES = {"torch", "numpy", "h5py", "tqdm"}
+
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory, repo_root):
-    out = tmp_path_factory.mktemp("wheel")
-    source = out / "source"  # a copy: an in-tree build would leave build/ in the checkout
-    source.mkdir()
+def wheels(tmp_path_factory, repo_root) -> Dict[str, Path]:
+    """Both wheels, built from a copy of the sources (an in-tree build leaves build/ behind)."""
+    out = tmp_path_factory.mktemp("wheels")
+    source = out / "source"
+    (source / "packaging").mkdir(parents=True)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(repo_root / name, source / name)
-    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for name in ("elmo_bilm", "elmo_plugin"):
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "build")
+    for name in ("elmo_bilm", "elmo_plugin", "packaging/elmo-bilm"):
         shutil.copytree(repo_root / name, source / name, ignore=ignore)
-    pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
-    command = [*pip, str(source), "-w", str(out)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=out)
+    pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w"]
+    command = [*pip, str(out / "dist"), str(source / "packaging" / "elmo-bilm"), str(source)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=out)
     assert result.returncode == 0, result.stderr[-3000:]
-    (path,) = out.glob("elmo_plugin-*.whl")
-    return path
+    (core,) = (out / "dist").glob("elmo_bilm-*.whl")
+    (plugin,) = (out / "dist").glob("elmo_plugin-*.whl")
+    return {"core": core, "plugin": plugin}
 
 
-def test_wheel_holds_the_packages_and_the_shipped_biLM(wheel):
-    names = set(zipfile.ZipFile(wheel).namelist())
+def metadata(wheel: Path) -> List[str]:
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        return archive.read(name).decode().splitlines()
+
+
+def core_requirements(wheel: Path) -> List[Requirement]:
+    """The core wheel's requirements outside its extras."""
+    lines = [line.split(":", 1)[1] for line in metadata(wheel) if line.startswith("Requires-Dist:")]
+    return [Requirement(line) for line in lines if "extra ==" not in line]
+
+
+def test_core_wheel_holds_the_core_and_the_shipped_biLM(wheels, repo_root):
+    names = set(zipfile.ZipFile(wheels["core"]).namelist())
     for name in ("options.json", "weights.hdf5", "vocab.txt"):
         assert f"elmo_bilm/pretrained/wikipedia/{name}" in names
-    assert "elmo_bilm/bilm.py" in names and "elmo_plugin/tasks/sst/models/bcn.py" in names
-    assert not any(name.startswith(("tests/", "benchmarks/")) for name in names)
+    assert "elmo_bilm/bilm.py" in names and "elmo_bilm/onnx.py" in names
+    assert not any(name.startswith(("elmo_plugin/", "tests/", "benchmarks/")) for name in names)
+    assert {r.name for r in core_requirements(wheels["core"])} == CORE_DEPENDENCIES
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    scripts = zipfile.ZipFile(wheels["core"]).read(entry_points).decode()
+    assert "elmo-embed = elmo_bilm.embed:console" in scripts
+    assert "elmo-export-onnx = elmo_bilm.onnx:main" in scripts
 
 
-def test_installed_wheel_embeds_with_the_shipped_biLM(wheel, tmp_path, repo_root):
+def test_plugin_wheel_depends_on_the_core_at_the_same_version(wheels, repo_root):
+    names = set(zipfile.ZipFile(wheels["plugin"]).namelist())
+    assert "elmo_plugin/tasks/sst/models/bcn.py" in names
+    assert not any(name.startswith(("elmo_bilm/", "tests/", "benchmarks/")) for name in names)
+    versions = [
+        tomllib.loads(path.read_text())["project"]["version"]
+        for path in (repo_root / "pyproject.toml", repo_root / "packaging/elmo-bilm/pyproject.toml")
+    ]
+    assert versions[0] == versions[1]
+    assert f"Requires-Dist: elmo-bilm=={versions[0]}" in metadata(wheels["plugin"])
+
+
+def installed_closure(names: set) -> List[importlib.metadata.Distribution]:
+    """The installed distributions `names` need, their own requirements included."""
+    found: Dict[str, importlib.metadata.Distribution] = {}
+    todo = list(names)
+    while todo:
+        name = canonicalize_name(todo.pop())
+        if name in found:
+            continue
+        found[name] = importlib.metadata.distribution(name)
+        for line in found[name].requires or []:
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
+    return list(found.values())
+
+
+def test_core_wheel_runs_in_a_fresh_venv_without_allennlp(wheels, tmp_path, repo_root):
+    """`pip install --no-index --find-links` of the core wheel alone, into a venv that sees only
+    the core's dependencies (this venv's copies, linked: nothing is downloaded): `Elmo`,
+    `ElmoEmbedder` and the `elmo-embed` script work there, and AllenNLP is absent."""
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    python = env_dir / "bin" / "python"
+    deps = tmp_path / "deps"
+    deps.mkdir()
+    for dist in installed_closure(CORE_DEPENDENCIES):
+        for top in {Path(str(f)).parts[0] for f in dist.files or [] if ".." not in str(f)}:
+            source = Path(str(dist.locate_file(top)))
+            if source.exists() and not (deps / top).exists():
+                (deps / top).symlink_to(source)
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(site, "core_dependencies.pth").write_text(f"{deps}\n")
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    # --isolated: not this machine's pip configuration (its find-links hold other torch builds);
+    # --no-deps: torch's own metadata asks for a newer setuptools than any venv here has, and
+    # pip's resolver would then look for other torch versions; the core's declared dependencies
+    # are checked against what the venv sees instead
+    install = [str(python), "-m", "pip", "--isolated", "install", "--no-index", "--no-deps"]
+    install += ["--find-links", str(wheels["core"].parent), "elmo-bilm"]
+    result = subprocess.run(install, capture_output=True, text=True, timeout=600, env=clean)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    versions = "import importlib.metadata as m, json, sys; "
+    versions += "print(json.dumps({n: m.version(n) for n in sys.argv[1:]}))"
+    listed = subprocess.run(
+        [str(python), "-c", versions, *CORE_DEPENDENCIES],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=clean,
+    )
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    found = json.loads(listed.stdout)
+    for requirement in core_requirements(wheels["core"]):
+        assert requirement.specifier.contains(found[requirement.name]), (requirement, found)
+    code = (
+        "import importlib.util, sys\n"
+        "assert importlib.util.find_spec('allennlp') is None\n"
+        "assert importlib.util.find_spec('elmo_plugin') is None\n"
+        "import elmo_bilm\n"
+        f"assert elmo_bilm.__file__.startswith({site!r}), elmo_bilm.__file__\n"
+        "from elmo_bilm import Elmo, ElmoEmbedder, batch_to_ids\n"
+        "elmo = Elmo(None, None, 2, dropout=0.0)\n"
+        "out = elmo(batch_to_ids([['a', 'fresh', 'venv']]))\n"
+        "vectors = ElmoEmbedder().embed_sentence(['a', 'fresh', 'venv'])\n"
+        "print(tuple(out['elmo_representations'][1].shape), vectors.shape)\n"
+        "assert 'allennlp' not in sys.modules\n"
+    )
+    result = subprocess.run(
+        [str(python), "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=clean,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["(1,", "3,", "128)", "(3,", "3,", "128)"]
+    (tmp_path / "in.txt").write_text("a fresh venv\n")
+    embed = [str(env_dir / "bin" / "elmo-embed"), "in.txt", "out.hdf5"]
+    result = subprocess.run(
+        embed, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=clean
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    import h5py
+
+    with h5py.File(tmp_path / "out.hdf5", "r") as out:
+        assert out["0"].shape == (3, 3, 128)
+
+
+def test_installed_wheels_embed_with_the_shipped_biLM(wheels, tmp_path, repo_root):
     target = tmp_path / "site"
     install = [
         sys.executable,
@@ -52,15 +187,17 @@ def test_installed_wheel_embeds_with_the_shipped_biLM(wheel, tmp_path, repo_root
         "--no-deps",
         "--target",
         str(target),
-        str(wheel),
+        str(wheels["core"]),
+        str(wheels["plugin"]),
     ]
     assert subprocess.run(install, capture_output=True, timeout=300).returncode == 0
     environment = {**os.environ, "PYTHONPATH": str(target)}
     for name in data_defaults(Path("unused")):  # as on a machine without the bundled data
         environment.pop(name, None)
     code = (
-        "import elmo_plugin, torch\n"
+        "import elmo_bilm, elmo_plugin, torch\n"
         f"assert elmo_plugin.__file__.startswith({str(target)!r}), elmo_plugin.__file__\n"
+        f"assert elmo_bilm.__file__.startswith({str(target)!r}), elmo_bilm.__file__\n"
         "from allennlp.common import Params\n"
         "from allennlp.modules.elmo import batch_to_ids\n"
         "from allennlp.modules.token_embedders import TokenEmbedder\n"

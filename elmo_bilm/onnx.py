@@ -1,0 +1,150 @@
+"""Export of the biLM to ONNX for serving: character ids in, every layer out, batch size and
+sentence length dynamic; runs in onnxruntime without torch (`docs/examples/serve_onnx.py`).
+
+`BiLm.forward` is built for speed in PyTorch: it packs sentences by length, encodes each distinct
+word once and keeps a word cache, and all of that gives shapes that depend on the data. The graph
+exported here computes the same function on padded tensors instead: the char CNN over every
+position and all 50 character columns, and each LSTM layer as one `torch.while_loop` over the
+time steps (an ONNX `Loop`) in which padded positions run but never reach a real one (padding
+is at the end in both directions, after `reverse_padded`). The weights are the `BiLm`'s own.
+"""
+
+import argparse
+import logging
+import sys
+from typing import List, Optional, Sequence, Tuple
+
+import torch
+from torch import nn
+
+from elmo_bilm.bilm import BiLm
+from elmo_bilm.char_cnn import add_sentence_boundaries
+from elmo_bilm.files import USER_ERRORS, PathLike, atomic_output
+from elmo_bilm.loading import add_bilm_arguments, load_bilm
+from elmo_bilm.lstm import lstm_cell, reverse_padded
+
+logger = logging.getLogger(__name__)
+
+INPUT_NAME = "char_ids"
+OUTPUT_NAMES = ("layers", "mask")
+
+
+class ExportableBiLm(nn.Module):
+    """`BiLm`'s inference function with data-independent shapes (see the module docstring).
+
+    `forward(char_ids (batch, T, 50) int64)` -> `layers (n_layers + 1, batch, T, 2 * proj)`
+    float32, zero at padding, the same layers as `BiLm.forward`'s `activations` stacked, and
+    `mask (batch, T)` bool.
+
+    # Parameters
+
+    bilm : `BiLm`
+        Its parameters are shared, not copied.
+    """
+
+    def __init__(self, bilm: BiLm) -> None:
+        super().__init__()
+        self.bilm = bilm
+
+    def _recurrence(self, gates_in: torch.Tensor, layer: int) -> torch.Tensor:
+        """One layer, both directions: input gates `(2, batch, T2, 4 dim)` -> `(2, batch, T2, proj)`."""
+        lstm = self.bilm.lstm
+        w_h = lstm.recurrent_weights[layer]
+        w_p_t = lstm.projections[layer].transpose(1, 2)
+        directions, batch_size, timesteps = gates_in.shape[:3]
+        zero_step = torch.zeros((), dtype=torch.long, device=gates_in.device)
+        h = gates_in.new_zeros((directions, batch_size, lstm.projection_dim))
+        c = gates_in.new_zeros((directions, batch_size, lstm.dim))
+        outputs = gates_in.new_zeros((directions, batch_size, timesteps, lstm.projection_dim))
+
+        def running(
+            t: torch.Tensor, h: torch.Tensor, c: torch.Tensor, outputs: torch.Tensor
+        ) -> torch.Tensor:
+            return t < gates_in.shape[2]
+
+        def step(
+            t: torch.Tensor, h: torch.Tensor, c: torch.Tensor, outputs: torch.Tensor
+        ) -> Tuple[torch.Tensor, ...]:
+            at = t.view(1)
+            gates = torch.baddbmm(gates_in.index_select(2, at).squeeze(2), h, w_h)
+            c, m = lstm_cell(gates, c, lstm.cell_clip)
+            h = torch.bmm(m, w_p_t)
+            if lstm.proj_clip is not None:
+                h = h.clamp(-lstm.proj_clip, lstm.proj_clip)
+            return t + 1, h, c, outputs.index_copy(2, at, h.unsqueeze(2))
+
+        return torch.while_loop(running, step, (zero_step, h, c, outputs))[3]
+
+    def forward(self, char_ids: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        lstm = self.bilm.lstm
+        mask = (char_ids > 0).any(-1)
+        ids, boundary_mask = add_sentence_boundaries(char_ids, mask)
+        batch_size, timesteps, max_chars = ids.shape
+        words = self.bilm.char_cnn.encode_words(ids.reshape(-1, max_chars), trim=False)
+        token = words.view(batch_size, timesteps, -1) * boundary_mask[..., None]
+        lengths = boundary_mask.long().sum(-1)
+        x = torch.stack([token, reverse_padded(token, lengths)])  # (2, batch, T2, proj)
+        layers: List[torch.Tensor] = [torch.cat([token, token], dim=-1)]
+        for layer in range(lstm.n_layers):
+            bias = lstm.biases[layer] + lstm.forget_bias
+            inputs = x.reshape(2, batch_size * timesteps, -1)
+            gates_in = torch.baddbmm(bias, inputs, lstm.input_weights[layer])
+            out = self._recurrence(gates_in.view(2, batch_size, timesteps, -1), layer)
+            if layer > 0 and lstm.use_skip_connections:
+                out = out + x
+            layers.append(torch.cat([out[0], reverse_padded(out[1], lengths)], dim=-1))
+            x = out
+        stacked = torch.stack(layers)[:, :, 1 : char_ids.shape[1] + 1]  # drop <S> and </S>
+        return stacked * mask[None, :, :, None], mask
+
+
+def export_onnx(bilm: BiLm, output_file: PathLike, overwrite: bool = False) -> None:
+    """Write `bilm` as an ONNX model (one self-contained file, opset of torch's exporter) to
+    `output_file`, atomically. Input `char_ids` `(batch, tokens, 50)` int64 (`batch_to_ids`),
+    outputs `layers` `(n_layers + 1, batch, tokens, 2 * proj)` and `mask` `(batch, tokens)`."""
+    module = ExportableBiLm(bilm).eval()
+    example = torch.zeros((2, 3, bilm.max_characters_per_token), dtype=torch.long)
+    example[:, :2] = 1  # two sentences of 3 and 2 tokens: no shape is specialised to 1
+    example[0, 2] = 1
+    batch, tokens = torch.export.Dim("batch"), torch.export.Dim("tokens")
+    with torch.no_grad():
+        program = torch.onnx.export(
+            module,
+            (example,),
+            dynamo=True,
+            external_data=False,
+            input_names=[INPUT_NAME],
+            output_names=list(OUTPUT_NAMES),
+            dynamic_shapes=({0: batch, 1: tokens},),
+            verbose=False,
+        )
+    assert program is not None
+    with atomic_output(output_file, overwrite) as partial:
+        program.save(partial, external_data=False)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """The `elmo-export-onnx` console script."""
+    parser = argparse.ArgumentParser(
+        prog="elmo-export-onnx",
+        description="Export a biLM (bilm-tf files, or the shipped one) to ONNX: character ids "
+        "(batch, tokens, 50) in, every layer out; run it with onnxruntime.",
+    )
+    parser.add_argument("output_file", help="the .onnx file to write")
+    add_bilm_arguments(parser)
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing file")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        export_onnx(
+            load_bilm(args.options_file, args.weight_file), args.output_file, args.overwrite
+        )
+    except USER_ERRORS as error:
+        print(f"elmo-export-onnx: error: {error}", file=sys.stderr)
+        return 1
+    logger.info("Wrote %s", args.output_file)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""ONNX export of the biLM: onnxruntime gives `BiLm`'s layers at any batch shape, padding
+included; the serving example runs without torch; the command writes atomically."""
+
+import os
+import subprocess
+import sys
+
+import numpy
+import pytest
+import torch
+
+from elmo_bilm import batch_to_ids, load_bilm_tf
+from elmo_bilm.loading import load_bilm
+from elmo_bilm.onnx import ExportableBiLm, export_onnx, main
+from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
+from tests.numerics import NETWORK, assert_float32_close, float32_atol
+
+onnxruntime = pytest.importorskip("onnxruntime")
+pytestmark = pytest.mark.slow
+
+SENTENCES = [
+    ["The", "cat", "sat", "on", "the", "mat", "."],
+    ["Короткий", "!"],  # UTF-8 bytes beyond ASCII
+    ["x"],
+    ["A", "word" * 20, "longer", "than", "fifty", "characters", "is", "cut", "."],
+]
+# batch shapes: one token, several sentences with padding, the same sentence in a longer batch
+BATCHES = [[["x"]], SENTENCES, SENTENCES[:2], [SENTENCES[0] * 4, SENTENCES[2]]]
+EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "examples", "serve_onnx.py")
+
+
+@pytest.fixture(scope="module", params=["fixture", "shipped"])
+def exported(request, tmp_path_factory):
+    if request.param == "fixture":
+        bilm = load_bilm_tf(str(OPTIONS_FILE), str(WEIGHT_FILE))
+    else:
+        bilm = load_bilm()
+    path = tmp_path_factory.mktemp("onnx") / "bilm.onnx"
+    export_onnx(bilm.eval(), path)
+    return bilm, path
+
+
+def torch_layers(bilm, sentences):
+    with torch.no_grad():
+        return torch.stack(bilm(batch_to_ids(sentences))["activations"])
+
+
+@pytest.mark.numerics
+@pytest.mark.parametrize("batch", range(len(BATCHES)))
+def test_onnxruntime_equals_the_torch_bilm(exported, batch):
+    bilm, path = exported
+    sentences = BATCHES[batch]
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    layers, mask = session.run(None, {"char_ids": batch_to_ids(sentences).numpy()})
+    expected = torch_layers(bilm, sentences)
+    # the same products summed in another order (padded batch, all 50 character columns)
+    assert_float32_close(layers, expected, NETWORK)
+    assert float32_atol(expected, NETWORK) <= 1e-4 * max(1.0, float(expected.abs().max()))
+    lengths = [len(sentence) for sentence in sentences]
+    assert mask.tolist() == [[t < n for t in range(max(lengths))] for n in lengths]
+    assert not layers[:, ~mask].any()  # zero at padding
+
+
+@pytest.mark.numerics
+def test_exportable_module_is_the_bilm_in_torch():
+    """The padded formulation itself, before any export (float32 rounding only)."""
+    bilm = load_bilm_tf(str(OPTIONS_FILE), str(WEIGHT_FILE)).eval()
+    ids = batch_to_ids(SENTENCES)
+    with torch.no_grad():
+        layers, mask = ExportableBiLm(bilm)(ids)
+    assert_float32_close(layers, torch_layers(bilm, SENTENCES), NETWORK)
+    assert torch.equal(mask, (ids > 0).any(-1))
+
+
+@pytest.mark.numerics
+def test_serving_example_runs_without_torch(exported):
+    bilm, path = exported
+    # torch made unimportable: the example must not need it
+    code = (
+        "import runpy, sys\n"
+        "sys.modules['torch'] = None\n"
+        f"example = runpy.run_path({EXAMPLE!r})\n"
+        "import numpy, onnxruntime\n"
+        f"session = onnxruntime.InferenceSession({str(path)!r})\n"
+        f"sentences = {SENTENCES!r}\n"
+        "numpy.save(sys.argv[1], example['embed'](session, sentences))\n"
+        "numpy.save(sys.argv[2], example['char_ids'](sentences))\n"
+    )
+    out = [str(path.with_suffix(f".{name}.npy")) for name in ("layers", "ids")]
+    result = subprocess.run(
+        [sys.executable, "-c", code, *out], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert numpy.array_equal(numpy.load(out[1]), batch_to_ids(SENTENCES).numpy())
+    assert_float32_close(numpy.load(out[0]), torch_layers(bilm, SENTENCES), NETWORK)
+    result = subprocess.run(
+        [sys.executable, EXAMPLE, str(path)], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == f"({bilm.num_layers}, 2, 5, {bilm.get_output_dim()})"
+
+
+def test_command_writes_once_and_explains_errors(tmp_path, capsys):
+    out = tmp_path / "bilm.onnx"
+    files = ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
+    assert main([str(out), *files]) == 0
+    written = out.stat().st_mtime_ns
+    assert main([str(out), *files]) == 1  # not overwritten
+    assert "exists; not overwriting" in capsys.readouterr().err
+    assert out.stat().st_mtime_ns == written
+    assert main([str(tmp_path / "missing" / "bilm.onnx"), *files]) == 1
+    assert "no such folder" in capsys.readouterr().err
+    assert main([str(tmp_path / "x.onnx"), "--options-file", str(OPTIONS_FILE)]) == 1
+    assert "go together" in capsys.readouterr().err
+    assert not list(tmp_path.glob("*.partial"))
