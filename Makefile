@@ -9,7 +9,7 @@ export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: install test docs wheels bench gpu-check clean
 
-install: $(BIN)/.installed
+install: $(BIN)/.installed $(VENV)/nltk_data/tokenizers/punkt
 
 $(BIN)/.installed: requirements.txt requirements-allennlp.txt requirements-dev.txt pyproject.toml packaging/elmo-bilm/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,13 @@ $(BIN)/.installed: requirements.txt requirements-allennlp.txt requirements-dev.t
 	$(BIN)/pip install -r requirements-dev.txt
 	$(BIN)/pip install --no-deps --no-build-isolation -e packaging/elmo-bilm -e .
 	touch $@
+
+# Every `allennlp` start imports all of allennlp_models, whose NarrativeQA metric downloads punkt
+# and wordnet when nltk finds no `tokenizers/punkt`: two DNS lookups and an error per start, with
+# no network. nltk >= 3.9 never reads `punkt` (its tokenizers load `punkt_tab`), so an empty folder
+# of that name in the venv's nltk_data stops the download without standing in for anything used.
+$(VENV)/nltk_data/tokenizers/punkt: $(BIN)/.installed
+	mkdir -p $@
 
 # The CPU kernels of a machine without AVX-512 (AMD EPYC Zen 2/3): ATen's vectorised ops and oneDNN's
 # convolutions change rounding under these (checked: tests/numerics.py); MKL ignores its variable on

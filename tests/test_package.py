@@ -75,3 +75,25 @@ def test_shipped_biLM_is_the_default():
     assert config_defaults()["ELMO_WEIGHT_FILE"] == str(DEFAULT_WEIGHT_FILE)
     bilm = load_bilm()
     assert bilm.num_layers == 3 and bilm.get_output_dim() == 128
+
+
+def test_allennlp_start_makes_no_network_lookup():
+    """Importing every plugin as `allennlp` does (allennlp_models included) asks no name server:
+    allennlp_models' NarrativeQA metric would download nltk data (see the Makefile)."""
+    code = (
+        "import socket\n"
+        "lookups = []\n"
+        "def refuse(host, *args, **kwargs):\n"
+        "    lookups.append(host)\n"
+        "    raise OSError('no network')\n"
+        "socket.getaddrinfo = refuse\n"
+        "from allennlp.common.plugins import import_plugins\n"
+        "import_plugins()\n"
+        "print(lookups)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.splitlines()[-1] == "[]"
+    assert "[nltk_data]" not in result.stderr

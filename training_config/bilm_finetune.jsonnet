@@ -47,6 +47,7 @@ local vocab_file = std.extVar("BILM_VOCAB");
       { type: "elmo_plugin_validate_before_training" },
       // Adagrad's accumulators continue from the archive's, as bilm-tf's restart does
       { type: "elmo_plugin_optimizer_state", [if archive != "" then "from_archive"]: archive },
+      { type: "elmo_plugin_exact_recovery" },
     ],
     checkpointer: { type: "elmo_plugin_safe" },
   },

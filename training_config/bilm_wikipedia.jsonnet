@@ -11,7 +11,8 @@
 // Run (see README for the exact commands and figures):
 //   allennlp elmo-vocab out/wiki_vocab.txt $BILM_WIKI_TRAIN --min-count 3 --max-size 50000
 //   BILM_VOCAB=out/wiki_vocab.txt allennlp train training_config/bilm_wikipedia.jsonnet -s out/bilm_wiki --include-package elmo_plugin
-// A run stopped part-way continues with `--recover` from its newest checkpoint (one every 500 batches).
+// A run stopped part-way continues with `--recover` from its newest checkpoint (one every 500 batches),
+// retracing the uninterrupted run exactly (elmo_plugin_exact_recovery).
 local vocab_file = std.extVar("BILM_VOCAB");
 local buffer = 4096;
 
@@ -60,7 +61,7 @@ local buffer = 4096;
     checkpointer: { type: "elmo_plugin_safe", save_every_num_batches: 500, keep_most_recent_by_count: 2 },
     // the optimizer state goes into model.tar.gz, for fine-tuning (bilm_finetune.jsonnet); the
     // shipped run predates this callback: its state was added to the archive from the last checkpoint
-    callbacks: [{ type: "elmo_plugin_optimizer_state" }],
+    callbacks: [{ type: "elmo_plugin_optimizer_state" }, { type: "elmo_plugin_exact_recovery" }],
   },
   include_in_archive: ["optimizer_state.th"],
 }

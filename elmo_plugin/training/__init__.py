@@ -1,3 +1,4 @@
+from elmo_plugin.training.exact_recovery import ExactRecovery
 from elmo_plugin.training.optimizer_state import OptimizerState
 from elmo_plugin.training.reduce_on_plateau import ReduceOnPlateauScheduler
 from elmo_plugin.training.safe_checkpointer import SafeCheckpointer

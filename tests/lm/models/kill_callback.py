@@ -21,3 +21,29 @@ class KillAfterEpoch(TrainerCallback):
     ) -> None:
         if epoch == self.epoch:
             os.kill(os.getpid(), signal.SIGKILL)
+
+
+@TrainerCallback.register("test_kill_at_batch")
+class KillAtBatch(TrainerCallback):
+    """SIGKILL as training batch `$KILL_AT_BATCH` ("EPOCH:BATCH", 1-based) of an epoch ends, after
+    the checkpoints before it and before its own (a run preempted mid-epoch)."""
+
+    def __init__(self, serialization_dir: str) -> None:
+        super().__init__(serialization_dir)
+        epoch, batch = os.environ.get("KILL_AT_BATCH", "-1:-1").split(":")
+        self.at = (int(epoch), int(batch))
+
+    def on_batch(
+        self,
+        trainer: Any,
+        batch_inputs: Any,
+        batch_outputs: Any,
+        batch_metrics: Any,
+        epoch: int,
+        batch_number: int,
+        is_training: bool,
+        is_primary: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        if is_training and (epoch, batch_number) == self.at:
+            os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,73 @@
+"""`--recover` after a kill in the middle of an epoch retraces the uninterrupted run: the same
+final weights and the same metrics, epoch by epoch (`elmo_plugin_exact_recovery`)."""
+
+import json
+import os
+import signal
+import subprocess
+
+import pytest
+import torch
+from allennlp.commands.train import train_model_from_file
+
+from tests.lm.models.test_bilm_language_model import TINY, allennlp_command
+
+pytestmark = pytest.mark.slow
+
+EPOCHS = 3
+# randomness everywhere it can be: dropout, sampled-softmax negatives, shuffled batches; a
+# checkpoint every 3 batches (8 batches an epoch)
+OVERRIDES = {
+    "model.dropout": 0.1,
+    "model.num_samples": 8,
+    "trainer.num_epochs": EPOCHS,
+    "trainer.checkpointer": {"type": "elmo_plugin_safe", "save_every_num_batches": 3},
+    "trainer.callbacks": [{"type": "elmo_plugin_exact_recovery"}],
+}
+
+
+def test_recover_after_a_mid_epoch_kill_retraces_the_run(tmp_path, repo_root):
+    out = tmp_path / "run"
+    killed = {**OVERRIDES}
+    killed["trainer.callbacks"] = OVERRIDES["trainer.callbacks"] + [{"type": "test_kill_at_batch"}]
+    command = allennlp_command("train", repo_root / TINY, "-s", out)
+    command += ["--include-package", "tests.lm.models.kill_callback"]
+    # killed as batch 5 of epoch 1 ends: the newest checkpoint is after batch 3 of that epoch
+    environment = {**os.environ, "KILL_AT_BATCH": "1:5"}
+    result = subprocess.run(
+        command + ["-o", json.dumps(killed)],
+        cwd=repo_root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=environment,
+    )
+    assert result.returncode == -signal.SIGKILL, result.stderr[-3000:]
+    assert (out / "training_state_e1_b3.th").is_file()
+    assert not (out / "metrics_epoch_1.json").exists()
+    result = subprocess.run(
+        command + ["-o", json.dumps(killed), "--recover"],
+        cwd=repo_root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Resumed exactly after batch 3 of epoch 1" in (out / "out.log").read_text()
+
+    straight = tmp_path / "straight"
+    train_model_from_file(str(repo_root / TINY), str(straight), overrides=json.dumps(OVERRIDES))
+    recovered, reference = torch.load(out / "best.th"), torch.load(straight / "best.th")
+    assert all(torch.equal(recovered[name], reference[name]) for name in reference)
+    for epoch in range(EPOCHS):
+        name = f"metrics_epoch_{epoch}.json"
+        got, expected = (json.loads((run / name).read_text()) for run in (out, straight))
+        for key, value in expected.items():
+            if key == "training_loss":
+                # the resumed epoch's sum is the saved part plus the rest: float64 additions in
+                # another order
+                assert got[key] == pytest.approx(value, rel=1e-12), (epoch, key)
+            elif key.startswith(("training_", "validation_", "best_validation_")) and not (
+                key.endswith("_memory_MB") or key == "training_duration"
+            ):
+                assert got[key] == value, (epoch, key)
