@@ -12,6 +12,7 @@ is at the end in both directions, after `reverse_padded`). The weights are the `
 import argparse
 import logging
 import sys
+import warnings
 from typing import List, Optional, Sequence, Tuple
 
 import torch
@@ -107,7 +108,9 @@ def export_onnx(bilm: BiLm, output_file: PathLike, overwrite: bool = False) -> N
     example[:, :2] = 1  # two sentences of 3 and 2 tokens: no shape is specialised to 1
     example[0, 2] = 1
     batch, tokens = torch.export.Dim("batch"), torch.export.Dim("tokens")
-    with torch.no_grad():
+    # torch's exporter warns about its own internals (FutureWarning): nothing a user can act on
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
         program = torch.onnx.export(
             module,
             (example,),
@@ -134,7 +137,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     add_bilm_arguments(parser)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing file")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    # this package's messages; not the ONNX optimiser's (a line per folded constant)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    logging.getLogger("elmo_bilm").setLevel(logging.INFO)
     try:
         export_onnx(
             load_bilm(args.options_file, args.weight_file), args.output_file, args.overwrite
