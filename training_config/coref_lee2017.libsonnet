@@ -104,5 +104,7 @@ function(elmo=null, seed=13370)
       num_epochs: 150,
       patience: 10,
       checkpointer: { type: "elmo_plugin_safe" },
+      // --recover retraces an uninterrupted run exactly (docs/reliability.md)
+      callbacks: [{ type: "elmo_plugin_exact_recovery" }],
     },
   }

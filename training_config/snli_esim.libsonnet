@@ -73,5 +73,7 @@ function(elmo=null, seed=13370)
       patience: 5,
       grad_norm: 5.0,
       checkpointer: { type: "elmo_plugin_safe" },
+      // --recover retraces an uninterrupted run exactly (docs/reliability.md)
+      callbacks: [{ type: "elmo_plugin_exact_recovery" }],
     },
   }

@@ -61,5 +61,7 @@ function(elmo=null, seed=13370, hidden_size=300, num_layers=8)
       num_epochs: 500,
       patience: 200,
       checkpointer: { type: "elmo_plugin_safe" },
+      // --recover retraces an uninterrupted run exactly (docs/reliability.md)
+      callbacks: [{ type: "elmo_plugin_exact_recovery" }],
     },
   }

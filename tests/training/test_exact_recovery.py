@@ -59,6 +59,15 @@ def test_recover_after_a_mid_epoch_kill_retraces_the_run(tmp_path, repo_root):
     train_model_from_file(str(repo_root / TINY), str(straight), overrides=json.dumps(OVERRIDES))
     recovered, reference = torch.load(out / "best.th"), torch.load(straight / "best.th")
     assert all(torch.equal(recovered[name], reference[name]) for name in reference)
+    # the callback only watches an uninterrupted run: the same weights without it
+    plain = tmp_path / "plain"
+    train_model_from_file(
+        str(repo_root / TINY),
+        str(plain),
+        overrides=json.dumps({**OVERRIDES, "trainer.callbacks": []}),
+    )
+    unwatched = torch.load(plain / "best.th")
+    assert all(torch.equal(unwatched[name], reference[name]) for name in reference)
     for epoch in range(EPOCHS):
         name = f"metrics_epoch_{epoch}.json"
         got, expected = (json.loads((run / name).read_text()) for run in (out, straight))
