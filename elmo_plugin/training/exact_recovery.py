@@ -134,6 +134,11 @@ class ExactRecovery(TrainerCallback):
     def on_start(self, trainer: Any, is_primary: bool = True, **kwargs: Any) -> None:
         super().on_start(trainer, is_primary=is_primary, **kwargs)
         self._trainer = trainer
+        if getattr(trainer.data_loader, "num_workers", 0):
+            logger.warning(
+                "The data loader reads in worker processes, whose random draws a checkpoint does "
+                "not hold: --recover continues from the checkpoint, but not exactly as before"
+            )
         trainer.data_loader = _ReplayingLoader(trainer.data_loader, self)
 
     def on_batch(
