@@ -13,7 +13,7 @@ back at the right moment of the replay.
 import logging
 import os
 import random
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Set
 
 import numpy
 import torch
@@ -49,29 +49,55 @@ def set_rng_state(state: Dict[str, Any]) -> None:
 
 
 PLAIN = (bool, int, float, str, type(None), torch.Tensor)
+VARS = "__vars__"  # marks the saved attributes of an object (a metric's helper, e.g. a scorer)
 
 
-def _plain(value: Any) -> Any:
-    """`value` as plain types (dicts, lists, numbers, tensors), or raise TypeError."""
+def snapshot(value: Any, depth: int = 0) -> Any:
+    """`value` in plain types (numbers, strings, tensors, dicts, lists) that a checkpoint loads
+    with `weights_only`; an object becomes its attributes, less functions and classes (settings,
+    not state). Raises TypeError for anything else."""
+    if depth > 8:
+        raise TypeError("nested too deep")
     if isinstance(value, PLAIN):
         return value.clone() if isinstance(value, torch.Tensor) else value
     if isinstance(value, dict):
-        return {_plain(k): _plain(v) for k, v in value.items()}
+        return {k: snapshot(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(_plain(v) for v in value)
+        return type(value)(snapshot(v, depth + 1) for v in value)
+    if hasattr(value, "__dict__") and not isinstance(value, type):
+        kept = {k: v for k, v in vars(value).items() if not callable(v)}
+        return {VARS: snapshot(kept, depth + 1)}
     raise TypeError(type(value).__name__)
+
+
+def restore(current: Any, saved: Any) -> Any:
+    """`saved` (from `snapshot`) put back into `current` in place where it is an object, dict or
+    list of objects (so a defaultdict keeps its default); the value to assign otherwise."""
+    if isinstance(saved, dict) and set(saved) == {VARS}:
+        for name, value in saved[VARS].items():
+            setattr(current, name, restore(getattr(current, name, None), value))
+        return current
+    if isinstance(saved, dict) and isinstance(current, dict):
+        old = dict(current)
+        current.clear()
+        current.update({k: restore(old.get(k), v) for k, v in saved.items()})
+        return current
+    if isinstance(saved, list) and isinstance(current, list) and len(saved) == len(current):
+        current[:] = [restore(c, v) for c, v in zip(current, saved)]
+        return current
+    return saved
 
 
 def metric_state(model: torch.nn.Module) -> Dict[str, Any]:
     """The model's running metrics: its non-persistent buffers (not in a checkpoint's weights, e.g.
-    the biLM's perplexity totals) and the attributes of its AllenNLP `Metric`s (also in dicts)."""
+    the biLM's perplexity totals) and its AllenNLP `Metric`s (also those in dicts)."""
     persistent = set(model.state_dict())
     buffers = {
         name: buffer.detach().clone()
         for name, buffer in model.named_buffers()
         if name not in persistent
     }
-    metrics: Dict[str, Dict[str, Any]] = {}
+    metrics: Dict[str, Any] = {}
     for path, module in model.named_modules():
         for attribute, value in vars(module).items():
             found = {attribute: value} if isinstance(value, Metric) else {}
@@ -79,10 +105,17 @@ def metric_state(model: torch.nn.Module) -> Dict[str, Any]:
                 found = {f"{attribute}:{k}": v for k, v in value.items() if isinstance(v, Metric)}
             for key, metric in found.items():
                 try:
-                    metrics[f"{path}:{key}"] = _plain(vars(metric))
+                    metrics[f"{path}:{key}"] = snapshot(metric)
                 except TypeError as error:
-                    logger.warning("%s.%s: not restored on --recover (holds %s)", path, key, error)
+                    if key not in _UNSAVED:
+                        _UNSAVED.add(key)
+                        logger.warning(
+                            "%s.%s: not restored on --recover (holds %s)", path, key, error
+                        )
     return {"buffers": buffers, "metrics": metrics}
+
+
+_UNSAVED: Set[str] = set()  # metrics already reported as not restorable
 
 
 def set_metric_state(model: torch.nn.Module, state: Dict[str, Any]) -> None:
@@ -91,15 +124,8 @@ def set_metric_state(model: torch.nn.Module, state: Dict[str, Any]) -> None:
             model.get_buffer(name).copy_(value)
     for key, saved in state["metrics"].items():
         path, attribute, *item = key.split(":")
-        metric = getattr(model.get_submodule(path), attribute)
-        metric = metric[item[0]] if item else metric
-        for name, value in saved.items():
-            current = getattr(metric, name, None)
-            if isinstance(current, dict):  # keeps a defaultdict's default
-                current.clear()
-                current.update(value)
-            else:
-                setattr(metric, name, value)
+        holder = getattr(model.get_submodule(path), attribute)
+        restore(holder[item[0]] if item else holder, saved)
 
 
 @TrainerCallback.register("elmo_plugin_exact_recovery")

@@ -80,3 +80,44 @@ def test_recover_after_a_mid_epoch_kill_retraces_the_run(tmp_path, repo_root):
                 key.endswith("_memory_MB") or key == "training_duration"
             ):
                 assert got[key] == value, (epoch, key)
+
+
+def test_metric_state_round_trips_through_a_weights_only_checkpoint(tmp_path):
+    """Running metrics (AllenNLP metrics, a dict of them, the coreference scorers with their
+    function attributes, a non-persistent buffer) survive `torch.save` / `torch.load` with
+    `weights_only` and come back into a fresh model."""
+    from collections import defaultdict
+
+    from allennlp.training.metrics import Average, CategoricalAccuracy
+    from allennlp_models.coref.metrics.conll_coref_scores import ConllCorefScores
+
+    from elmo_plugin.training.exact_recovery import metric_state, set_metric_state
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(2, 2)
+            self.accuracy = CategoricalAccuracy()
+            self.metrics = {"average": Average()}
+            self.coref = ConllCorefScores()
+            self.register_buffer("totals", torch.zeros(3, dtype=torch.float64), persistent=False)
+
+    model = Model()
+    model.accuracy(torch.tensor([[0.1, 0.9], [0.8, 0.2], [0.3, 0.7]]), torch.tensor([1, 1, 1]))
+    model.metrics["average"](3.0)
+    model.metrics["average"](4.0)
+    for k, scorer in enumerate(model.coref.scorers):
+        scorer.precision_numerator, scorer.precision_denominator = 2 + k, 5
+        scorer.recall_numerator, scorer.recall_denominator = 1, 4 + k
+    model.accuracy.counts = defaultdict(int, {"seen": 3})  # a defaultdict keeps its default
+    model.totals += torch.tensor([1.5, 2.5, 7.0], dtype=torch.float64)
+    torch.save(metric_state(model), tmp_path / "state.th")
+    fresh = Model()
+    fresh.accuracy.counts = defaultdict(int)
+    set_metric_state(fresh, torch.load(tmp_path / "state.th"))  # weights_only: torch's default
+    assert fresh.accuracy.get_metric() == pytest.approx(2 / 3)
+    assert fresh.metrics["average"].get_metric() == 3.5
+    assert fresh.coref.get_metric() == model.coref.get_metric()
+    assert fresh.coref.scorers[0].metric is model.coref.scorers[0].metric  # a function: kept
+    assert fresh.accuracy.counts["unseen"] == 0 and fresh.accuracy.counts["seen"] == 3
+    assert torch.equal(fresh.totals, model.totals)
