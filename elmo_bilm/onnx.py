@@ -1,12 +1,13 @@
 """Export of the biLM to ONNX for serving: character ids in, every layer out, batch size and
 sentence length dynamic; runs in onnxruntime without torch (`docs/examples/serve_onnx.py`).
 
-`BiLm.forward` is built for speed in PyTorch: it packs sentences by length, encodes each distinct
-word once and keeps a word cache, and all of that gives shapes that depend on the data. The graph
-exported here computes the same function on padded tensors instead: the char CNN over every
-position and all 50 character columns, and each LSTM layer as one `torch.while_loop` over the
-time steps (an ONNX `Loop`) in which padded positions run but never reach a real one (padding
-is at the end in both directions, after `reverse_padded`). The weights are the `BiLm`'s own.
+`BiLm.forward` is built for speed in PyTorch: it packs sentences by length, trims the character
+columns after the longest word and keeps a word cache across batches, with Python-side shapes
+that an exported graph cannot hold. The graph exported here computes the same function on padded
+tensors: the char CNN over each distinct word of the batch (ONNX `Unique`) and all 50 character
+columns, and each LSTM layer as one `torch.while_loop` over the time steps (an ONNX `Loop`) in
+which padded positions run but never reach a real one (padding is at the end in both
+directions, after `reverse_padded`). The weights are the `BiLm`'s own.
 """
 
 import argparse
@@ -81,7 +82,9 @@ class ExportableBiLm(nn.Module):
         mask = (char_ids > 0).any(-1)
         ids, boundary_mask = add_sentence_boundaries(char_ids, mask)
         batch_size, timesteps, max_chars = ids.shape
-        words = self.bilm.char_cnn.encode_words(ids.reshape(-1, max_chars), trim=False)
+        # each distinct word once (an ONNX `Unique`), as `BiLm` does: the char CNN is most of the cost
+        distinct, index = torch.unique(ids.reshape(-1, max_chars), dim=0, return_inverse=True)
+        words = self.bilm.char_cnn.encode_words(distinct, trim=False)[index]
         token = words.view(batch_size, timesteps, -1) * boundary_mask[..., None]
         lengths = boundary_mask.long().sum(-1)
         x = torch.stack([token, reverse_padded(token, lengths)])  # (2, batch, T2, proj)
