@@ -177,7 +177,9 @@ def figure(rows: Sequence[Dict[str, Any]]):
     from elmo_plugin.analysis.report import pyplot
 
     plt = pyplot()
-    fig, axis = plt.subplots(figsize=(7.0, 3.2))
+    fig, axis = plt.subplots(figsize=(7.5, 3.2))
+    names = {"baseline": "baseline", "elmo": "+ ELMo"}
+    labelled = set()  # each legend entry once, from the first bar of its kind (any task)
     for i, row in enumerate(rows):
         for offset, key, color in ((-0.18, "baseline", "tab:gray"), (0.18, "elmo", "tab:blue")):
             if row[f"{key}_mean"] is not None:
@@ -188,17 +190,18 @@ def figure(rows: Sequence[Dict[str, Any]]):
                     yerr=row[f"{key}_std"] or 0.0,
                     color=color,
                     capsize=3,
-                    label=("baseline" if key == "baseline" else "+ ELMo") if i == 0 else None,
+                    label=None if key in labelled else names[key],
                 )
-            paper = row[f"paper_{key}"]
+                labelled.add(key)
             axis.plot(
-                i + offset, paper, marker="_", markersize=14, color="black",
-                label="paper" if i == 0 and key == "baseline" else None,
+                i + offset, row[f"paper_{key}"], marker="_", markersize=14, color="black",
+                label=None if "paper" in labelled else "paper",
             )  # fmt: skip
+            labelled.add("paper")
     axis.set_xticks(range(len(rows)))
     axis.set_xticklabels([f"{r['task']}\n({r['metric']})" for r in rows], fontsize=8)
     axis.set_ylabel("test metric (%)")
-    axis.legend(fontsize=7, loc="lower right")
+    axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig
 

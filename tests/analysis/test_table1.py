@@ -99,3 +99,21 @@ def test_rows_option_trains_only_the_rows_asked_for(tmp_path):
     training = FakeTraining()
     table1.run_table(str(tmp_path / "t1"), "cpu", [1], ["sst"], rows=["elmo"], train_run=training)
     assert len(training.calls) == 1 and training.calls[0].startswith("placement=config")
+
+
+def test_figure_legend_names_each_row_once_whichever_task_has_it():
+    """The first task may have no + ELMo run yet: the legend still names it (and only once)."""
+    row = {
+        "task": "squad",
+        "metric": "F1",
+        "baseline_mean": 40.0,
+        "baseline_std": None,
+        "elmo_mean": None,
+        "elmo_std": None,
+        "paper_baseline": 81.1,
+        "paper_elmo": 85.8,
+    }
+    second = {**row, "task": "snli", "elmo_mean": 60.0, "paper_baseline": 88.0, "paper_elmo": 88.7}
+    figure = table1.figure([row, second])
+    labels = [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
+    assert sorted(labels) == ["+ ELMo", "baseline", "paper"]
