@@ -187,7 +187,7 @@ def figure(rows: Sequence[Dict[str, Any]]):
                     i + offset,
                     row[f"{key}_mean"],
                     width=0.34,
-                    yerr=row[f"{key}_std"] or 0.0,
+                    yerr=row[f"{key}_std"],  # none with one seed (no cap drawn)
                     color=color,
                     capsize=3,
                     label=None if key in labelled else names[key],
