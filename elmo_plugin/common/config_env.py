@@ -14,8 +14,9 @@ file `ELMO_OPTIONS_FILE` names.
 import json
 import logging
 import os
+import re
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Set
 
 from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
 from elmo_plugin.data.word_vectors import vector_defaults, vectors_dir
@@ -121,29 +122,29 @@ def plugin_defaulted(name: str) -> bool:
     return name in _defaulted and os.environ.get(name) == _defaulted[name]
 
 
+# baseline word-vector variables that got "" because their file is not built yet, and those a
+# warning has named already
+_unbuilt: Set[str] = set()
+_warned: Set[str] = set()
+
+
 def set_config_defaults() -> None:
     """Every variable of `config_defaults()` the user has not set gets its default; a baseline
-    word-vector file that is not built yet gives empty (embeddings trained from scratch, with a
-    warning naming the command that builds it) until it is. `ELMO_PROJECTION_DIM` comes from
-    the options file `ELMO_OPTIONS_FILE` names."""
+    word-vector file that is not built yet gives empty (embeddings trained from scratch) until it
+    is, and the first config that reads it says so (`warn_unbuilt`). `ELMO_PROJECTION_DIM` comes
+    from the options file `ELMO_OPTIONS_FILE` names."""
     vector_variables = vector_defaults()
-    unbuilt = []
     for name, value in config_defaults().items():
         if name in os.environ and not plugin_defaulted(name):
+            _unbuilt.discard(name)
             continue  # the user's own value
         if name in vector_variables and not Path(value).is_file():
-            if os.environ.get(name) != "":
-                unbuilt.append(name)
+            _unbuilt.add(name)
             value = ""
+        else:
+            _unbuilt.discard(name)
         os.environ[name] = value
         _defaulted[name] = value
-    if unbuilt:
-        logger.warning(
-            "baseline word vectors not built yet (%s): those word embeddings train from scratch; "
-            "`allennlp elmo-table1` or `allennlp elmo-word-vectors` builds them under %s",
-            ", ".join(unbuilt),
-            vectors_dir(),
-        )
     # always from the options file in force (a value inherited from a parent process that used
     # another biLM would give the configs a stale width)
     options_file = Path(os.environ["ELMO_OPTIONS_FILE"])
@@ -152,10 +153,46 @@ def set_config_defaults() -> None:
             os.environ["ELMO_PROJECTION_DIM"] = str(json.load(handle)["lstm"]["projection_dim"])
 
 
+_IMPORT = re.compile(r'import(?:str)?\s+"([^"]+)"')
+_EXTVAR = re.compile(r'std\.extVar\(\s*"(\w+)"\s*\)')
+
+
+def config_variables(config_file: str) -> Set[str]:
+    """The `std.extVar` names a jsonnet config reads, in its own text and its imports'."""
+    names: Set[str] = set()
+    seen: Set[Path] = set()
+    todo = [Path(config_file)]
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        text = path.read_text(encoding="utf-8", errors="replace")
+        names.update(_EXTVAR.findall(text))
+        todo.extend(path.parent / imported for imported in _IMPORT.findall(text))
+    return names
+
+
+def warn_unbuilt(config_file: str) -> None:
+    """One warning for the baseline word-vector files `config_file` reads that are not built yet
+    (its word embeddings then train from scratch), naming the command that builds them."""
+    names = sorted((config_variables(config_file) & _unbuilt) - _warned)
+    if names:
+        _warned.update(names)
+        logger.warning(
+            "baseline word vectors not built yet (%s): %s trains those word embeddings from "
+            "scratch; `allennlp elmo-table1` or `allennlp elmo-word-vectors` builds them under %s",
+            ", ".join(names),
+            config_file,
+            vectors_dir(),
+        )
+
+
 def install() -> None:
     """Set the defaults now and again each time AllenNLP reads a config (`Params.from_file`), so
     that `ELMO_PROJECTION_DIM` follows `ELMO_OPTIONS_FILE` when a script changes it after
-    importing the plugin; a second call changes nothing."""
+    importing the plugin, and warn there about unbuilt word vectors the config reads; a second
+    call changes nothing."""
     from allennlp.common import Params
 
     set_config_defaults()
@@ -165,6 +202,9 @@ def install() -> None:
 
     def from_file(cls: Any, *args: Any, **kwargs: Any) -> Any:
         set_config_defaults()
+        config_file = args[0] if args else kwargs.get("params_file")
+        if config_file is not None:
+            warn_unbuilt(str(config_file))
         return read(cls, *args, **kwargs)
 
     from_file._elmo_plugin = True  # type: ignore[attr-defined]

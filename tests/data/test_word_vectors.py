@@ -9,6 +9,7 @@ from allennlp.modules.token_embedders import Embedding
 
 from elmo_bilm.files import FormatError
 from elmo_plugin.data.word_vectors import train_word_vectors
+from tests.conftest import REPO_ROOT
 
 SENTENCES = [
     "the cat sat on the mat .",
@@ -62,17 +63,28 @@ def test_lowercase_and_errors(corpus, tmp_path):
 
 def test_unbuilt_baseline_vectors_default_to_empty_until_built(tmp_path, monkeypatch, caplog):
     """A fresh machine trains every config as printed (embeddings from scratch, with a warning
-    naming the command); once the file is built, the same default names it."""
+    naming the command when a config that reads the variable is read, and only then); once the
+    file is built, the same default names it."""
     from elmo_plugin.common import config_env
     from elmo_plugin.data.word_vectors import missing_baseline_vectors
 
     monkeypatch.setenv("ELMO_PLUGIN_VECTORS", str(tmp_path))
     monkeypatch.setattr(config_env, "_defaulted", {})
+    monkeypatch.setattr(config_env, "_unbuilt", set())
+    monkeypatch.setattr(config_env, "_warned", set())
     for name in ("SNLI", "SQUAD", "COREF", "SST", "SRL", "CONLL2003"):
         monkeypatch.delenv(f"{name}_WORD_VECTORS")
     config_env.set_config_defaults()
     assert os.environ["SNLI_WORD_VECTORS"] == ""
-    assert "SNLI_WORD_VECTORS" in caplog.text and "elmo-table1" in caplog.text
+    assert "WORD_VECTORS" not in caplog.text  # no config read yet
+    configs = REPO_ROOT / "training_config"
+    Params.from_file(str(configs / "bilm_small.jsonnet"))  # reads no word vectors
+    assert "WORD_VECTORS" not in caplog.text
+    Params.from_file(str(configs / "snli_esim_elmo.jsonnet"))  # through its libsonnet
+    assert "(SNLI_WORD_VECTORS)" in caplog.text and "elmo-table1" in caplog.text
+    assert caplog.text.count("not built yet") == 1
+    Params.from_file(str(configs / "snli_esim.jsonnet"))  # named once per process
+    assert caplog.text.count("not built yet") == 1
     assert str(tmp_path / "w2v_cased_300d.txt.gz") in missing_baseline_vectors(
         ["SNLI_WORD_VECTORS"]
     )
