@@ -112,3 +112,22 @@ def test_word_vectors_command_passes_its_options(corpus, tmp_path):
         run_command(ElmoWordVectors, argv)
     run_command(ElmoWordVectors, [*argv, "--overwrite", "--dim", "4"])
     assert all(len(v) == 4 for v in read_vectors(out).values())
+
+
+def test_config_variables_follow_imports_relative_and_absolute(tmp_path):
+    """A sweep's run config imports its libsonnet by absolute path; a comment naming a variable
+    is not a read."""
+    from elmo_plugin.common.config_env import config_variables
+
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "task.libsonnet").write_text(
+        '// reads SST_WORD_VECTORS below\n{ f: std.extVar("SST_WORD_VECTORS"), '
+        'g: import "inner.libsonnet" }\n'
+    )
+    (tmp_path / "lib" / "inner.libsonnet").write_text('{ h: std.extVar( "SEED" ) }\n')
+    run = tmp_path / "run.jsonnet"
+    run.write_text(
+        f'local t = import "{tmp_path / "lib" / "task.libsonnet"}";\n// SNLI_WORD_VECTORS\nt\n'
+    )
+    assert config_variables(str(run)) == {"SST_WORD_VECTORS", "SEED"}
+    assert config_variables(str(tmp_path / "missing.jsonnet")) == set()
