@@ -164,6 +164,13 @@ def test_elmo_configs_have_every_switch_and_a_seed(config, tmp_path, monkeypatch
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda path: path.name)
+def test_every_config_recovers_exactly(config):
+    """`--recover` retraces the run for every shipped config (docs/reliability.md)."""
+    callbacks = _params(config.name)["trainer"].get("callbacks", [])
+    assert {"type": "elmo_plugin_exact_recovery"} in callbacks
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda path: path.name)
 def test_validation_batches_are_deterministic(config):
     params = _params(config.name)
     if config.name.startswith("bilm"):

@@ -117,3 +117,25 @@ def test_figure_legend_names_each_row_once_whichever_task_has_it():
     figure = table1.figure([row, second])
     labels = [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
     assert sorted(labels) == ["+ ELMo", "baseline", "paper"]
+
+
+def test_cpu_scale_trains_srl_at_batch_16_on_a_tenth(tmp_path):
+    """The SRL departure of the `cpu` scale (batch 16, 20 epochs) reaches every run."""
+    seen = []
+
+    def record(run_dir: Path, config_text: str, overrides):
+        seen.append((run_dir.name, json.loads(overrides)))
+        run_dir.mkdir(parents=True)  # what the sweep reads back after a run
+        metrics = {"best_validation_f1-measure-overall": 0.5, "test_f1-measure-overall": 0.4}
+        (run_dir / "metrics.json").write_text(json.dumps(metrics))
+        config = {"trainer": {"validation_metric": "+f1-measure-overall"}}
+        (run_dir / "config.json").write_text(json.dumps(config))
+
+    table1.run_table(str(tmp_path / "t1"), "cpu", [1], ["srl"], train_run=record)
+    assert [name for name, _ in seen] == [
+        "placement=none,fraction=0.1,seed=1",
+        "placement=config,lambda=None,layers=None,gamma=None,fraction=0.1,seed=1",
+    ]
+    for _, overrides in seen:
+        assert overrides["data_loader.batch_sampler.batch_size"] == 16
+        assert overrides["trainer.num_epochs"] == 20 and overrides["trainer.patience"] == 5

@@ -107,6 +107,9 @@ def test_command_writes_once_and_explains_errors(tmp_path, capsys):
     assert main([str(out), *files]) == 1  # not overwritten
     assert "exists; not overwriting" in capsys.readouterr().err
     assert out.stat().st_mtime_ns == written
+    out.write_bytes(b"stale")
+    assert main([str(out), *files, "--overwrite"]) == 0  # replaced, with a readable model
+    onnxruntime.InferenceSession(str(out), providers=["CPUExecutionProvider"])
     assert main([str(tmp_path / "missing" / "bilm.onnx"), *files]) == 1
     assert "no such folder" in capsys.readouterr().err
     assert main([str(tmp_path / "x.onnx"), "--options-file", str(OPTIONS_FILE)]) == 1
