@@ -26,6 +26,13 @@ pytestmark = pytest.mark.slow
 CORE_DEPENDENCIES = {"torch", "numpy", "h5py", "tqdm"}
 
 
+def run_ok(command: List[str], **kwargs) -> str:
+    """Run `command` (a subprocess, 10 minutes at most), assert it succeeded, return its stdout."""
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, **kwargs)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    return result.stdout
+
+
 @pytest.fixture(scope="module")
 def wheels(tmp_path_factory, repo_root) -> Dict[str, Path]:
     """Both wheels, built from a copy of the sources (an in-tree build leaves build/ behind)."""
@@ -39,8 +46,7 @@ def wheels(tmp_path_factory, repo_root) -> Dict[str, Path]:
         shutil.copytree(repo_root / name, source / name, ignore=ignore)
     pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w"]
     command = [*pip, str(out / "dist"), str(source / "packaging" / "elmo-bilm"), str(source)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=out)
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_ok(command, cwd=out)
     (core,) = (out / "dist").glob("elmo_bilm-*.whl")
     (plugin,) = (out / "dist").glob("elmo_plugin-*.whl")
     return {"core": core, "plugin": plugin}
@@ -113,12 +119,9 @@ def test_core_wheel_runs_in_a_fresh_venv_without_allennlp(wheels, tmp_path, repo
             source = Path(str(dist.locate_file(top)))
             if source.exists() and not (deps / top).exists():
                 (deps / top).symlink_to(source)
-    site = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    site = run_ok(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
+    ).strip()
     Path(site, "core_dependencies.pth").write_text(f"{deps}\n")
     clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     # --isolated: not this machine's pip configuration (its find-links hold other torch builds);
@@ -127,19 +130,10 @@ def test_core_wheel_runs_in_a_fresh_venv_without_allennlp(wheels, tmp_path, repo
     # are checked against what the venv sees instead
     install = [str(python), "-m", "pip", "--isolated", "install", "--no-index", "--no-deps"]
     install += ["--find-links", str(wheels["core"].parent), "elmo-bilm"]
-    result = subprocess.run(install, capture_output=True, text=True, timeout=600, env=clean)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    run_ok(install, env=clean)
     versions = "import importlib.metadata as m, json, sys; "
     versions += "print(json.dumps({n: m.version(n) for n in sys.argv[1:]}))"
-    listed = subprocess.run(
-        [str(python), "-c", versions, *CORE_DEPENDENCIES],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=clean,
-    )
-    assert listed.returncode == 0, listed.stderr[-3000:]
-    found = json.loads(listed.stdout)
+    found = json.loads(run_ok([str(python), "-c", versions, *CORE_DEPENDENCIES], env=clean))
     for requirement in core_requirements(wheels["core"]):
         assert requirement.specifier.contains(found[requirement.name]), (requirement, found)
     code = (
@@ -155,22 +149,11 @@ def test_core_wheel_runs_in_a_fresh_venv_without_allennlp(wheels, tmp_path, repo
         "print(tuple(out['elmo_representations'][1].shape), vectors.shape)\n"
         "assert 'allennlp' not in sys.modules\n"
     )
-    result = subprocess.run(
-        [str(python), "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-        env=clean,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.split() == ["(1,", "3,", "128)", "(3,", "3,", "128)"]
+    stdout = run_ok([str(python), "-c", code], cwd=tmp_path, env=clean)
+    assert stdout.split() == ["(1,", "3,", "128)", "(3,", "3,", "128)"]
     (tmp_path / "in.txt").write_text("a fresh venv\n")
     embed = [str(env_dir / "bin" / "elmo-embed"), "in.txt", "out.hdf5"]
-    result = subprocess.run(
-        embed, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=clean
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_ok(embed, cwd=tmp_path, env=clean)
     import h5py
 
     with h5py.File(tmp_path / "out.hdf5", "r") as out:
@@ -190,7 +173,7 @@ def test_installed_wheels_embed_with_the_shipped_biLM(wheels, tmp_path, repo_roo
         str(wheels["core"]),
         str(wheels["plugin"]),
     ]
-    assert subprocess.run(install, capture_output=True, timeout=300).returncode == 0
+    run_ok(install)
     environment = {**os.environ, "PYTHONPATH": str(target)}
     for name in data_defaults(Path("unused")):  # as on a machine without the bundled data
         environment.pop(name, None)
@@ -204,23 +187,12 @@ def test_installed_wheels_embed_with_the_shipped_biLM(wheels, tmp_path, repo_roo
         "embedder = TokenEmbedder.from_params(Params({'type': 'elmo_plugin_token_embedder'})).eval()\n"
         "print(tuple(embedder(batch_to_ids([['a', 'shipped', 'biLM']])).shape))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-        env=environment,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.split()[-3:] == ["(1,", "3,", "128)"]
+    stdout = run_ok([sys.executable, "-c", code], cwd=tmp_path, env=environment)
+    assert stdout.split()[-3:] == ["(1,", "3,", "128)"]
     (tmp_path / "in.txt").write_text("a shipped biLM\n")
     (tmp_path / ".allennlp_plugins").write_text("elmo_plugin\n")
     allennlp = [sys.executable, "-m", "allennlp", "elmo-embed", "in.txt", "out.hdf5"]
-    result = subprocess.run(
-        allennlp, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=environment
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_ok(allennlp, cwd=tmp_path, env=environment)
     import h5py
 
     with h5py.File(tmp_path / "out.hdf5", "r") as out:
