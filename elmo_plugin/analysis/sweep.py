@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tarfile
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence
 
@@ -178,6 +179,31 @@ def is_finished(run_dir: Path) -> bool:
     return True
 
 
+# a line AllenNLP logs: "2026-11-24 03:14:35,147 - INFO - allennlp.common.plugins - Plugin ..."
+_LOG_LINE = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d{3} - [A-Z]+ - \S+ - (.*)")
+# every `allennlp` command logs this first (plugin discovery), so it starts each invocation
+_INVOCATION_START = "Plugin allennlp_models available"
+
+
+def wall_time(run_dir: Path) -> Optional[float]:
+    """Seconds a run spent in `allennlp train`, summed over its invocations (a run resumed with
+    `--recover` has several in its log): from each invocation's first logged line to its last.
+    Time after an interrupted invocation's last line (work redone on resuming) is not counted.
+    None when the run has no log."""
+    log_file = run_dir.parent / f"{run_dir.name}.log"
+    if not log_file.is_file():
+        return None
+    spans: List[List[datetime]] = []
+    with open(log_file, errors="replace") as log:
+        for line in log:
+            for stamp, message in _LOG_LINE.findall(line):  # tqdm lines may hold one mid-line
+                moment = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S")
+                if message.startswith(_INVOCATION_START) or not spans:
+                    spans.append([moment, moment])
+                spans[-1][1] = moment
+    return sum((end - start).total_seconds() for start, end in spans)
+
+
 def validation_metric(run_dir: Path) -> str:
     """The run's validation metric without its sign (from the config AllenNLP saved), e.g.
     `f1-measure-overall`."""
@@ -196,7 +222,7 @@ def sweep(
     subset_seed: Optional[int] = None,
 ) -> Iterator[Dict]:
     """Train every run not finished yet (`is_finished`: a finished run is not trained again);
-    yield each run's record: its settings, best dev and test metric."""
+    yield each run's record: its settings, best dev and test metric, training time."""
     if fraction_batches_per_epoch is not None and fraction_batches_per_epoch < 1:
         raise ValueError(f"batches per epoch must be positive, got {fraction_batches_per_epoch}")
     for run in runs:
@@ -213,6 +239,7 @@ def sweep(
             "best_dev": metrics.get(f"best_validation_{metric}"),
             "test": metrics.get(f"test_{metric}"),
             "best_epoch": metrics.get("best_epoch"),
+            "wall_time_s": wall_time(run_dir),
         }
 
 

@@ -97,11 +97,6 @@ def runs(seeds: Sequence[int], fraction: float) -> List[sweep.Run]:
     return sweep.grid([sweep.BASELINE, None], [None], [None], [None], [fraction], seeds)
 
 
-def percent(value: Optional[float]) -> Optional[float]:
-    """AllenNLP's metrics are fractions; Table 1 is in percent."""
-    return None if value is None else 100.0 * value
-
-
 def error_reduction(baseline: float, elmo: float) -> float:
     """Relative error reduction in percent, as Table 1's last column: the share of the
     baseline's error (100 - baseline) that ELMo removes."""
@@ -113,8 +108,8 @@ def summarise(task: str, records: Sequence[Dict[str, Any]], train_size: Optional
     spec = TASKS[task]
     row: Dict[str, Any] = {"task": task, "metric": spec.metric, "train_size": train_size}
     for key, placement in (("baseline", sweep.BASELINE), ("elmo", None)):
-        values = [
-            percent(r["test"])
+        values: List[float] = [
+            100.0 * r["test"]  # AllenNLP's fractions, in percent as Table 1
             for r in records
             if r["placement"] == placement and r["test"] is not None
         ]
@@ -127,6 +122,8 @@ def summarise(task: str, records: Sequence[Dict[str, Any]], train_size: Optional
         stds = [s for s in (row["baseline_std"], row["elmo_std"]) if s is not None]
         # the issue's bar: above the baseline by more than twice the larger standard deviation
         row["beyond_two_std"] = bool(stds) and row["increase"] > 2 * max(stds)
+    times = [r["wall_time_s"] for r in records if r.get("wall_time_s") is not None]
+    row["wall_time_s"] = sum(times) if times else None  # all the task's runs, one after another
     row["paper_baseline"] = spec.paper_baseline
     row["paper_elmo"] = spec.paper_elmo
     row["paper_increase"] = round(spec.paper_elmo - spec.paper_baseline, 2)
@@ -177,8 +174,18 @@ def markdown(rows: Sequence[Dict[str, Any]], scale: str) -> str:
                 f"{row['paper_increase']:+.2f} / {row['paper_error_reduction']:.1f}%",
             ]
         )
-    return f"Table 1 at the `{scale}` scale (test figures, mean +/- std over seeds)\n\n" + (
-        markdown_table(header, body)
+    times = [row["wall_time_s"] for row in rows if row["wall_time_s"] is not None]
+    count = sum(row["baseline_seeds"] + row["elmo_seeds"] for row in rows)
+    total = (
+        f"\nTraining time of the {count} runs, one after another: {sum(times) / 3600:.1f} h"
+        " (each run's `allennlp train` time, from its log)\n"
+        if times
+        else ""
+    )
+    return (
+        f"Table 1 at the `{scale}` scale (test figures, mean +/- std over seeds)\n\n"
+        + markdown_table(header, body)
+        + total
     )
 
 
@@ -240,6 +247,7 @@ def result(scale: str, seeds: Sequence[int], records: Dict[str, List[Dict]], row
         "scales": {task: asdict(SCALES[scale][task]) for task in records},
         "runs": records,
         "table": rows,
+        "wall_time_s": sum(row["wall_time_s"] or 0.0 for row in rows),
     }
 
 

@@ -131,6 +131,24 @@ def test_sweep_trains_resumes_and_reports(tmp_path, monkeypatch):
     assert mix_weights(torch.nn.Linear(1, 1)) == []
 
 
+def test_wall_time_sums_each_invocation_of_a_resumed_run(tmp_path):
+    run_dir = tmp_path / "placement=none,fraction=1.0,seed=1"
+    assert sweep.wall_time(run_dir) is None  # no log: unknown, not zero
+    line = "2026-11-24 {} - INFO - allennlp.{} - {}\n"
+    run_dir.with_name(f"{run_dir.name}.log").write_text(
+        line.format("02:00:00,100", "common.plugins", "Plugin allennlp_models available")
+        + line.format("02:05:00,000", "training.trainer", "Epoch 0/9")
+        + "  0%|          | 0/9 [00:00<?, ?it/s]"  # a progress bar, then a stamp mid-line
+        + line.format("02:30:00,000", "training.trainer", "Epoch 1/9")
+        + "Traceback (most recent call last): killed\n"
+        # the kill's 30 minutes until the resume are not training
+        + line.format("03:00:00,000", "common.plugins", "Plugin allennlp_models available")
+        + line.format("03:00:05,000", "training.util", "Recovering from prior training")
+        + line.format("03:20:00,000", "models.archival", "archiving weights")
+    )
+    assert sweep.wall_time(run_dir) == 30 * 60 + 20 * 60
+
+
 def test_fractions_outside_zero_one_are_refused():
     from elmo_plugin.analysis.sweep import grid
 

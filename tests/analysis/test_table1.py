@@ -35,6 +35,9 @@ class FakeTraining:
         (run_dir / "config.json").write_text(json.dumps(config))
         metrics = {"best_validation_accuracy": 0.5, "test_accuracy": TEST[(placement, seed)]}
         (run_dir / "metrics.json").write_text(json.dumps(metrics))
+        log = "2026-11-24 10:{:02d}:00,000 - INFO - allennlp.common.plugins - Plugin {}\n"
+        log = log.format(0, "allennlp_models available") + log.format(10, "elmo_plugin available")
+        run_dir.with_name(f"{run_dir.name}.log").write_text(log)  # 10 minutes of training
         if self.archive:
             with tarfile.open(run_dir / "model.tar.gz", "w:gz") as tar:
                 tar.add(run_dir / "config.json", arcname="config.json")
@@ -60,6 +63,7 @@ def test_grid_resume_and_report(tmp_path):
     assert row["beyond_two_std"] is True  # 6 > 2 * 1.414
     assert row["paper_error_reduction"] == pytest.approx(100 * 3.3 / 48.6)  # 51.4 -> 54.7
     assert result["scales"]["sst"]["overrides"]["dataset_reader.use_subtrees"] is False
+    assert row["wall_time_s"] == result["wall_time_s"] == 4 * 600.0  # four runs of 10 minutes
     # resumed: nothing trained again; a wider seed list trains only the new seed
     again = FakeTraining()
     table1.run_table(out, "cpu", [1, 2], ["sst"], train_run=again)
@@ -77,6 +81,7 @@ def test_grid_resume_and_report(tmp_path):
     text = Path(out, "table1.md").read_text()
     row = "| sst | accuracy | 6 | 41.00 +/- 1.41 | 47.00 +/- 1.41 | +6.00 / 10.2% | 2 / 2 |"
     assert row + " 51.40 | 54.70 | +3.30 / 6.8% |" in text
+    assert "Training time of the 4 runs, one after another: 0.7 h" in text
 
 
 def test_other_tasks_finished_runs_stay_in_the_report(tmp_path):
