@@ -44,6 +44,11 @@ class ElmoTable1(Subcommand):
         subparser.add_argument(
             "--output-dir", help="where table1.json / .md / .png go (default: -s)"
         )
+        subparser.add_argument(
+            "--no-train",
+            action="store_true",
+            help="tabulate the finished runs only (e.g. while the grid trains in another process)",
+        )
         subparser.set_defaults(func=_run)
         return subparser
 
@@ -52,12 +57,17 @@ def _run(args: argparse.Namespace) -> None:
     from elmo_plugin.common.config_env import data_dir, set_config_defaults
     from elmo_plugin.data.word_vectors import build_baseline_vectors
 
-    # both rows read the word vectors (+ ELMo adds to the baseline's inputs)
-    variables = [table1.TASKS[task].word_vectors for task in args.tasks]
-    data = data_dir()
-    if data is not None and build_baseline_vectors(variables, str(data / "wikipedia")):
-        set_config_defaults()  # the runs (child processes) read the files just built
-    result = table1.run_table(args.serialization_dir, args.scale, args.seeds, args.tasks, args.rows)
+    if args.no_train:
+        result = table1.collect(args.serialization_dir, args.scale, args.seeds)
+    else:
+        # both rows read the word vectors (+ ELMo adds to the baseline's inputs)
+        variables = [table1.TASKS[task].word_vectors for task in args.tasks]
+        data = data_dir()
+        if data is not None and build_baseline_vectors(variables, str(data / "wikipedia")):
+            set_config_defaults()  # the runs (child processes) read the files just built
+        result = table1.run_table(
+            args.serialization_dir, args.scale, args.seeds, args.tasks, args.rows
+        )
     table = table1.markdown(result["table"], args.scale)
     figure = table1.figure(result["table"]) if result["table"] else None
     output_dir = args.output_dir or args.serialization_dir

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from elmo_plugin.analysis import report, table1
+from elmo_plugin.commands.elmo_table1 import ElmoTable1
+from tests.analysis.conftest import run_command
 from tests.conftest import REPO_ROOT
 
 TINY_SST = str(REPO_ROOT / "fixtures" / "sst" / "tiny.txt")
@@ -91,6 +93,18 @@ def test_other_tasks_finished_runs_stay_in_the_report(tmp_path):
     result = table1.collect(out, "cpu", [1])
     assert [row["task"] for row in result["table"]] == ["sst"]  # ner has no finished run
     assert result["table"][0]["baseline_std"] is None  # one seed: no spread
+
+
+def test_no_train_tabulates_the_finished_runs_and_trains_nothing(tmp_path):
+    out = tmp_path / "t1"
+    table1.run_table(str(out), "cpu", [1], ["sst"], rows=["baseline"], train_run=FakeTraining())
+    argv = ["elmo-table1", "-s", str(out), "--seeds", "1", "2", "--no-train"]
+    run_command(ElmoTable1, argv + ["--output-dir", str(tmp_path / "report")])
+    (row,) = json.loads((tmp_path / "report" / "table1.json").read_text())["table"]
+    assert (row["baseline_seeds"], row["elmo_seeds"]) == (1, 0)  # seed 2 and + ELMo not trained
+    assert sorted(p.name for p in (out / "sst").iterdir() if p.is_dir()) == [
+        "placement=none,fraction=1.0,seed=1"
+    ]
 
 
 def test_unknown_task_and_scale_are_refused(tmp_path):
