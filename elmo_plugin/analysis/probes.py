@@ -141,18 +141,16 @@ class WsdData:
         except (ElementTree.ParseError, OSError) as error:
             raise FormatError(f"{xml_file}: not a Raganato data.xml ({error})") from error
         for sentence in root.iter("sentence"):
-            tokens = []
+            tokens: List[str] = []
             for word in sentence:
                 if word.tag == "instance":
-                    self.instances.append(
-                        (
-                            len(self.sentences),
-                            len(tokens),
-                            word.get("id"),
-                            word.get("lemma"),
-                            word.get("pos"),
+                    id_, lemma, pos = (word.get(name) for name in ("id", "lemma", "pos"))
+                    if id_ is None or lemma is None or pos is None:
+                        raise FormatError(
+                            f"{xml_file}: an <instance> of sentence {sentence.get('id')} lacks "
+                            "its id, lemma or pos attribute"
                         )
-                    )
+                    self.instances.append((len(self.sentences), len(tokens), id_, lemma, pos))
                 tokens.append(word.text or "_")
             self.sentences.append(tokens)
         self.gold: Dict[str, Set[str]] = {}

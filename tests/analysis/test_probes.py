@@ -95,6 +95,14 @@ def test_wsd_probe_leave_one_out(tmp_path, fixture_bilm):
         WsdData.from_dir(str(tmp_path / "nowhere"))
 
 
+def test_wsd_instance_without_its_attributes_names_file_and_sentence(tmp_path):
+    folder = write_wsd(tmp_path / "d", "d", [("river", "bank%1:17:01::")])
+    xml = tmp_path / "d" / "d.data.xml"
+    xml.write_text(xml.read_text().replace(' lemma="bank"', ""))
+    with pytest.raises(FormatError, match=r"d.data.xml: an <instance> of sentence d.s0 lacks"):
+        WsdData.from_dir(folder)
+
+
 @pytest.mark.parametrize("where", ["before", "after"])
 @pytest.mark.parametrize("probe", ["pos", "wsd"])
 def test_probes_accept_include_package_like_every_allennlp_command(probe, where, monkeypatch):
