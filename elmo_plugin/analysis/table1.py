@@ -131,6 +131,12 @@ def summarise(task: str, records: Sequence[Dict[str, Any]], train_size: Optional
     return row
 
 
+def total_wall_time(rows: Sequence[Dict[str, Any]]) -> Optional[float]:
+    """Seconds of training of every run in `rows`, one after another (None: no run has a log)."""
+    times = [row["wall_time_s"] for row in rows if row["wall_time_s"] is not None]
+    return sum(times) if times else None
+
+
 def _cell(mean: Optional[float], std: Optional[float]) -> str:
     if mean is None:
         return "-"
@@ -174,12 +180,12 @@ def markdown(rows: Sequence[Dict[str, Any]], scale: str) -> str:
                 f"{row['paper_increase']:+.2f} / {row['paper_error_reduction']:.1f}%",
             ]
         )
-    times = [row["wall_time_s"] for row in rows if row["wall_time_s"] is not None]
+    seconds = total_wall_time(rows)
     count = sum(row["baseline_seeds"] + row["elmo_seeds"] for row in rows)
     total = (
-        f"\nTraining time of the {count} runs, one after another: {sum(times) / 3600:.1f} h"
+        f"\nTraining time of the {count} runs, one after another: {seconds / 3600:.1f} h"
         " (each run's `allennlp train` time, from its log)\n"
-        if times
+        if seconds is not None
         else ""
     )
     return (
@@ -247,7 +253,7 @@ def result(scale: str, seeds: Sequence[int], records: Dict[str, List[Dict]], row
         "scales": {task: asdict(SCALES[scale][task]) for task in records},
         "runs": records,
         "table": rows,
-        "wall_time_s": sum(row["wall_time_s"] or 0.0 for row in rows),
+        "wall_time_s": total_wall_time(rows),
     }
 
 
