@@ -34,7 +34,7 @@ AVX2 := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy elmo_bilm elmo_plugin/modules elmo_plugin/analysis
+	$(BIN)/mypy elmo_bilm elmo_plugin
 	$(BIN)/python -m pytest -q tests
 	$(AVX2) $(BIN)/python -m pytest -q -m numerics tests
 	$(MAKE) docs

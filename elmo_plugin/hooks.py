@@ -46,7 +46,9 @@ def allow_numpy_scalars_in_checkpoints() -> None:
         type(numpy.dtype(name))
         for name in ("float16", "float32", "float64", "int32", "int64", "bool")
     ]
-    torch.serialization.add_safe_globals([numpy._core.multiarray.scalar, numpy.dtype, *dtypes])
+    # numpy 2 pickles scalars by this private path; numpy's stubs do not declare it
+    scalar = numpy._core.multiarray.scalar  # type: ignore[attr-defined]
+    torch.serialization.add_safe_globals([scalar, numpy.dtype, *dtypes])
 
 
 def destroy_process_group() -> None:

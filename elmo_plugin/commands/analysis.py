@@ -205,7 +205,7 @@ def _subparser(
 ) -> argparse.ArgumentParser:
     """The subcommand's parser, described by the first paragraph of its docstring."""
     return parser.add_parser(
-        command.name, description=command.__doc__.split("\n\n")[0], help=help_text
+        command.name, description=(command.__doc__ or "").split("\n\n")[0], help=help_text
     )
 
 

@@ -44,10 +44,11 @@ def export_model(model: BiLmLanguageModel, output_dir: str) -> None:
         tokens = write_bilm_tf_vocab(model.vocab, paths["vocab.txt"], namespace=model.lm_namespace)
         # softmax rows in vocab.txt order (<UNK> = the namespace's OOV row)
         rows = [model.vocab.get_token_index(token, model.lm_namespace) for token in tokens]
-        softmax = (
-            model.softmax.softmax_w.detach().float().cpu()[rows].numpy(),
-            model.softmax.softmax_b.detach().float().cpu()[rows].numpy(),
+        weight, bias = (
+            parameter.detach().float().cpu()[rows].numpy()
+            for parameter in model.softmax_parameters()
         )
+        softmax = (weight, bias)
         model.bilm.options["n_tokens_vocab"] = len(tokens)
         export_bilm_tf(model.bilm, paths["options.json"], paths["weights.hdf5"], softmax=softmax)
         os.makedirs(output_dir, exist_ok=True)

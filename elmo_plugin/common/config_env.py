@@ -208,4 +208,4 @@ def install() -> None:
         return read(cls, *args, **kwargs)
 
     from_file._elmo_plugin = True  # type: ignore[attr-defined]
-    Params.from_file = classmethod(from_file)  # type: ignore[method-assign]
+    Params.from_file = classmethod(from_file)  # type: ignore[method-assign,assignment]

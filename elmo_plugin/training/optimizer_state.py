@@ -52,7 +52,14 @@ class OptimizerState(TrainerCallback):
                 self.load_into(trainer.model, trainer.optimizer, saved)
             self._loaded = True
 
-    def on_end(self, trainer: Any, is_primary: bool = True, **kwargs: Any) -> None:
+    def on_end(
+        self,
+        trainer: Any,
+        metrics: Optional[Dict[str, Any]] = None,
+        epoch: Optional[int] = None,
+        is_primary: bool = True,
+        **kwargs: Any,
+    ) -> None:
         if not is_primary:
             return
         path = os.path.join(self.serialization_dir, OPTIMIZER_STATE_NAME)

@@ -36,13 +36,14 @@ class ReduceOnPlateauScheduler(_PyTorchLearningRateSchedulerWithMetricsWrapper):
     ) -> None:
         lr_scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
             optimizer=optimizer,
-            mode=mode,
+            mode=mode,  # type: ignore[arg-type]  # a str: FromParams does not read Literal
             factor=factor,
             patience=patience,
-            threshold_mode=threshold_mode,
+            threshold_mode=threshold_mode,  # type: ignore[arg-type]
             threshold=threshold,
             cooldown=cooldown,
             min_lr=min_lr,
             eps=eps,
         )
-        super().__init__(lr_scheduler)
+        # torch 2 made ReduceLROnPlateau an LRScheduler; AllenNLP's annotation predates that
+        super().__init__(lr_scheduler)  # type: ignore[arg-type]

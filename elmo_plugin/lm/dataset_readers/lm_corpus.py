@@ -31,7 +31,7 @@ def corpus_files(
     """`(format, file)` for every file of a data path: a `FORMAT::PATH` spec or a list of them,
     each PATH a file, a directory or a glob of shards (see `LmCorpusReader`)."""
     specs = file_path if isinstance(file_path, (list, tuple)) else [file_path]
-    files = []
+    files: List[Tuple[str, str]] = []
     for spec in specs:
         corpus_format, separator, path = str(spec).partition(FORMAT_SEPARATOR)
         if not separator:

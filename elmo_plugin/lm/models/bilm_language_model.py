@@ -2,7 +2,7 @@
 
 import logging
 import math
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple, cast
 
 import torch
 from allennlp.data import TextFieldTensors, Vocabulary
@@ -65,6 +65,9 @@ class BiLmLanguageModel(Model):
         however large the batch (recomputed in the backward pass when training).
     """
 
+    _padding_column: torch.Tensor
+    _totals: torch.Tensor
+
     def __init__(
         self,
         vocab: Vocabulary,
@@ -99,6 +102,7 @@ class BiLmLanguageModel(Model):
                 raise ValueError("pretrained_options_file needs pretrained_weight_file")
             self.bilm = load_bilm(pretrained_options_file, pretrained_weight_file, dropout=dropout)
         else:
+            assert pretrained_archive is not None  # exactly one source, checked above
             archived = load_bilm_archive(pretrained_archive)
             pretrained_loss_scale = archived.loss_scale
             self.bilm = archived.bilm
@@ -146,6 +150,13 @@ class BiLmLanguageModel(Model):
         # running sums on the model's device (no host sync per batch): forward nll, backward nll, targets
         self.register_buffer("_totals", torch.zeros(3, dtype=torch.float64), persistent=False)
 
+    def softmax_parameters(self) -> Tuple[torch.Tensor, torch.Tensor]:
+        """The tied softmax's weight (`vocabulary x projection_dim`) and bias: plain parameters,
+        since the softmax is built with `use_character_inputs=False`."""
+        return cast(torch.Tensor, self.softmax.softmax_w), cast(
+            torch.Tensor, self.softmax.softmax_b
+        )
+
     def _load_exported_softmax(self, weight_file: str, vocab_file: str) -> bool:
         """Copy the rows of an exported softmax for every token of this vocabulary it knows;
         False when the file has no softmax (published bilm-tf weights)."""
@@ -162,23 +173,25 @@ class BiLmLanguageModel(Model):
         row_of = {token: row for row, token in enumerate(lines)}
         row_of[self.vocab._oov_token] = row_of.get(UNK, -1)
         found = 0
+        softmax_w, softmax_b = self.softmax_parameters()
         with torch.no_grad():
             for token, index in self.vocab.get_token_to_index_vocabulary(self.lm_namespace).items():
                 row = row_of.get(token, -1)
                 if row >= 0:
-                    self.softmax.softmax_w[index] = torch.from_numpy(weight[row])
-                    self.softmax.softmax_b[index] = float(bias[row])
+                    softmax_w[index] = torch.from_numpy(weight[row])
+                    softmax_b[index] = float(bias[row])
                     found += 1
         logger.info(
             "Softmax rows from %s for %d of %d tokens",
             weight_file,
             found,
-            self.softmax.softmax_w.shape[0],
+            softmax_w.shape[0],
         )
         return found > 0
 
     def _full_softmax_nll(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        logits = torch.addmm(self.softmax.softmax_b, hidden, self.softmax.softmax_w.t())
+        softmax_w, softmax_b = self.softmax_parameters()
+        logits = torch.addmm(softmax_b, hidden, softmax_w.t())
         # the padding id is never a word: keep it out of the normalisation
         logits = logits.masked_fill(self._padding_column, float("-inf"))
         return torch.nn.functional.cross_entropy(logits, targets, reduction="sum")

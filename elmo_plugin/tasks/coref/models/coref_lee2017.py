@@ -46,7 +46,7 @@ class Lee2017Coreference(CoreferenceResolver):
     def forward(  # type: ignore
         self,
         text: TextFieldTensors,
-        spans: torch.IntTensor,
+        spans: torch.Tensor,
         genre: torch.LongTensor,
         speaker_ids: torch.LongTensor,
         span_labels: Optional[torch.IntTensor] = None,

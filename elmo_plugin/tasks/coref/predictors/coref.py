@@ -1,11 +1,12 @@
 """Coreference predictions offline: spaCy's rule-based sentence splitting and tokenisation."""
 
 from allennlp.common.util import JsonDict
-from allennlp.data import DatasetReader, Instance
+from allennlp.data import Instance
 from allennlp.models import Model
 from allennlp.predictors import Predictor
 
 from elmo_plugin.data.tokenizers import SentenceTokenizer
+from elmo_plugin.tasks.coref.dataset_readers.coref import ElmoCorefReader
 
 
 @Predictor.register("elmo_plugin_coref")
@@ -20,7 +21,9 @@ class OfflineCorefPredictor(Predictor):
     Registered as a `Predictor` with name "elmo_plugin_coref".
     """
 
-    def __init__(self, model: Model, dataset_reader: DatasetReader, language: str = "en") -> None:
+    _dataset_reader: ElmoCorefReader
+
+    def __init__(self, model: Model, dataset_reader: ElmoCorefReader, language: str = "en") -> None:
         super().__init__(model, dataset_reader)
         self._sentence_tokenizer = SentenceTokenizer(language)
 

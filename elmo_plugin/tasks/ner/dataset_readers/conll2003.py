@@ -5,6 +5,7 @@ from typing import Iterable
 from allennlp.common.file_utils import cached_path
 from allennlp.data import DatasetReader, Instance, Token
 from allennlp.data.dataset_readers.conll2003 import Conll2003DatasetReader
+from allennlp.data.dataset_readers.dataset_reader import PathOrStr
 
 from elmo_bilm.files import FormatError
 from elmo_plugin.data.conll2003 import conll2003_sentences
@@ -20,7 +21,7 @@ class ElmoConll2003Reader(Conll2003DatasetReader):
     "conll2003".
     """
 
-    def _read(self, file_path: str) -> Iterable[Instance]:
+    def _read(self, file_path: PathOrStr) -> Iterable[Instance]:
         read = 0
         for sentence in self.shard_iterable(conll2003_sentences(cached_path(file_path))):
             tokens, pos, chunks, ner = (

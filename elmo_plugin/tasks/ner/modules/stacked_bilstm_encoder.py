@@ -34,6 +34,7 @@ class StackedBiLstmEncoder(Seq2SeqEncoder):
         if not hidden_sizes:
             raise ValueError("elmo_plugin_stacked_bilstm needs at least one layer in hidden_sizes")
         self.input_size = input_size
+        self.output_size = 2 * hidden_sizes[-1]
         self.dropout = InputVariationalDropout(dropout)
         in_sizes = [input_size] + [2 * size for size in hidden_sizes[:-1]]
         self.layers = torch.nn.ModuleList(
@@ -45,7 +46,7 @@ class StackedBiLstmEncoder(Seq2SeqEncoder):
         return self.input_size
 
     def get_output_dim(self) -> int:
-        return self.layers[-1].get_output_dim()
+        return self.output_size
 
     def is_bidirectional(self) -> bool:
         return True

@@ -25,6 +25,6 @@ class ElmoEsim(ESIM):
         super().__init__(**kwargs)
         self.attention_dropout = attention_dropout
         if attention_dropout:
-            self._projection_feedforward = nn.Sequential(
-                nn.Dropout(attention_dropout), self._projection_feedforward
-            )
+            # allennlp-models' ESIM leaves the attribute's type to inference, which mypy cannot do
+            projection: nn.Module = self._projection_feedforward  # type: ignore[has-type]
+            self._projection_feedforward = nn.Sequential(nn.Dropout(attention_dropout), projection)

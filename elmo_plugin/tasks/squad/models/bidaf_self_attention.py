@@ -20,7 +20,7 @@ def best_span(
     end_log_probs: torch.Tensor,
     mask: torch.BoolTensor,
     max_length: int,
-) -> torch.LongTensor:
+) -> torch.Tensor:
     """`(batch, 2)` inclusive `(start, end)` maximising `start + end` log-probabilities over
     spans inside `mask` with `start <= end < start + max_length`."""
     length = start_log_probs.size(1)
