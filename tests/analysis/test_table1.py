@@ -107,6 +107,36 @@ def test_no_train_tabulates_the_finished_runs_and_trains_nothing(tmp_path):
     ]
 
 
+def _run_with_log(out: Path, task: str, name: str, minutes: int, finished: bool) -> None:
+    """A run folder whose log spans `minutes` of training, finished (metrics and archive) or not."""
+    run_dir = out / task / name
+    run_dir.mkdir(parents=True)
+    line = "2026-11-24 10:{:02d}:00,000 - INFO - allennlp.common.plugins - Plugin {}\n"
+    run_dir.with_name(f"{name}.log").write_text(
+        line.format(0, "allennlp_models available") + line.format(minutes, "elmo_plugin available")
+    )
+    if finished:
+        (run_dir / "metrics.json").write_text("{}")
+        with tarfile.open(run_dir / "model.tar.gz", "w:gz") as tar:
+            tar.add(run_dir / "metrics.json", arcname="metrics.json")
+
+
+def test_eta_is_the_finished_runs_training_times(tmp_path):
+    base, elmo = (table1.runs([2], 1.0)[i] for i in (0, 1))
+    assert base.placement == "none" and elmo.placement is None
+    # nothing finished: no estimate (tqdm's own ETA)
+    assert table1.seconds_left(tmp_path, [("sst", base)]) is None
+    _run_with_log(tmp_path, "sst", "placement=none,fraction=1.0,seed=1", 20, finished=True)
+    _run_with_log(tmp_path, "sst", "placement=none,fraction=1.0,seed=3", 40, finished=True)
+    _run_with_log(tmp_path, "ner", "placement=none,fraction=1.0,seed=1", 50, finished=True)
+    _run_with_log(tmp_path, "sst", elmo.name, 5, finished=False)  # interrupted after 5 minutes
+    todo = [("sst", base), ("sst", elmo), ("srl", base)]
+    left = table1.seconds_left(tmp_path, todo)
+    # sst baseline: its row's mean (30 min); sst + ELMo: no finished run of its row, so the
+    # task's mean (30 min) less the 5 spent; srl: no finished run at all, so every finished one's
+    assert left == [30 * 60.0, 25 * 60.0, (20 + 40 + 50) / 3 * 60]
+
+
 def test_unknown_task_and_scale_are_refused(tmp_path):
     with pytest.raises(ValueError, match="unknown task"):
         table1.run_table(str(tmp_path), "cpu", [1], ["pos"])
