@@ -19,6 +19,15 @@ class ReduceOnPlateauScheduler(_PyTorchLearningRateSchedulerWithMetricsWrapper):
     ignored (the Trainer logs the learning rate).
 
     Registered as a `LearningRateScheduler` with name "reduce_on_plateau".
+
+    # Parameters
+
+    optimizer : `Optimizer`
+        Given by the Trainer.
+    mode, factor, patience, threshold_mode, threshold, cooldown, min_lr, eps
+        As torch's `ReduceLROnPlateau` (`mode` "min" or "max", `threshold_mode` "rel" or "abs").
+    verbose : `bool`, optional (default = `False`)
+        Accepted for old configs and ignored.
     """
 
     def __init__(

@@ -26,8 +26,19 @@ class Lee2017Coreference(CoreferenceResolver):
     `3 * span_dim + 3 * feature_size` inputs. Needs the `elmo_plugin_coref` reader's `genre` and
     `speaker_ids`. First-order inference only (`inference_order` 1), as in Lee et al. (2017).
 
-    Registered as a `Model` with name "elmo_plugin_coref". Parameters as allennlp-models' "coref".
-    Predictor: "elmo_plugin_coref" (offline).
+    Registered as a `Model` with name "elmo_plugin_coref". Predictor: "elmo_plugin_coref"
+    (offline).
+
+    # Parameters
+
+    feature_size : `int`
+        Width of the span-width, distance, same-speaker and genre embeddings (20 in Lee et al.).
+    inference_order : `int`, optional (default = `1`)
+        Must be 1: higher-order inference (Lee et al. 2018) came after the paper.
+    **kwargs
+        allennlp-models' "coref" parameters (`text_field_embedder`, `context_layer`,
+        `mention_feedforward`, `antecedent_feedforward`, `max_span_width`, `spans_per_word`,
+        `max_antecedents`, `coarse_to_fine`, `lexical_dropout`, `initializer`).
     """
 
     default_predictor = "elmo_plugin_coref"

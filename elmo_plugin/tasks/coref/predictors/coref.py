@@ -19,6 +19,15 @@ class OfflineCorefPredictor(Predictor):
     `[start, end]` word spans) and `document` (the words).
 
     Registered as a `Predictor` with name "elmo_plugin_coref".
+
+    # Parameters
+
+    model : `Model`
+        A trained `elmo_plugin_coref` model.
+    dataset_reader : `ElmoCorefReader`
+        Its `elmo_plugin_coref` reader (the one that takes `genre`).
+    language : `str`, optional (default = `"en"`)
+        The language of spaCy's blank pipeline that splits and tokenises raw text.
     """
 
     _dataset_reader: ElmoCorefReader
