@@ -68,7 +68,7 @@ def _run(args: argparse.Namespace) -> None:
         result = table1.run_table(
             args.serialization_dir, args.scale, args.seeds, args.tasks, args.rows
         )
-    table = table1.markdown(result["table"], args.scale)
+    table = table1.markdown(result["table"], args.scale, result["runs"])
     figure = table1.figure(result["table"]) if result["table"] else None
     output_dir = args.output_dir or args.serialization_dir
     os.makedirs(output_dir, exist_ok=True)

@@ -75,14 +75,15 @@ def test_grid_resume_and_report(tmp_path):
         out,
         "table1",
         result,
-        table1.markdown(result["table"], "cpu"),
+        table1.markdown(result["table"], "cpu", result["runs"]),
         table1.figure(result["table"]),
         overwrite=True,
     )
     assert [Path(p).name for p in paths] == ["table1.json", "table1.md", "table1.png"]
     text = Path(out, "table1.md").read_text()
-    row = "| sst | accuracy | 6 | 41.00 +/- 1.41 | 47.00 +/- 1.41 | +6.00 / 10.2% | 2 / 2 |"
+    row = "| sst | accuracy | 6 | 41.00 +/- 1.41 | 47.00 +/- 1.41 | +6.00 / 10.2% | yes | 2 / 2 |"
     assert row + " 51.40 | 54.70 | +3.30 / 6.8% |" in text
+    assert "| sst | + ELMo | 2 | 50.00 | 48.00 | - | 10 |" in text  # every run, in percent
     assert "Training time of the 4 runs, one after another: 0.7 h" in text
 
 
@@ -93,6 +94,8 @@ def test_other_tasks_finished_runs_stay_in_the_report(tmp_path):
     result = table1.collect(out, "cpu", [1])
     assert [row["task"] for row in result["table"]] == ["sst"]  # ner has no finished run
     assert result["table"][0]["baseline_std"] is None  # one seed: no spread
+    assert result["table"][0]["beyond_two_std"] is None  # so the target cannot be judged
+    assert "| +6.00 / 10.0% | - | 1 / 1 |" in table1.markdown(result["table"], "cpu")
 
 
 def test_no_train_tabulates_the_finished_runs_and_trains_nothing(tmp_path):
