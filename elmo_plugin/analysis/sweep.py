@@ -13,7 +13,9 @@ import tarfile
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence
+from typing import Callable, Dict, Hashable, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from tqdm import tqdm
 
 from elmo_bilm.files import FormatError, atomic_output
 
@@ -202,6 +204,73 @@ def wall_time(run_dir: Path) -> Optional[float]:
                     spans.append([moment, moment])
                 spans[-1][1] = moment
     return sum((end - start).total_seconds() for start, end in spans)
+
+
+RunKeys = Callable[[Path], Sequence[Hashable]]
+
+
+def seconds_left(
+    todo: Sequence[Path], done: Iterable[Path], keys: RunKeys
+) -> Optional[List[float]]:
+    """Training seconds each run folder of `todo` should still take, judged by the finished runs
+    among `done`: the mean time of those that share its most specific key (`keys` gives a run's
+    keys from the most to the least specific; failing all, every finished run counts), less what
+    an interrupted run has already spent. None when no run has finished (nothing to judge by).
+    Runs of different tasks or fractions take very different times: counting runs would not do."""
+    every: Hashable = ()
+    times: Dict[Hashable, List[float]] = {}
+    for run_dir in done:
+        seconds = wall_time(run_dir)
+        if seconds is not None and is_finished(run_dir):
+            for key in (*keys(run_dir), every):
+                times.setdefault(key, []).append(seconds)
+    if not times:
+        return None
+    left = []
+    for run_dir in todo:
+        known = next(times[key] for key in (*keys(run_dir), every) if key in times)
+        left.append(max(statistics.mean(known) - (wall_time(run_dir) or 0.0), 0.0))
+    return left
+
+
+def group_key(run_dir: Path) -> List[Tuple[str]]:
+    """A sweep run's key for `seconds_left`: its grid point (settings without the seed)."""
+    return [(run_dir.name.rsplit(",seed=", 1)[0],)]
+
+
+class Progress:
+    """A progress bar over a grid's run folders whose ETA is the training time still expected
+    (`seconds_left`), or tqdm's runs per second while no run has finished."""
+
+    def __init__(self, desc: str, run_dirs: Sequence[Path], done: Iterable[Path], keys: RunKeys):
+        unfinished = [run_dir for run_dir in run_dirs if not is_finished(run_dir)]
+        left = seconds_left(unfinished, done, keys)
+        self._left = None if left is None else dict(zip(unfinished, left))
+        self._bar = tqdm(
+            total=len(run_dirs),
+            initial=len(run_dirs) - len(unfinished),
+            desc=desc,
+            unit="run",
+            bar_format=None
+            if left is None
+            else "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]",
+        )
+
+    def start(self, run_dir: Path, label: str) -> None:
+        """Name the run that trains now and, with estimates, the hours left (it included)."""
+        if self._left is None:
+            self._bar.set_postfix_str(label)
+        else:
+            hours = sum(self._left.values()) / 3600
+            self._bar.set_postfix_str(f"{label}, about {hours:.1f} h of training left")
+
+    def finish(self, run_dir: Path) -> None:
+        self._bar.update(1)
+        if self._left is not None:
+            self._left.pop(run_dir, None)
+
+    def close(self) -> None:
+        self._bar.close()
 
 
 def validation_metric(run_dir: Path) -> str:

@@ -300,34 +300,11 @@ def result(scale: str, seeds: Sequence[int], records: Dict[str, List[Dict]], row
     }
 
 
-def _row(run_name: str) -> str:
-    return "baseline" if run_name.startswith(f"placement={sweep.BASELINE},") else "elmo"
-
-
-def seconds_left(
-    serialization_dir: Path, todo: Sequence[Tuple[str, sweep.Run]]
-) -> Optional[List[float]]:
-    """Training seconds each unfinished run of `todo` should still take, judged by the finished
-    runs under `serialization_dir`: the mean time of those of its task and row (else of its task,
-    else of all), less what an interrupted run has already spent. None when no run has finished
-    (nothing to judge by). Runs of different tasks take very different times: counting runs
-    would not do."""
-    times: Dict[Tuple[str, str], List[float]] = {}
-    for log_file in serialization_dir.glob("*/*.log"):
-        run_dir = log_file.with_suffix("")
-        seconds = sweep.wall_time(run_dir)
-        if seconds is not None and sweep.is_finished(run_dir):
-            times.setdefault((run_dir.parent.name, _row(run_dir.name)), []).append(seconds)
-    if not times:
-        return None
-    every = [s for group in times.values() for s in group]
-    left = []
-    for task, run in todo:
-        task_times = [s for (t, _), group in times.items() if t == task for s in group]
-        expected = statistics.mean(times.get((task, _row(run.name))) or task_times or every)
-        spent = sweep.wall_time(serialization_dir / task / run.name) or 0.0
-        left.append(max(expected - spent, 0.0))
-    return left
+def run_keys(run_dir: Path) -> List[Tuple[str, ...]]:
+    """A Table 1 run's keys for `sweep.seconds_left`: its task and row, then its task."""
+    task = run_dir.parent.name
+    row = "baseline" if run_dir.name.startswith(f"placement={sweep.BASELINE},") else "elmo"
+    return [(task, row), (task,)]
 
 
 def run_table(
@@ -342,8 +319,6 @@ def run_table(
     whose ETA is the finished runs' training times (`seconds_left`); then tabulate every task of
     the table that has runs in `serialization_dir` (finished runs of other tasks are reported,
     never dropped)."""
-    from allennlp.common.tqdm import Tqdm
-
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; one of {sorted(SCALES)}")
     unknown = sorted(set(tasks) - set(TASKS))
@@ -358,34 +333,22 @@ def run_table(
             if r.placement in {placements[row] for row in rows}
         ]
 
+    out = Path(serialization_dir)
     todo = [(task, run) for task in tasks for run in task_runs(task)]
-    unfinished = [
-        (task, run)
-        for task, run in todo
-        if not sweep.is_finished(Path(serialization_dir) / task / run.name)
-    ]
-    left = seconds_left(Path(serialization_dir), unfinished)
-    progress = Tqdm.tqdm(
-        total=len(todo),
-        initial=len(todo) - len(unfinished),
-        desc="Table 1 runs",
-        unit="run",
-        # with estimates, the ETA is theirs; without, tqdm's (runs per second)
-        bar_format=None
-        if left is None
-        else "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]",
+    finished = [run_dir.with_suffix("") for run_dir in out.glob("*/*.log")]
+    progress = sweep.Progress(
+        "Table 1 runs", [out / task / run.name for task, run in todo], finished, run_keys
     )
-    for index, (task, run) in enumerate(unfinished):
+    for task, run in todo:
+        run_dir = out / task / run.name
+        if sweep.is_finished(run_dir):
+            continue
         spec = SCALES[scale][task]
-        if left is None:
-            progress.set_postfix_str(f"{task} {run.name}")
-        else:
-            hours = sum(left[index:]) / 3600
-            progress.set_postfix_str(f"{task} {run.name}, about {hours:.1f} h of training left")
+        progress.start(run_dir, f"{task} {run.name}")
         next(
             sweep.sweep(
                 str(CONFIG_DIR / TASKS[task].config),
-                str(Path(serialization_dir) / task),
+                str(out / task),
                 [run],
                 json.dumps(spec.overrides) if spec.overrides else None,
                 train_run=train_run,
@@ -393,7 +356,7 @@ def run_table(
                 subset_seed=SUBSET_SEED,
             )
         )
-        progress.update(1)
+        progress.finish(run_dir)
     progress.close()
     return collect(serialization_dir, scale, seeds)
 

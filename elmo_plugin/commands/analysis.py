@@ -5,6 +5,7 @@ figure) NAME.png under `--output-dir`."""
 import argparse
 import json
 import os
+from pathlib import Path
 from typing import Any, Dict, List
 
 import torch
@@ -155,15 +156,26 @@ def _run_layer_weights(args: argparse.Namespace) -> None:
 
 def _run_sweep(args: argparse.Namespace) -> None:
     runs = sweep.grid(args.placement, args.l2, args.layers, args.gamma, args.fraction, args.seeds)
-    records = list(
-        sweep.sweep(
-            args.config,
-            args.serialization_dir,
-            runs,
-            args.overrides,
-            fraction_batches_per_epoch=args.fraction_batches_per_epoch,
-        )
+    out = Path(args.serialization_dir)
+    run_dirs = [out / run.name for run in runs]
+    finished = [log.with_suffix("") for log in out.glob("*.log")]
+    progress = sweep.Progress("Sweep runs", run_dirs, finished, sweep.group_key)
+    trained = sweep.sweep(
+        args.config,
+        args.serialization_dir,
+        runs,
+        args.overrides,
+        fraction_batches_per_epoch=args.fraction_batches_per_epoch,
     )
+    records = []
+    for run_dir in run_dirs:  # the sweep trains each run when asked for its record
+        unfinished = not sweep.is_finished(run_dir)
+        if unfinished:
+            progress.start(run_dir, run_dir.name)
+        records.append(next(trained))
+        if unfinished:
+            progress.finish(run_dir)
+    progress.close()
     output_dir = args.output_dir or args.serialization_dir
     previous = os.path.join(output_dir, f"{args.name}.json")
     if os.path.isfile(previous):  # a re-run on part of the grid keeps the other rows

@@ -9,7 +9,7 @@ from allennlp.data import DatasetReader
 from elmo_plugin.analysis import sweep
 from elmo_plugin.analysis.layer_weights import mix_weights
 from elmo_plugin.commands.analysis import ElmoLayerWeights, ElmoSweep
-from tests.analysis.conftest import run_command
+from tests.analysis.conftest import run_command, run_with_log
 from tests.conftest import REPO_ROOT
 
 NER = str(REPO_ROOT / "training_config" / "conll2003_crf_tagger_elmo.jsonnet")
@@ -171,3 +171,13 @@ def test_a_run_that_failed_on_bad_data_says_why_and_trains_once_the_data_is_fixe
         monkeypatch.setenv(f"CONLL2003_{split}", TINY)
     run_command(ElmoSweep, argv)  # the failed run's folder held no checkpoint: trained afresh
     assert json.loads((tmp_path / "s" / "sweep.json").read_text())["runs"][0]["test"] is not None
+
+
+def test_eta_counts_each_grid_point_by_its_own_finished_runs(tmp_path):
+    """A sweep's fractions differ in length: a 10% run is judged by the 10% runs, not the mean."""
+    run_with_log(tmp_path, "placement=none,fraction=0.1,seed=1", 6, finished=True)
+    run_with_log(tmp_path, "placement=none,fraction=1.0,seed=1", 50, finished=True)
+    done = [log.with_suffix("") for log in tmp_path.glob("*.log")]
+    todo = [tmp_path / "placement=none,fraction=0.1,seed=2", tmp_path / "placement=input,seed=1"]
+    left = sweep.seconds_left(todo, done, sweep.group_key)
+    assert left == [6 * 60.0, 28 * 60.0]  # its grid point's 6 minutes; a new point: the mean

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from elmo_plugin.analysis import report, table1
+from elmo_plugin.analysis import report, sweep, table1
 from elmo_plugin.commands.elmo_table1 import ElmoTable1
-from tests.analysis.conftest import run_command
+from tests.analysis.conftest import run_command, run_with_log
 from tests.conftest import REPO_ROOT
 
 TINY_SST = str(REPO_ROOT / "fixtures" / "sst" / "tiny.txt")
@@ -110,31 +110,18 @@ def test_no_train_tabulates_the_finished_runs_and_trains_nothing(tmp_path):
     ]
 
 
-def _run_with_log(out: Path, task: str, name: str, minutes: int, finished: bool) -> None:
-    """A run folder whose log spans `minutes` of training, finished (metrics and archive) or not."""
-    run_dir = out / task / name
-    run_dir.mkdir(parents=True)
-    line = "2026-11-24 10:{:02d}:00,000 - INFO - allennlp.common.plugins - Plugin {}\n"
-    run_dir.with_name(f"{name}.log").write_text(
-        line.format(0, "allennlp_models available") + line.format(minutes, "elmo_plugin available")
-    )
-    if finished:
-        (run_dir / "metrics.json").write_text("{}")
-        with tarfile.open(run_dir / "model.tar.gz", "w:gz") as tar:
-            tar.add(run_dir / "metrics.json", arcname="metrics.json")
-
-
 def test_eta_is_the_finished_runs_training_times(tmp_path):
-    base, elmo = (table1.runs([2], 1.0)[i] for i in (0, 1))
-    assert base.placement == "none" and elmo.placement is None
+    base, elmo = (table1.runs([2], 1.0)[i].name for i in (0, 1))
+    assert base.startswith("placement=none,") and elmo.startswith("placement=config,")
+    todo = [tmp_path / "sst" / base, tmp_path / "sst" / elmo, tmp_path / "srl" / base]
     # nothing finished: no estimate (tqdm's own ETA)
-    assert table1.seconds_left(tmp_path, [("sst", base)]) is None
-    _run_with_log(tmp_path, "sst", "placement=none,fraction=1.0,seed=1", 20, finished=True)
-    _run_with_log(tmp_path, "sst", "placement=none,fraction=1.0,seed=3", 40, finished=True)
-    _run_with_log(tmp_path, "ner", "placement=none,fraction=1.0,seed=1", 50, finished=True)
-    _run_with_log(tmp_path, "sst", elmo.name, 5, finished=False)  # interrupted after 5 minutes
-    todo = [("sst", base), ("sst", elmo), ("srl", base)]
-    left = table1.seconds_left(tmp_path, todo)
+    assert sweep.seconds_left(todo, [], table1.run_keys) is None
+    run_with_log(tmp_path / "sst", "placement=none,fraction=1.0,seed=1", 20, finished=True)
+    run_with_log(tmp_path / "sst", "placement=none,fraction=1.0,seed=3", 40, finished=True)
+    run_with_log(tmp_path / "ner", "placement=none,fraction=1.0,seed=1", 50, finished=True)
+    run_with_log(tmp_path / "sst", elmo, 5, finished=False)  # interrupted after 5 minutes
+    done = [log.with_suffix("") for log in tmp_path.glob("*/*.log")]
+    left = sweep.seconds_left(todo, done, table1.run_keys)
     # sst baseline: its row's mean (30 min); sst + ELMo: no finished run of its row, so the
     # task's mean (30 min) less the 5 spent; srl: no finished run at all, so every finished one's
     assert left == [30 * 60.0, 25 * 60.0, (20 + 40 + 50) / 3 * 60]
