@@ -240,10 +240,12 @@ def group_key(run_dir: Path) -> List[Tuple[str]]:
 
 class Progress:
     """A progress bar over a grid's run folders whose ETA is the training time still expected
-    (`seconds_left`), or tqdm's runs per second while no run has finished."""
+    (`seconds_left`), or tqdm's runs per second while no run has finished. `unfinished`: the run
+    folders still to train (found once: `is_finished` reads each archive)."""
 
     def __init__(self, desc: str, run_dirs: Sequence[Path], done: Iterable[Path], keys: RunKeys):
         unfinished = [run_dir for run_dir in run_dirs if not is_finished(run_dir)]
+        self.unfinished = set(unfinished)
         left = seconds_left(unfinished, done, keys)
         self._left = None if left is None else dict(zip(unfinished, left))
         self._bar = tqdm(

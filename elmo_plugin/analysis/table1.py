@@ -335,13 +335,13 @@ def run_table(
 
     out = Path(serialization_dir)
     todo = [(task, run) for task in tasks for run in task_runs(task)]
-    finished = [run_dir.with_suffix("") for run_dir in out.glob("*/*.log")]
+    logged = [log.with_suffix("") for log in out.glob("*/*.log")]
     progress = sweep.Progress(
-        "Table 1 runs", [out / task / run.name for task, run in todo], finished, run_keys
+        "Table 1 runs", [out / task / run.name for task, run in todo], logged, run_keys
     )
     for task, run in todo:
         run_dir = out / task / run.name
-        if sweep.is_finished(run_dir):
+        if run_dir not in progress.unfinished:
             continue
         spec = SCALES[scale][task]
         progress.start(run_dir, f"{task} {run.name}")

@@ -158,8 +158,8 @@ def _run_sweep(args: argparse.Namespace) -> None:
     runs = sweep.grid(args.placement, args.l2, args.layers, args.gamma, args.fraction, args.seeds)
     out = Path(args.serialization_dir)
     run_dirs = [out / run.name for run in runs]
-    finished = [log.with_suffix("") for log in out.glob("*.log")]
-    progress = sweep.Progress("Sweep runs", run_dirs, finished, sweep.group_key)
+    logged = [log.with_suffix("") for log in out.glob("*.log")]
+    progress = sweep.Progress("Sweep runs", run_dirs, logged, sweep.group_key)
     trained = sweep.sweep(
         args.config,
         args.serialization_dir,
@@ -169,7 +169,7 @@ def _run_sweep(args: argparse.Namespace) -> None:
     )
     records = []
     for run_dir in run_dirs:  # the sweep trains each run when asked for its record
-        unfinished = not sweep.is_finished(run_dir)
+        unfinished = run_dir in progress.unfinished
         if unfinished:
             progress.start(run_dir, run_dir.name)
         records.append(next(trained))
