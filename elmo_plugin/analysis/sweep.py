@@ -211,60 +211,66 @@ RunKeys = Callable[[Path], Sequence[Hashable]]
 
 def seconds_left(
     todo: Sequence[Path], done: Iterable[Path], keys: RunKeys
-) -> Optional[List[float]]:
+) -> List[Optional[float]]:
     """Training seconds each run folder of `todo` should still take, judged by the finished runs
     among `done`: the mean time of those that share its most specific key (`keys` gives a run's
-    keys from the most to the least specific; failing all, every finished run counts), less what
-    an interrupted run has already spent. None when no run has finished (nothing to judge by).
-    Runs of different tasks or fractions take very different times: counting runs would not do."""
-    every: Hashable = ()
+    keys from the most to the least specific), less what an interrupted run has already spent.
+    None for a run no finished run shares a key with: runs of different tasks or fractions take
+    very different times, so neither counting runs nor another task's times would do."""
     times: Dict[Hashable, List[float]] = {}
     for run_dir in done:
         seconds = wall_time(run_dir)
         if seconds is not None and is_finished(run_dir):
-            for key in (*keys(run_dir), every):
+            for key in keys(run_dir):
                 times.setdefault(key, []).append(seconds)
-    if not times:
-        return None
-    left = []
+    left: List[Optional[float]] = []
     for run_dir in todo:
-        known = next(times[key] for key in (*keys(run_dir), every) if key in times)
-        left.append(max(statistics.mean(known) - (wall_time(run_dir) or 0.0), 0.0))
+        known = next((times[key] for key in keys(run_dir) if key in times), None)
+        spent = wall_time(run_dir) or 0.0
+        left.append(None if known is None else max(statistics.mean(known) - spent, 0.0))
     return left
 
 
-def group_key(run_dir: Path) -> List[Tuple[str]]:
-    """A sweep run's key for `seconds_left`: its grid point (settings without the seed)."""
-    return [(run_dir.name.rsplit(",seed=", 1)[0],)]
+def group_key(run_dir: Path) -> List[Tuple[str, ...]]:
+    """A sweep run's keys for `seconds_left`: its grid point (settings without the seed), then
+    the whole sweep (one config, so a new grid point is judged by the others)."""
+    return [(run_dir.name.rsplit(",seed=", 1)[0],), ()]
 
 
 class Progress:
     """A progress bar over a grid's run folders whose ETA is the training time still expected
-    (`seconds_left`), or tqdm's runs per second while no run has finished. `unfinished`: the run
-    folders still to train (found once: `is_finished` reads each archive)."""
+    (`seconds_left`, with a count of the runs it cannot judge yet), or tqdm's runs per second
+    while no run can be judged. `unfinished`: the run folders still to train (found once:
+    `is_finished` reads each archive)."""
 
     def __init__(self, desc: str, run_dirs: Sequence[Path], done: Iterable[Path], keys: RunKeys):
         unfinished = [run_dir for run_dir in run_dirs if not is_finished(run_dir)]
         self.unfinished = set(unfinished)
         left = seconds_left(unfinished, done, keys)
-        self._left = None if left is None else dict(zip(unfinished, left))
+        judged = any(seconds is not None for seconds in left)
+        self._left = dict(zip(unfinished, left)) if judged else None
         self._bar = tqdm(
             total=len(run_dirs),
             initial=len(run_dirs) - len(unfinished),
             desc=desc,
             unit="run",
-            bar_format=None
-            if left is None
-            else "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]",
+            bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]" if judged else None,
         )
 
     def start(self, run_dir: Path, label: str) -> None:
         """Name the run that trains now and, with estimates, the hours left (it included)."""
+        self._bar.set_postfix_str(f"{label}{self.eta()}")
+
+    def eta(self) -> str:
+        """', about X h of training left' (and the runs not judged yet), or '' without estimates."""
         if self._left is None:
-            self._bar.set_postfix_str(label)
-        else:
-            hours = sum(self._left.values()) / 3600
-            self._bar.set_postfix_str(f"{label}, about {hours:.1f} h of training left")
+            return ""
+        known = [seconds for seconds in self._left.values() if seconds is not None]
+        text = f", about {sum(known) / 3600:.1f} h of training left"
+        untimed = len(self._left) - len(known)
+        if untimed:
+            text += f" + {untimed} run{'s' * (untimed > 1)} not timed yet"
+        return text
 
     def finish(self, run_dir: Path) -> None:
         self._bar.update(1)

@@ -115,7 +115,7 @@ def test_eta_is_the_finished_runs_training_times(tmp_path):
     assert base.startswith("placement=none,") and elmo.startswith("placement=config,")
     todo = [tmp_path / "sst" / base, tmp_path / "sst" / elmo, tmp_path / "srl" / base]
     # nothing finished: no estimate (tqdm's own ETA)
-    assert sweep.seconds_left(todo, [], table1.run_keys) is None
+    assert sweep.seconds_left(todo, [], table1.run_keys) == [None, None, None]
     run_with_log(tmp_path / "sst", "placement=none,fraction=1.0,seed=1", 20, finished=True)
     run_with_log(tmp_path / "sst", "placement=none,fraction=1.0,seed=3", 40, finished=True)
     run_with_log(tmp_path / "ner", "placement=none,fraction=1.0,seed=1", 50, finished=True)
@@ -123,8 +123,23 @@ def test_eta_is_the_finished_runs_training_times(tmp_path):
     done = [log.with_suffix("") for log in tmp_path.glob("*/*.log")]
     left = sweep.seconds_left(todo, done, table1.run_keys)
     # sst baseline: its row's mean (30 min); sst + ELMo: no finished run of its row, so the
-    # task's mean (30 min) less the 5 spent; srl: no finished run at all, so every finished one's
-    assert left == [30 * 60.0, 25 * 60.0, (20 + 40 + 50) / 3 * 60]
+    # task's mean (30 min) less the 5 spent; srl: no finished srl run, and ner's 50 minutes say
+    # nothing of srl's length, so no estimate
+    assert left == [30 * 60.0, 25 * 60.0, None]
+
+
+def test_progress_counts_the_runs_it_cannot_time(tmp_path):
+    run_with_log(tmp_path / "sst", "placement=none,fraction=1.0,seed=1", 30, finished=True)
+    done = [log.with_suffix("") for log in tmp_path.glob("*/*.log")]
+    base = table1.runs([2], 1.0)[0].name
+    todo = [tmp_path / "sst" / base, tmp_path / "srl" / base, tmp_path / "ner" / base]
+    progress = sweep.Progress("t", todo, done, table1.run_keys)
+    assert progress.eta() == ", about 0.5 h of training left + 2 runs not timed yet"
+    progress.finish(todo[0])
+    assert progress.eta() == ", about 0.0 h of training left + 2 runs not timed yet"
+    progress.close()
+    # nothing finished: tqdm's own rate, no estimate
+    assert sweep.Progress("t", todo, [], table1.run_keys).eta() == ""
 
 
 def test_unknown_task_and_scale_are_refused(tmp_path):
