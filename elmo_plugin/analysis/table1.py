@@ -176,6 +176,7 @@ def markdown(
     rows: Sequence[Dict[str, Any]],
     scale: str,
     runs: Optional[Dict[str, List[Dict[str, Any]]]] = None,
+    baselines_from: Optional[str] = None,
 ) -> str:
     """Table 1 as markdown: ours beside the paper's four columns, whether the increase passes
     twice the larger standard deviation, and (given `runs`) every run's figures."""
@@ -230,8 +231,9 @@ def markdown(
         if runs
         else ""
     )
+    source = f"; baseline runs from `{baselines_from}`" if baselines_from else ""
     return (
-        f"Table 1 at the `{scale}` scale (test figures, mean +/- std over seeds)\n\n"
+        f"Table 1 at the `{scale}` scale (test figures, mean +/- std over seeds{source})\n\n"
         + markdown_table(header, body)
         + total
         + runs_section
@@ -314,6 +316,7 @@ def run_table(
     tasks: Sequence[str],
     rows: Sequence[str] = ("baseline", "elmo"),
     train_run=sweep.train,
+    baselines_from: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Train (or resume) every run of `tasks` not finished yet, in task order, with a progress bar
     whose ETA is the finished runs' training times (`seconds_left`); then tabulate every task of
@@ -358,33 +361,46 @@ def run_table(
         )
         progress.finish(run_dir)
     progress.close()
-    return collect(serialization_dir, scale, seeds)
+    return collect(serialization_dir, scale, seeds, baselines_from)
 
 
-def collect(serialization_dir: str, scale: str, seeds: Sequence[int]) -> Dict[str, Any]:
-    """The finished runs of every task under `serialization_dir`, as table1.json's content."""
+def collect(
+    serialization_dir: str,
+    scale: str,
+    seeds: Sequence[int],
+    baselines_from: Optional[str] = None,
+) -> Dict[str, Any]:
+    """The finished runs of every task under `serialization_dir`, as table1.json's content.
+    `baselines_from`: another table's folder whose baseline runs stand in for this one's (e.g.
+    + ELMo with a larger biLM against the same baselines)."""
     records: Dict[str, List[Dict]] = {}
     table = []
     for task, spec in TASKS.items():
-        finished = [
-            run
-            for run in runs(seeds, SCALES[scale][task].fraction)
-            if sweep.is_finished(Path(serialization_dir) / task / run.name)
-        ]
-        if not finished:
-            continue
-        records[task] = list(
-            sweep.sweep(
+        task_records: List[Dict] = []
+        size: Optional[int] = None
+        for placement, folder in (
+            (sweep.BASELINE, baselines_from or serialization_dir),
+            (None, serialization_dir),
+        ):
+            finished = [
+                run
+                for run in runs(seeds, SCALES[scale][task].fraction)
+                if run.placement == placement and sweep.is_finished(Path(folder) / task / run.name)
+            ]
+            task_records += sweep.sweep(
                 str(CONFIG_DIR / spec.config),
-                str(Path(serialization_dir) / task),
+                str(Path(folder) / task),
                 finished,
                 train_run=_never_train,
                 subset_seed=SUBSET_SEED,
             )
-        )
-        size = train_size(Path(serialization_dir) / task / finished[0].name)
-        table.append(summarise(task, records[task], size))
-    return result(scale, seeds, records, table)
+            if finished and size is None:
+                size = train_size(Path(folder) / task / finished[0].name)
+        if not task_records:
+            continue
+        records[task] = task_records
+        table.append(summarise(task, task_records, size))
+    return {**result(scale, seeds, records, table), "baselines_from": baselines_from}
 
 
 def _never_train(run_dir: Path, config_text: str, overrides: Optional[str]) -> None:

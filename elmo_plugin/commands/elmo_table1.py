@@ -49,6 +49,12 @@ class ElmoTable1(Subcommand):
             action="store_true",
             help="tabulate the finished runs only (e.g. while the grid trains in another process)",
         )
+        subparser.add_argument(
+            "--baselines-from",
+            metavar="DIR",
+            help="tabulate the baseline runs of another table's folder instead of -s's (e.g. -s "
+            "holds + ELMo with a larger biLM, trained with --rows elmo)",
+        )
         subparser.set_defaults(func=_run)
         return subparser
 
@@ -57,8 +63,13 @@ def _run(args: argparse.Namespace) -> None:
     from elmo_plugin.common.config_env import data_dir, set_config_defaults
     from elmo_plugin.data.word_vectors import build_baseline_vectors
 
+    if args.baselines_from and "baseline" in args.rows and not args.no_train:
+        raise ValueError(
+            "--baselines-from tabulates another folder's baselines: train with --rows elmo "
+            "(or tabulate with --no-train)"
+        )
     if args.no_train:
-        result = table1.collect(args.serialization_dir, args.scale, args.seeds)
+        result = table1.collect(args.serialization_dir, args.scale, args.seeds, args.baselines_from)
     else:
         # both rows read the word vectors (+ ELMo adds to the baseline's inputs)
         variables = [table1.TASKS[task].word_vectors for task in args.tasks]
@@ -66,9 +77,14 @@ def _run(args: argparse.Namespace) -> None:
         if data is not None and build_baseline_vectors(variables, str(data / "wikipedia")):
             set_config_defaults()  # the runs (child processes) read the files just built
         result = table1.run_table(
-            args.serialization_dir, args.scale, args.seeds, args.tasks, args.rows
+            args.serialization_dir,
+            args.scale,
+            args.seeds,
+            args.tasks,
+            args.rows,
+            baselines_from=args.baselines_from,
         )
-    table = table1.markdown(result["table"], args.scale, result["runs"])
+    table = table1.markdown(result["table"], args.scale, result["runs"], args.baselines_from)
     figure = table1.figure(result["table"]) if result["table"] else None
     output_dir = args.output_dir or args.serialization_dir
     os.makedirs(output_dir, exist_ok=True)

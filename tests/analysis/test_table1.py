@@ -110,6 +110,26 @@ def test_no_train_tabulates_the_finished_runs_and_trains_nothing(tmp_path):
     ]
 
 
+def test_baselines_from_another_table(tmp_path):
+    """+ ELMo with another biLM (its own folder, --rows elmo) against the main table's baselines."""
+    main, other = tmp_path / "t1", tmp_path / "t1_1024"
+    table1.run_table(str(main), "cpu", [1, 2], ["sst"], train_run=FakeTraining())
+    argv = ["elmo-table1", "-s", str(other), "--seeds", "1", "2", "--baselines-from", str(main)]
+    with pytest.raises(ValueError, match="--rows elmo"):  # would train baselines nobody reads
+        run_command(ElmoTable1, argv)
+    training = FakeTraining()
+    table1.run_table(str(other), "cpu", [1], ["sst"], rows=["elmo"], train_run=training)
+    assert training.calls == [table1.runs([1], 1.0)[1].name]  # + ELMo, seed 1 only
+    run_command(ElmoTable1, argv + ["--no-train"])
+    result = json.loads((other / "table1.json").read_text())
+    (row,) = result["table"]
+    assert (row["baseline_seeds"], row["elmo_seeds"]) == (2, 1)
+    assert row["baseline_mean"] == pytest.approx(41.0) and row["elmo_mean"] == pytest.approx(46.0)
+    assert result["baselines_from"] == str(main)
+    assert f"baseline runs from `{main}`" in (other / "table1.md").read_text()
+    assert not (other / "sst" / "placement=none,fraction=1.0,seed=1").exists()
+
+
 def test_eta_is_the_finished_runs_training_times(tmp_path):
     base, elmo = (table1.runs([2], 1.0)[i].name for i in (0, 1))
     assert base.startswith("placement=none,") and elmo.startswith("placement=config,")
