@@ -375,29 +375,28 @@ def collect(
     + ELMo with a larger biLM against the same baselines)."""
     records: Dict[str, List[Dict]] = {}
     table = []
+    own = Path(serialization_dir)
+    folders = {sweep.BASELINE: Path(baselines_from) if baselines_from else own, None: own}
     for task, spec in TASKS.items():
-        task_records: List[Dict] = []
-        size: Optional[int] = None
-        for placement, folder in (
-            (sweep.BASELINE, baselines_from or serialization_dir),
-            (None, serialization_dir),
-        ):
-            finished = [
-                run
-                for run in runs(seeds, SCALES[scale][task].fraction)
-                if run.placement == placement and sweep.is_finished(Path(folder) / task / run.name)
-            ]
-            task_records += sweep.sweep(
+        finished = [
+            (run, folders[run.placement] / task)
+            for run in runs(seeds, SCALES[scale][task].fraction)
+            if sweep.is_finished(folders[run.placement] / task / run.name)
+        ]
+        if not any(folder == own / task for _, folder in finished):
+            continue  # the task has no run of this table's own (other baselines alone: no row)
+        task_records = [
+            record
+            for run, folder in finished
+            for record in sweep.sweep(
                 str(CONFIG_DIR / spec.config),
-                str(Path(folder) / task),
-                finished,
+                str(folder),
+                [run],
                 train_run=_never_train,
                 subset_seed=SUBSET_SEED,
             )
-            if finished and size is None:
-                size = train_size(Path(folder) / task / finished[0].name)
-        if not task_records:
-            continue
+        ]
+        size = train_size(finished[0][1] / finished[0][0].name)
         records[task] = task_records
         table.append(summarise(task, task_records, size))
     return {**result(scale, seeds, records, table), "baselines_from": baselines_from}

@@ -114,6 +114,8 @@ def test_baselines_from_another_table(tmp_path):
     """+ ELMo with another biLM (its own folder, --rows elmo) against the main table's baselines."""
     main, other = tmp_path / "t1", tmp_path / "t1_1024"
     table1.run_table(str(main), "cpu", [1, 2], ["sst"], train_run=FakeTraining())
+    ner_baseline = table1.runs([1], table1.SCALES["cpu"]["ner"].fraction)[0].name
+    FakeTraining()(main / "ner" / ner_baseline, "", '{"trainer.num_epochs": 12}')
     argv = ["elmo-table1", "-s", str(other), "--seeds", "1", "2", "--baselines-from", str(main)]
     with pytest.raises(ValueError, match="--rows elmo"):  # would train baselines nobody reads
         run_command(ElmoTable1, argv)
@@ -122,7 +124,7 @@ def test_baselines_from_another_table(tmp_path):
     assert training.calls == [table1.runs([1], 1.0)[1].name]  # + ELMo, seed 1 only
     run_command(ElmoTable1, argv + ["--no-train"])
     result = json.loads((other / "table1.json").read_text())
-    (row,) = result["table"]
+    (row,) = result["table"]  # no ner row: no + ELMo run of ner in `other`
     assert (row["baseline_seeds"], row["elmo_seeds"]) == (2, 1)
     assert row["baseline_mean"] == pytest.approx(41.0) and row["elmo_mean"] == pytest.approx(46.0)
     assert result["baselines_from"] == str(main)
