@@ -216,11 +216,13 @@ def seconds_left(
     among `done`: the mean time of those that share its most specific key (`keys` gives a run's
     keys from the most to the least specific), less what an interrupted run has already spent.
     None for a run no finished run shares a key with: runs of different tasks or fractions take
-    very different times, so neither counting runs nor another task's times would do."""
+    very different times, so neither counting runs nor another task's times would do. A run's
+    time counts once its `metrics.json` is written (training over; its archive, which
+    `is_finished` decompresses to check, does not change the time)."""
     times: Dict[Hashable, List[float]] = {}
     for run_dir in done:
         seconds = wall_time(run_dir)
-        if seconds is not None and is_finished(run_dir):
+        if seconds is not None and (run_dir / "metrics.json").is_file():
             for key in keys(run_dir):
                 times.setdefault(key, []).append(seconds)
     left: List[Optional[float]] = []
