@@ -12,7 +12,7 @@ The conversions (all inverted exactly by the exporter):
 
 import json
 import os
-from typing import Any, Dict, Optional, Tuple, Union, cast
+from typing import Any, Callable, Dict, Optional, Tuple, Union, cast
 
 import h5py
 import numpy
@@ -24,30 +24,113 @@ from elmo_bilm.files import FormatError, atomic_output
 PathLike = Union[str, os.PathLike]
 
 
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _count(minimum: int) -> Callable[[Any], bool]:
+    return lambda value: isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _filters(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) > 0
+        and all(
+            isinstance(pair, list) and len(pair) == 2 and all(_count(1)(n) for n in pair)
+            for pair in value
+        )
+    )
+
+
+# Every option the biLM reads: (check, what a valid value is). `None` where absent is allowed;
+# the training keys are bilm-tf's (informational here, but a wrong type still means a damaged
+# file).
+OPTION_CHECKS: Dict[str, Tuple[Callable[[Any], bool], str]] = {
+    "char_cnn.activation": (lambda v: v in ("relu", "tanh"), '"relu" or "tanh"'),
+    "char_cnn.embedding.dim": (_count(1), "an integer >= 1"),
+    "char_cnn.filters": (_filters, "a non-empty list of [width, n_filters] integer pairs >= 1"),
+    "char_cnn.max_characters_per_token": (
+        lambda v: v == 50 and not isinstance(v, bool),
+        "50 (the character ids of AllenNLP's elmo_characters, the only width read here)",
+    ),
+    "char_cnn.n_characters": (lambda v: v in (261, 262), "261 (training) or 262 (prediction)"),
+    "char_cnn.n_highway": (_count(0), "an integer >= 0"),
+    "lstm.dim": (_count(1), "an integer >= 1"),
+    "lstm.projection_dim": (_count(1), "an integer >= 1"),
+    "lstm.n_layers": (_count(1), "an integer >= 1"),
+    "lstm.cell_clip": (lambda v: v is None or (_number(v) and v > 0), "a number > 0 or null"),
+    "lstm.proj_clip": (lambda v: v is None or (_number(v) and v > 0), "a number > 0 or null"),
+    "lstm.use_skip_connections": (lambda v: isinstance(v, bool), "true or false"),
+    "bidirectional": (lambda v: v is True, "true (a biLM has both directions)"),
+    "dropout": (lambda v: _number(v) and 0 <= v < 1, "a number in [0, 1)"),
+    "n_tokens_vocab": (_count(0), "an integer >= 0"),
+    "n_negative_samples_batch": (_count(0), "an integer >= 0"),
+    "unroll_steps": (_count(1), "an integer >= 1"),
+    "n_epochs": (_count(1), "an integer >= 1"),
+    "batch_size": (_count(1), "an integer >= 1"),
+    "n_train_tokens": (_count(0), "an integer >= 0"),
+    "all_clip_norm_val": (lambda v: v is None or (_number(v) and v > 0), "a number > 0 or null"),
+}
+REQUIRED_OPTIONS = (
+    "char_cnn.embedding.dim",
+    "char_cnn.filters",
+    "char_cnn.n_highway",
+    "lstm.dim",
+    "lstm.projection_dim",
+    "lstm.n_layers",
+)
+
+
+def _lookup(options: Dict[str, Any], key: str) -> Tuple[bool, Any]:
+    value: Any = options
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False, None
+        value = value[part]
+    return True, value
+
+
 def read_options(options_file: PathLike) -> Dict[str, Any]:
-    """Read and check a bilm-tf `options.json`."""
+    """Read a bilm-tf `options.json` and check every option the biLM reads (type and range):
+    an error is one line naming the file and the key. A weight file given as options (the two
+    swapped) is named as such."""
     try:
-        with open(options_file) as handle:
-            options = json.load(handle)
+        with open(options_file, "rb") as handle:
+            raw = handle.read()
+    except OSError as error:
+        raise FormatError(f"{options_file}: cannot read the options ({error.strerror})") from error
+    if raw.startswith(HDF5_SIGNATURE):
+        raise FormatError(
+            f"{options_file}: an HDF5 file (weights?), not a bilm-tf options.json; are "
+            "options_file and weight_file swapped?"
+        )
+    try:
+        options = json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as error:
+        raise FormatError(f"{options_file}: not a JSON text file ({error.reason})") from error
     except json.JSONDecodeError as error:
         raise FormatError(
-            f"{options_file}, line {error.lineno}: not valid JSON ({error.msg})"
+            f"{options_file}:{error.lineno}: not valid JSON ({error.msg}); truncated?"
         ) from error
-    for section, keys in {
-        "char_cnn": ("embedding", "filters", "n_highway"),
-        "lstm": ("dim", "projection_dim", "n_layers"),
-    }.items():
-        if section not in options:
-            raise FormatError(f"{options_file}: missing section {section!r}")
-        for key in keys:
-            if key not in options[section]:
-                raise FormatError(f"{options_file}: missing key {section}.{key}")
-    n_characters = options["char_cnn"].get("n_characters", 262)
-    if n_characters not in (261, 262):
-        raise FormatError(
-            f"{options_file}: char_cnn.n_characters must be 261 (training) or 262 (prediction), "
-            f"got {n_characters}"
-        )
+    if not isinstance(options, dict):
+        raise FormatError(f"{options_file}: not a JSON object of bilm-tf options")
+    for section in ("char_cnn", "lstm"):
+        if not isinstance(options.get(section), dict):
+            raise FormatError(
+                f"{options_file}: missing section {section!r} (a bilm-tf biLM with a character "
+                "CNN and LSTM layers)"
+            )
+    for key in REQUIRED_OPTIONS:
+        if not _lookup(options, key)[0]:
+            raise FormatError(f"{options_file}: missing key {key}")
+    for key, (valid, expected) in OPTION_CHECKS.items():
+        present, value = _lookup(options, key)
+        if present and not valid(value):
+            raise FormatError(f"{options_file}: {key} is {json.dumps(value)}; expected {expected}")
     return options
 
 
@@ -88,6 +171,13 @@ def load_bilm_tf(options_file: PathLike, weight_file: PathLike, dropout: float =
     options = read_options(options_file)
     bilm = BiLm(options, dropout=dropout, initialise=False)  # every parameter is copied below
     try:
+        with open(weight_file, "rb") as handle:
+            start = handle.read(64).lstrip()
+        if start.startswith(b"{"):
+            raise FormatError(
+                f"{weight_file}: a JSON file (options?), not bilm-tf's HDF5 weights; are "
+                "options_file and weight_file swapped?"
+            )
         with h5py.File(weight_file, "r") as weights, torch.no_grad():
             _copy_weights(bilm, weights, weight_file)
     except OSError as error:  # a truncated or damaged HDF5 file

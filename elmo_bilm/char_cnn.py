@@ -101,7 +101,11 @@ class CharCnnEncoder(nn.Module):
         In inference (eval mode, no gradient), the vectors of up to this many distinct words are
         kept, so a word is encoded once however many batches it appears in. The cache empties
         itself whenever any weight of the encoder changes (optimizer step, `load_state_dict`,
-        in-place edit), so it is never stale. 0 turns it off.
+        an in-place edit, through `.data` too: it compares the weights with a copy taken when it
+        filled), so it is never stale. A cached vector equals the uncached one up to float32
+        rounding (it was computed in another batch); `cache_state` / `load_cache_state` carry
+        the cache through a checkpoint, so a resumed run serves the very same bits. 0 turns it
+        off.
     initialise : `bool`, optional (default = `True`)
         Draw bilm-tf's initial weights; `False` leaves them to a loader that overwrites them all.
     """
@@ -132,6 +136,7 @@ class CharCnnEncoder(nn.Module):
         self.word_cache_size = word_cache_size
         self._word_cache: Dict[bytes, torch.Tensor] = {}
         self._cache_key_context: Tuple[object, ...] = ()
+        self._cache_weights: List[torch.Tensor] = []  # the weights the cached vectors came from
         if initialise:
             self.reset_parameters()
 
@@ -168,20 +173,32 @@ class CharCnnEncoder(nn.Module):
         self._word_cache.clear()
 
     def _cache_context(self, device: torch.device) -> Tuple[object, ...]:
-        """What the cached vectors depend on besides the words: every weight (identity and
-        in-place version), the device, and the autocast state there (a vector computed in bf16
-        must not be served to a float32 pass)."""
+        """What the cached vectors depend on besides the words and the weights' values: the
+        device and the autocast state there (a vector computed in bf16 must not be served to a
+        float32 pass)."""
         autocast = torch.is_autocast_enabled(device.type)
         dtype = torch.get_autocast_dtype(device.type) if autocast else None
-        weights = tuple((p.data_ptr(), p._version) for p in self.parameters())
-        return (str(device), autocast, dtype, *weights)
+        return (str(device), autocast, dtype)
+
+    def _weights_unchanged(self) -> bool:
+        """Whether every weight equals the copy taken when the cache (re)filled: exact, and it
+        sees edits that bypass autograd's version counters (`.data`, `numpy()` views)."""
+        weights = list(self.parameters())
+        return len(weights) == len(self._cache_weights) and all(
+            old.shape == new.shape and old.device == new.device and torch.equal(old, new)
+            for old, new in zip(self._cache_weights, weights)
+        )
+
+    def _reset_cache(self, context: Tuple[object, ...]) -> None:
+        self._word_cache.clear()
+        self._cache_key_context = context
+        self._cache_weights = [p.detach().clone() for p in self.parameters()]
 
     def _encode_with_cache(self, words: torch.Tensor) -> torch.Tensor:
         """`encode_words` through the inference word cache."""
         context = self._cache_context(words.device)
-        if context != self._cache_key_context:
-            self._word_cache.clear()
-            self._cache_key_context = context
+        if context != self._cache_key_context or not self._weights_unchanged():
+            self._reset_cache(context)
         rows = words.to(torch.int16).cpu().numpy()
         keys = [row.tobytes() for row in rows]
         missing = [i for i, key in enumerate(keys) if key not in self._word_cache]
@@ -194,6 +211,27 @@ class CharCnnEncoder(nn.Module):
                     # a copy: a view would keep the whole batch's tensor alive
                     self._word_cache[keys[i]] = encoded[position].clone()
         return torch.stack([fresh[key] if key in fresh else self._word_cache[key] for key in keys])
+
+    def cache_state(self) -> Dict[str, torch.Tensor]:
+        """The word cache as two CPU tensors, in insertion order, for a checkpoint: `words`
+        (n, max_chars) int16 character ids and `vectors` (n, projection_dim)."""
+        if not self._word_cache:
+            return {}
+        keys = b"".join(self._word_cache)
+        words = torch.frombuffer(bytearray(keys), dtype=torch.int16)
+        return {
+            "words": words.view(len(self._word_cache), -1).clone(),
+            "vectors": torch.stack([v.detach().cpu() for v in self._word_cache.values()]),
+        }
+
+    def load_cache_state(self, state: Dict[str, torch.Tensor]) -> None:
+        """Put back a `cache_state` taken with the current weights (a resumed run)."""
+        device = self.projection.weight.device
+        self._reset_cache(self._cache_context(device))
+        if state:
+            keys = state["words"].to(torch.int16).numpy()
+            for key, vector in zip(keys, state["vectors"].to(device)):
+                self._word_cache[key.tobytes()] = vector
 
     def encode_words(self, word_char_ids: torch.Tensor, trim: bool = True) -> torch.Tensor:
         """Encode a flat batch of words, `(n_words, max_chars)` -> `(n_words, projection_dim)`.

@@ -8,9 +8,11 @@ written as they are embedded.
 """
 
 import argparse
+import errno
 import json
 import logging
 import os
+import shutil
 import sys
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -32,55 +34,95 @@ LAYER_CHOICES = ("all", "top", "average")
 DEFAULT_BATCH_SIZE = 128
 DESCRIPTION = (
     "Write the ELMo biLM layers of every line of INPUT (one whitespace-tokenised sentence per line) "
-    "to OUTPUT.hdf5: one dataset per line named by its 0-based line number, shape "
-    "(n_layers, n_tokens, dim) with --layers all, (n_tokens, dim) otherwise, and a "
-    "'sentence_to_index' JSON string."
+    "to OUTPUT.hdf5 in the layout of AllenNLP 0.9's `allennlp elmo` (same arguments): one float32 "
+    "dataset per line named by its 0-based line number, shape (n_layers, n_tokens, dim) with "
+    "--all, (n_tokens, dim) with --top or --average, and 'sentence_to_index', a (1,) string "
+    "dataset holding the JSON of {sentence: its line's name}."
 )
+# the same vectors for any --batch-size / --chunk-size up to float32 rounding (another batch
+# sums the matrix products in another order), bit for bit for the same sizes on one machine
+SIZES_HELP = "equal up to float32 rounding whatever the size; bit for bit for the same size"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The arguments of `elmo-embed` (the console script and the `allennlp` subcommand)."""
+    """The arguments of `elmo-embed` (the console script and the `allennlp` subcommand): AllenNLP
+    0.9's `allennlp elmo` arguments, plus --overwrite and --chunk-size."""
     parser.add_argument("input_file", help="text file, one tokenised sentence per line")
     parser.add_argument("output_file", help="HDF5 file to write")
+    layers = parser.add_mutually_exclusive_group()
+    for choice, text in zip(
+        LAYER_CHOICES, ("every layer (the default)", "the top layer", "the layers' average")
+    ):
+        layers.add_argument(
+            f"--{choice}", dest="layers", action="store_const", const=choice, help=text
+        )
+    layers.add_argument("--layers", choices=LAYER_CHOICES, help="the same, as one option")
     add_bilm_arguments(parser, DEFAULT_BATCH_SIZE)
     parser.add_argument(
-        "--layers", choices=LAYER_CHOICES, default="all", help="which layers to write"
+        "--forget-sentences",
+        action="store_true",
+        help="write no 'sentence_to_index' dataset (memory then stays flat however long INPUT is)",
+    )
+    parser.add_argument(
+        "--use-sentence-keys",
+        action="store_true",
+        help="name each dataset by its sentence (the stripped line) instead of its line number; "
+        "a repeated sentence is an error",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
     parser.add_argument(
         "--chunk-size",
         type=int,
         default=10_000,
-        help="sentences read and length-sorted at a time (bounds memory; output is the same)",
+        help=f"sentences read and length-sorted at a time (bounds memory; vectors {SIZES_HELP})",
     )
     return parser
 
 
-def count_sentences(input_file: str) -> int:
-    """Check every line (an empty one is an error naming FILE:LINE) and count them."""
-    count = 0
+def count_sentences(input_file: str) -> Tuple[int, int]:
+    """Check every line (an empty one is an error naming FILE:LINE) and count the sentences and
+    their tokens."""
+    sentences = tokens = 0
     for line_number, line in numbered_lines(input_file):
-        if not line.split():
+        words = len(line.split())
+        if not words:
             raise FormatError(
                 f"{input_file}:{line_number}: empty line; elmo-embed needs one "
                 "whitespace-tokenised sentence per line"
             )
-        count += 1
-    if count == 0:
+        sentences += 1
+        tokens += words
+    if sentences == 0:
         raise FormatError(f"{input_file}: no sentences")
-    return count
+    return sentences, tokens
 
 
-def read_chunks(input_file: str, chunk_size: int) -> Iterator[List[Tuple[int, List[str]]]]:
-    """`(index, tokens)` of the input's sentences, `chunk_size` at a time, in file order."""
-    chunk: List[Tuple[int, List[str]]] = []
+def read_chunks(input_file: str, chunk_size: int) -> Iterator[List[Tuple[int, str, List[str]]]]:
+    """`(index, stripped line, tokens)` of the input's sentences, `chunk_size` at a time, in file
+    order."""
+    chunk: List[Tuple[int, str, List[str]]] = []
     for line_number, line in numbered_lines(input_file):
-        chunk.append((line_number - 1, line.split()))
+        chunk.append((line_number - 1, line.strip(), line.split()))
         if len(chunk) == chunk_size:
             yield chunk
             chunk = []
     if chunk:
         yield chunk
+
+
+def check_free_space(output_file: str, needed: int) -> None:
+    """Refuse up front an output that the disk cannot hold (HDF5 must never meet a full disk:
+    the library then fails inside its caches)."""
+    folder = os.path.dirname(os.path.abspath(output_file))
+    if not os.path.isdir(folder):
+        return  # `atomic_output` names the missing folder
+    free = shutil.disk_usage(folder).free
+    if free < needed:
+        raise OSError(
+            errno.ENOSPC,
+            f"{output_file}: needs about {needed / 2**20:.1f} MB, {folder} has "
+            f"{free / 2**20:.1f} MB free",
+        )
 
 
 def embed_file(
@@ -95,11 +137,15 @@ def embed_file(
     sentence_index: bool = True,
     sentence_keys: bool = False,
 ) -> int:
-    """Write one dataset per sentence, named by its 0-based line, plus `sentence_to_index` (the
-    last line of each distinct sentence) unless not `sentence_index`; with `sentence_keys`, each
-    dataset is named by the sentence itself and there is no index (a repeated sentence is then an
-    error, as in AllenNLP 0.9). Returns the number of sentences. The file appears only when
-    complete (written to `OUTPUT.partial`, then renamed)."""
+    """Write `allennlp elmo`'s HDF5 layout (AllenNLP 0.9): one float32 dataset per sentence,
+    named by its 0-based line, and `sentence_to_index`, a `(1,)` string dataset holding the JSON
+    of {stripped line: its last line's name}, unless not `sentence_index`; with `sentence_keys`,
+    each dataset is named by its stripped line and there is no index (a repeated sentence is
+    then an error, as in AllenNLP 0.9). Returns the number of sentences.
+
+    The file appears only when complete (written to `OUTPUT.PID.partial`, then renamed); one
+    that the disk's free space cannot hold is refused before any work, and a disk that fills
+    up meanwhile ends the run with an error naming the output."""
     if layers not in LAYER_CHOICES:
         raise ValueError(f"layers must be one of {LAYER_CHOICES}, got {layers!r}")
     if chunk_size < 1 or batch_size < 1:
@@ -113,30 +159,43 @@ def embed_file(
             f"--cuda-device {cuda_device}, but this machine has {torch.cuda.device_count()} CUDA "
             "devices (-1: the CPU)"
         )
-    total = count_sentences(input_file)
+    total, tokens = count_sentences(input_file)
+    depth = bilm.num_layers if layers == "all" else 1
+    # the vectors, HDF5's few hundred bytes a dataset, and the index's JSON
+    index_bytes = os.path.getsize(input_file) + 16 * total if sentence_index else 0
+    check_free_space(
+        output_file, 4 * depth * bilm.get_output_dim() * tokens + 512 * total + index_bytes
+    )
     device = torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
     bilm = bilm.to(device).eval()
     sentence_to_index: Dict[str, str] = {}
-    with atomic_output(output_file, overwrite) as partial:
-        with h5py.File(partial, "w") as out, torch.no_grad():
+    with atomic_output(output_file, overwrite) as partial, open(partial, "w+b") as raw:
+        # through a Python file object: a full disk raises OSError here, where HDF5 writing to
+        # the path itself crashed (segmentation fault in its cache flush)
+        with h5py.File(raw, "w") as out, torch.no_grad():
             progress = tqdm(total=total, desc="elmo-embed", unit=" sentences", file=sys.stderr)
             for chunk in read_chunks(input_file, chunk_size):
-                for index, tokens in chunk:
-                    key = " ".join(tokens)
-                    if sentence_keys and key in sentence_to_index:
+                for index, line, _ in chunk:
+                    if sentence_keys and line in sentence_to_index:
                         raise FormatError(
-                            f"{input_file}:{index + 1}: repeats line {int(sentence_to_index[key]) + 1}; "
-                            "sentences cannot name datasets twice (do not use sentence keys)"
+                            f"{input_file}:{index + 1}: repeats line "
+                            f"{int(sentence_to_index[line]) + 1}; sentences cannot name "
+                            "datasets twice (do not use sentence keys)"
                         )
-                    sentence_to_index[key] = str(index)
-                chunk.sort(key=lambda item: len(item[1]))
+                    if sentence_keys or sentence_index:
+                        sentence_to_index[line] = str(index)
+                chunk.sort(key=lambda item: len(item[2]))
                 for start in range(0, len(chunk), batch_size):
                     batch = chunk[start : start + batch_size]
-                    _write_batch(out, bilm, batch, layers, device, sentence_keys)
+                    host = batch_layers(bilm, [tokens for _, _, tokens in batch], device, layers)
+                    for row, (index, line, words) in enumerate(batch):
+                        name = line if sentence_keys else str(index)
+                        out.create_dataset(name, data=host[row, ..., : len(words), :])
                     progress.update(len(batch))
             progress.close()
             if sentence_index and not sentence_keys:
-                out.create_dataset("sentence_to_index", data=json.dumps(sentence_to_index))
+                dataset = out.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
+                dataset[0] = json.dumps(sentence_to_index)
     return total
 
 
@@ -175,20 +234,6 @@ def sentence_layers(
                 yield index, host[row, ..., : len(sentences[index]), :]
 
 
-def _write_batch(
-    out: h5py.File,
-    bilm: BiLm,
-    batch: Sequence[Tuple[int, List[str]]],
-    layers: str,
-    device: torch.device,
-    sentence_keys: bool = False,
-) -> None:
-    host = batch_layers(bilm, [tokens for _, tokens in batch], device, layers)
-    for row, (index, tokens) in enumerate(batch):
-        name = " ".join(tokens) if sentence_keys else str(index)
-        out.create_dataset(name, data=host[row, ..., : len(tokens), :])
-
-
 def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
     """Embed as the parsed arguments say, with `bilm` or the one they name."""
     bilm = bilm or load_bilm(args.options_file, args.weight_file)
@@ -196,11 +241,13 @@ def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
         bilm,
         args.input_file,
         args.output_file,
-        layers=args.layers,
+        layers=args.layers or "all",
         batch_size=args.batch_size,
         cuda_device=args.cuda_device,
         overwrite=args.overwrite,
         chunk_size=args.chunk_size,
+        sentence_index=not args.forget_sentences,
+        sentence_keys=args.use_sentence_keys,
     )
     logger.info("Wrote %d sentences to %s", count, args.output_file)
 

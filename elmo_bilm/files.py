@@ -1,10 +1,17 @@
 """File helpers shared by the plugin: format errors, atomic outputs, path lists, text opening."""
 
+import codecs
 import contextlib
+import errno
+import functools
 import glob
 import gzip
 import os
-from typing import BinaryIO, Iterator, List, Tuple, Union
+import re
+import signal
+import sys
+import threading
+from typing import Any, BinaryIO, Callable, Iterator, List, Tuple, TypeVar, Union
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -17,12 +24,104 @@ class FormatError(ValueError):
 # bad input, existing or missing files, unwritable folders, impossible options.
 USER_ERRORS = (FormatError, ValueError, OSError)
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def reports_errors(name: str) -> Callable[[F], F]:
+    """Decorate a command's entry function: a user's error (`USER_ERRORS`) ends the process with
+    one line `NAME: error: ...` on stderr and exit status 1, not a traceback."""
+
+    def decorate(function: F) -> F:
+        @functools.wraps(function)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return function(*args, **kwargs)
+            except USER_ERRORS as error:
+                sys.exit(f"{name}: error: {error}")
+
+        return run  # type: ignore[return-value]
+
+    return decorate
+
+
+@contextlib.contextmanager
+def terminate_raises() -> Iterator[None]:
+    """Within the block, SIGTERM (what `kill`, `timeout` and job schedulers send) raises
+    `SystemExit(143)` in the main thread, as Ctrl-C raises `KeyboardInterrupt`, so that `finally`
+    blocks (removing a half-written file) run before the process ends with the status a SIGTERM
+    gives. Does nothing outside the main thread or when a SIGTERM handler is already installed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous not in (signal.SIG_DFL, None):
+        yield
+        return
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _claim(path: str) -> None:
+    """Refuse to write `path` while another live process writes it (its `PATH.PID.partial`
+    exists); remove the partial files of writers that died (killed with SIGKILL, say)."""
+    folder, name = os.path.split(os.path.abspath(path))
+    for partial in glob.glob(os.path.join(glob.escape(folder), f"{glob.escape(name)}.*.partial")):
+        pid_text = partial[len(os.path.join(folder, name)) + 1 : -len(".partial")]
+        if not pid_text.isdigit():
+            continue
+        pid = int(pid_text)
+        if pid != os.getpid() and _alive(pid):
+            raise FileExistsError(
+                f"{path} is being written by process {pid} (its {os.path.basename(partial)}); "
+                "wait for it or write elsewhere"
+            )
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(partial)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def _publish(partial: str, path: str, overwrite: bool) -> None:
+    """Move the finished `partial` to `path`; without `overwrite`, an output that appeared in
+    the meantime is kept (a hard link fails where `path` exists; rename where links are not
+    supported)."""
+    if overwrite:
+        os.replace(partial, path)
+        return
+    appeared = f"{path} appeared while this process wrote it; not overwriting it"
+    try:
+        os.link(partial, path)
+    except FileExistsError:
+        raise FileExistsError(appeared) from None
+    except OSError:  # no hard links on this file system
+        if os.path.exists(path):
+            raise FileExistsError(appeared) from None
+        os.replace(partial, path)
+    else:
+        os.remove(partial)
+
 
 @contextlib.contextmanager
 def atomic_output(path: PathLike, overwrite: bool = False) -> Iterator[str]:
-    """Yield a temporary `PATH.partial` to write; on success it becomes `path`, on failure it is
-    removed, so `path` only ever holds a complete file. An existing `path` is an error unless
-    `overwrite`."""
+    """Yield a temporary `PATH.PID.partial` to write; on success it becomes `path`, on failure,
+    Ctrl-C or SIGTERM it is removed, so `path` only ever holds a complete file. An existing
+    `path` is an error unless `overwrite`, and so is a `path` that another live process is
+    writing; the partial files of dead writers are removed."""
     path = os.fspath(path)
     if os.path.exists(path) and not overwrite:
         raise FileExistsError(f"{path} exists; not overwriting it")
@@ -31,10 +130,18 @@ def atomic_output(path: PathLike, overwrite: bool = False) -> Iterator[str]:
         raise FileNotFoundError(f"{folder}: no such folder for {os.path.basename(path)}")
     if not os.access(folder, os.W_OK):
         raise PermissionError(f"{folder}: not writable, cannot write {os.path.basename(path)}")
-    partial = f"{path}.partial"
+    _claim(path)
+    partial = f"{path}.{os.getpid()}.partial"
     try:
-        yield partial
-        os.replace(partial, path)
+        with terminate_raises():
+            yield partial
+            _publish(partial, path, overwrite)
+    except OSError as error:
+        if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            raise OSError(
+                error.errno, f"{path}: {error.strerror}; nothing was written ({partial} removed)"
+            ) from error
+        raise
     finally:
         if os.path.exists(partial):
             os.remove(partial)
@@ -76,12 +183,40 @@ def open_bytes(path: PathLike) -> BinaryIO:
     return handle  # type: ignore[return-value]
 
 
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def _raw_lines(handle: BinaryIO, chunk_size: int = 1 << 20) -> Iterator[bytes]:
+    """The lines of a binary stream split as Python's text mode does (universal newlines: LF,
+    CRLF and CR-only, as old Mac files and some exports have), line ends removed; read in chunks,
+    so a file without any line end does not become one huge read."""
+    pending = b""
+    while True:
+        chunk = handle.read(chunk_size)
+        if not chunk:
+            break
+        pending += chunk
+        # a CR at the end may be the first half of a CRLF: keep it for the next chunk
+        end = len(pending) - 1 if pending.endswith(b"\r") else len(pending)
+        start = 0
+        for match in _LINE_END.finditer(pending, 0, end):
+            yield pending[start : match.start()]
+            start = match.end()
+        pending = pending[start:]
+    if pending:  # the last line: no line end in it but perhaps a final CR
+        yield pending[:-1] if pending.endswith(b"\r") else pending
+
+
 def numbered_lines(path: PathLike) -> Iterator[Tuple[int, str]]:
-    """`(line_number, text)` of a UTF-8 (possibly gzip) file; errors name the file and line."""
+    """`(line_number, text)` of a UTF-8 (possibly gzip) file, lines split as Python's text mode
+    splits them (LF, CRLF or CR), without their line ends; a UTF-8 byte-order mark at the start
+    is dropped (as `utf-8-sig` does). Errors name the file and line."""
     line_number = 0
     with open_bytes(path) as handle:
         try:
-            for line_number, raw in enumerate(handle, start=1):
+            for line_number, raw in enumerate(_raw_lines(handle), start=1):
+                if line_number == 1 and raw.startswith(codecs.BOM_UTF8):
+                    raw = raw[len(codecs.BOM_UTF8) :]
                 try:
                     yield line_number, raw.decode("utf-8")
                 except UnicodeDecodeError as error:

@@ -38,6 +38,7 @@ def add_bilm_arguments(parser: argparse.ArgumentParser, batch_size: Optional[int
         "--batch-size",
         type=int,
         default=batch_size,
-        help=f"sentences per biLM batch (length-sorted; default {batch_size})",
+        help=f"sentences per biLM batch (length-sorted; default {batch_size}; vectors "
+        "equal up to float32 rounding whatever the size, bit for bit for the same size)",
     )
     parser.add_argument("--cuda-device", type=int, default=-1, help="GPU id, -1 for CPU")

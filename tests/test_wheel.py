@@ -196,6 +196,6 @@ def test_installed_wheels_embed_with_the_shipped_biLM(wheels, tmp_path, repo_roo
     import h5py
 
     with h5py.File(tmp_path / "out.hdf5", "r") as out:
-        assert out["0"].shape == (3, 3, 128) and json.loads(out["sentence_to_index"][()]) == {
+        assert out["0"].shape == (3, 3, 128) and json.loads(out["sentence_to_index"][0]) == {
             "a shipped biLM": "0"
         }

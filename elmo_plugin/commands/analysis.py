@@ -11,7 +11,7 @@ from typing import Any, Dict, List
 import torch
 from allennlp.commands.subcommand import Subcommand
 
-from elmo_bilm.files import numbered_lines
+from elmo_bilm.files import numbered_lines, reports_errors
 from elmo_plugin.analysis import layer_weights, neighbours, probes, report, sweep
 from elmo_plugin.modules.bilm_loading import add_bilm_arguments, load_bilm
 
@@ -53,6 +53,7 @@ def _data(*parts: str) -> str:
     return os.path.join(os.environ.get("ELMO_PLUGIN_DATA", ""), *parts)
 
 
+@reports_errors("elmo-probe")
 def _run_pos(args: argparse.Namespace) -> None:
     result = probes.pos_probe(
         _bilm(args),
@@ -73,6 +74,7 @@ def _run_pos(args: argparse.Namespace) -> None:
     print(table)
 
 
+@reports_errors("elmo-probe")
 def _run_wsd(args: argparse.Namespace) -> None:
     tests = [probes.WsdData.from_dir(os.path.join(args.eval_dir, name)) for name in args.datasets]
     trains = [probes.WsdData(xml, key) for xml, key in args.train] if args.train else None
@@ -91,6 +93,7 @@ def _run_wsd(args: argparse.Namespace) -> None:
     print(table)
 
 
+@reports_errors("elmo-neighbours")
 def _run_neighbours(args: argparse.Namespace) -> None:
     corpus = [line.split() for _, line in numbered_lines(args.corpus) if line.strip()]
     result = neighbours.nearest_neighbours(
@@ -119,6 +122,7 @@ def _run_neighbours(args: argparse.Namespace) -> None:
     print(table)
 
 
+@reports_errors("elmo-layer-weights")
 def _run_layer_weights(args: argparse.Namespace) -> None:
     from allennlp.models.archival import load_archive
 
@@ -154,6 +158,7 @@ def _run_layer_weights(args: argparse.Namespace) -> None:
     print(table)
 
 
+@reports_errors("elmo-sweep")
 def _run_sweep(args: argparse.Namespace) -> None:
     runs = sweep.grid(args.placement, args.l2, args.layers, args.gamma, args.fraction, args.seeds)
     out = Path(args.serialization_dir)

@@ -2,12 +2,11 @@
 AllenNLP subcommand (the `allennlp elmo` command that AllenNLP 1.0 dropped)."""
 
 import argparse
-import sys
 
 from allennlp.commands.subcommand import Subcommand
 
 from elmo_bilm.embed import DESCRIPTION, add_arguments, run
-from elmo_bilm.files import USER_ERRORS
+from elmo_bilm.files import reports_errors
 from elmo_plugin.modules.bilm_loading import load_bilm
 
 
@@ -31,9 +30,6 @@ class ElmoEmbed(Subcommand):
         return subparser
 
 
+@reports_errors("elmo-embed")
 def _run(args: argparse.Namespace) -> None:
-    """As the console script: a user's error is one line and exit status 1, not a traceback."""
-    try:
-        run(args, load_bilm(args.options_file, args.weight_file, args.archive_file))
-    except USER_ERRORS as error:
-        sys.exit(f"elmo-embed: error: {error}")
+    run(args, load_bilm(args.options_file, args.weight_file, args.archive_file))

@@ -3,14 +3,13 @@
 import argparse
 import logging
 import os
-import sys
 import tempfile
 
 from allennlp.commands.subcommand import Subcommand
 from allennlp.models.archival import load_archive
 
 from elmo_bilm.bilm_tf import export_bilm_tf
-from elmo_bilm.files import USER_ERRORS
+from elmo_bilm.files import reports_errors
 from elmo_plugin.lm.models.bilm_language_model import BiLmLanguageModel
 from elmo_plugin.lm.vocabulary import write_bilm_tf_vocab
 
@@ -80,9 +79,6 @@ class ElmoExport(Subcommand):
         return subparser
 
 
+@reports_errors("elmo-export")
 def _run(args: argparse.Namespace) -> None:
-    """A user's error is one line and exit status 1, not a traceback."""
-    try:
-        export_archive(args.archive_file, args.output_dir)
-    except USER_ERRORS as error:
-        sys.exit(f"elmo-export: error: {error}")
+    export_archive(args.archive_file, args.output_dir)

@@ -4,6 +4,7 @@ import argparse
 
 from allennlp.commands.subcommand import Subcommand
 
+from elmo_bilm.files import reports_errors
 from elmo_plugin.data.wikipedia import prepare_corpus
 
 
@@ -32,7 +33,10 @@ class ElmoPrepareCorpus(Subcommand):
         )
         subparser.add_argument("output_dir", help="directory for the .txt.gz shards")
         subparser.add_argument("--overwrite", action="store_true", help="replace existing outputs")
-        subparser.set_defaults(
-            func=lambda args: prepare_corpus(args.inputs, args.output_dir, args.overwrite)
-        )
+        subparser.set_defaults(func=_run)
         return subparser
+
+
+@reports_errors("elmo-prepare-corpus")
+def _run(args: argparse.Namespace) -> None:
+    prepare_corpus(args.inputs, args.output_dir, args.overwrite)

@@ -5,6 +5,7 @@ import os
 
 from allennlp.commands.subcommand import Subcommand
 
+from elmo_bilm.files import reports_errors
 from elmo_plugin.analysis import report, table1
 
 
@@ -59,6 +60,7 @@ class ElmoTable1(Subcommand):
         return subparser
 
 
+@reports_errors("elmo-table1")
 def _run(args: argparse.Namespace) -> None:
     from elmo_plugin.common.config_env import data_dir, set_config_defaults
     from elmo_plugin.data.word_vectors import build_baseline_vectors

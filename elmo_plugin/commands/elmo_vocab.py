@@ -4,6 +4,7 @@ import argparse
 
 from allennlp.commands.subcommand import Subcommand
 
+from elmo_bilm.files import reports_errors
 from elmo_plugin.lm.vocab_counts import build_vocab_file
 
 
@@ -38,6 +39,7 @@ class ElmoVocab(Subcommand):
         return subparser
 
 
+@reports_errors("elmo-vocab")
 def _run(args: argparse.Namespace) -> None:
     specs = [spec for item in args.inputs for spec in item.split(",") if spec]
     build_vocab_file(specs, args.output_file, min_count=args.min_count, max_size=args.max_size)

@@ -4,7 +4,7 @@ import argparse
 
 from allennlp.commands.subcommand import Subcommand
 
-from elmo_bilm.files import expand_paths
+from elmo_bilm.files import expand_paths, reports_errors
 from elmo_plugin.data.word_vectors import train_word_vectors
 
 
@@ -54,6 +54,7 @@ class ElmoWordVectors(Subcommand):
         return subparser
 
 
+@reports_errors("elmo-word-vectors")
 def _run(args: argparse.Namespace) -> None:
     corpus = [path for item in args.corpus for path in expand_paths(item)]
     train_word_vectors(

@@ -41,30 +41,36 @@ def wikiextractor_paragraphs(path: str) -> Iterator[str]:
 
 def corpus_inputs(inputs: Sequence[str]) -> List[Tuple[str, str]]:
     """`(file, output name)` for WikiExtractor inputs: files, globs, or folders searched
-    recursively (WikiExtractor writes `text/AA/wiki_00`, `text/AB/wiki_00`, ...). A file found in
-    a folder is named by its path below that folder (`AA/wiki_00` -> `AA_wiki_00`), one given
-    directly by its own name; two inputs with one name are an error before any work."""
-    named: List[Tuple[str, str]] = []
+    recursively (WikiExtractor writes `text/AA/wiki_00`, `text/AB/wiki_00`, ...). Each file is
+    named by its path below the inputs' common folder (a folder input counts as itself, a file
+    as the folder it is in), `.gz` dropped: `text` and `text/AA text/AB` (the shell's `text/*`)
+    both name `text/AA/wiki_00` `AA_wiki_00`. Two files with one name are an error before any
+    work."""
+    found: List[Tuple[str, str]] = []  # (file, the folder its name starts below)
     for item in inputs:
         if os.path.isdir(item):
-            found = sorted(
+            files = sorted(
                 os.path.join(root, name)
                 for root, folders, names in os.walk(item)
                 for name in names
                 if not name.startswith(".")
             )
-            if not found:
+            if not files:
                 raise FileNotFoundError(f"{item}: no files in that folder or below it")
-            named += [(path, os.path.relpath(path, item).replace(os.sep, "_")) for path in found]
+            found += [(path, item) for path in files]
         else:
-            named += [(path, os.path.basename(path)) for path in expand_paths(item)]
+            found += [(path, os.path.dirname(path)) for path in expand_paths(item)]
+    common = os.path.commonpath([os.path.abspath(folder) for _, folder in found])
+    named: List[Tuple[str, str]] = []
     seen: Dict[str, str] = {}
-    for path, name in named:
+    for path, _ in found:
+        name = os.path.relpath(os.path.abspath(path), common).replace(os.sep, "_")
         name = name[: -len(".gz")] if name.endswith(".gz") else name
         if name in seen:
-            raise ValueError(f"{seen[name]} and {path} would both write {name}.txt.gz")
+            raise FormatError(f"{seen[name]} and {path} would both write {name}.txt.gz")
         seen[name] = path
-    return [(path, name[: -len(".gz")] if name.endswith(".gz") else name) for path, name in named]
+        named.append((path, name))
+    return named
 
 
 def prepare_corpus(inputs: Sequence[str], output_dir: str, overwrite: bool = False) -> List[str]:

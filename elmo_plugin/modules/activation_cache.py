@@ -13,9 +13,12 @@ BiLmFunction = Callable[[torch.Tensor], Dict[str, Any]]
 class ActivationCache:
     """Maps a sentence (its character ids) to its biLM layers `(n_layers, length, dim)`.
 
-    Exact: the biLM is stateless and frozen, so a sentence's layers never change; the task's
-    scalar mixes, layer norm and dropout run on the cached layers afterwards, every time. Keys are
-    the sentence's content, so shuffling and re-batching do not matter. Entries are kept on the
+    The biLM is stateless and frozen, so a sentence's layers never change but for float32
+    rounding: the batch that computed them sums the matrix products in its own order, so a cached
+    entry equals a recomputation in another batch up to rounding, not bit for bit (`state` /
+    `load_state` carry the entries through a checkpoint, so a resumed run serves the same bits).
+    The task's scalar mixes, layer norm and dropout run on the cached layers afterwards, every
+    time. Keys are the sentence's content, so shuffling and re-batching do not matter. Entries are kept on the
     CPU in the layers' dtype until `max_megabytes` is reached; after that, new sentences are
     computed but not stored (in epoch order an LRU policy would only thrash).
     """
@@ -87,3 +90,32 @@ class ActivationCache:
             return
         self._entries[key] = entry.clone()  # a CPU copy that owns its storage (not a batch view)
         self.bytes += size
+
+    def state(self) -> Dict[str, torch.Tensor]:
+        """The entries as CPU tensors, in insertion order, for a checkpoint: `ids` (the keys'
+        character ids, concatenated), `lengths` (tokens per sentence), `layers` (n_layers,
+        total tokens, dim)."""
+        if not self._entries:
+            return {}
+        keys = list(self._entries)
+        ids = torch.frombuffer(bytearray(b"".join(keys)), dtype=torch.int64)
+        values = list(self._entries.values())
+        return {
+            "ids": ids.clone(),
+            "lengths": torch.tensor([value.shape[1] for value in values]),
+            "layers": torch.cat(values, dim=1),
+        }
+
+    def load_state(self, state: Dict[str, torch.Tensor]) -> None:
+        """Replace the entries with a `state()` (a resumed run serves the very same bits)."""
+        self._entries.clear()
+        self.bytes = 0
+        if not state:
+            return
+        lengths = state["lengths"].tolist()
+        chars = state["ids"].numel() // max(sum(lengths), 1)
+        ids = state["ids"].view(-1, chars).numpy()
+        offset = 0
+        for length, layers in zip(lengths, state["layers"].split(lengths, dim=1)):
+            self._store(ids[offset : offset + length].tobytes(), layers)
+            offset += length

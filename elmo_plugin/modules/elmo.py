@@ -83,6 +83,15 @@ class ElmoRepresentations(nn.Module):
     def get_output_dim(self) -> int:
         return self.bilm.get_output_dim()
 
+    def cache_state(self) -> Dict[str, torch.Tensor]:
+        """The activation cache's entries, for a checkpoint (`elmo_plugin_exact_recovery`)."""
+        return self.cache.state() if self.cache is not None else {}
+
+    def load_cache_state(self, state: Dict[str, torch.Tensor]) -> None:
+        """Put back a `cache_state`: a resumed run serves the bits the interrupted one cached."""
+        if self.cache is not None:
+            self.cache.load_state(state)
+
     def bilm_layers(self, char_ids: torch.Tensor) -> Dict[str, Any]:
         """All biLM layers for `char_ids` (no gradient and eval mode when the biLM is frozen)."""
         if self.requires_grad:

@@ -128,13 +128,30 @@ def set_metric_state(model: torch.nn.Module, state: Dict[str, Any]) -> None:
         restore(holder[item[0]] if item else holder, saved)
 
 
+def cache_state(model: torch.nn.Module) -> Dict[str, Any]:
+    """The inference caches of a frozen biLM (the char-CNN's word vectors, ELMo's activations),
+    by module path: their entries hold the bits of the batch that computed them, which a
+    recomputation in another batch matches only up to float32 rounding."""
+    return {
+        path: module.cache_state()
+        for path, module in model.named_modules()
+        if callable(getattr(module, "cache_state", None))
+    }
+
+
+def set_cache_state(model: torch.nn.Module, state: Dict[str, Any]) -> None:
+    for path, saved in state.items():
+        model.get_submodule(path).load_cache_state(saved)
+
+
 @TrainerCallback.register("elmo_plugin_exact_recovery")
 class ExactRecovery(TrainerCallback):
     """Makes `allennlp train --recover` retrace the interrupted run: the same weights, metrics and
     checkpoints as a run that was never stopped, from an epoch-end or a mid-epoch checkpoint
     (`save_every_num_batches`). Each checkpoint holds the random generators' states at the start
     of every epoch so far and at the checkpoint, the model's running metrics and the epoch's loss
-    sums. On `--recover` each replayed epoch's loader starts from its epoch's states (so it
+    sums, and the frozen biLM's caches. On `--recover` each replayed epoch's loader starts from
+    its epoch's states (so it
     shuffles as it did), and right before the first batch after the checkpoint the generators and
     metrics are put back; the epoch's `training_loss` then counts every batch
     (`metrics_epoch_N.json` is rewritten with it).
@@ -219,6 +236,7 @@ class ExactRecovery(TrainerCallback):
             "rng": rng_state(),
             "sums": dict(self._sums),
             "metrics": metric_state(model) if model is not None else None,
+            "caches": cache_state(model) if model is not None else {},
         }
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
@@ -249,6 +267,7 @@ class ExactRecovery(TrainerCallback):
         set_rng_state(state["rng"])
         if state["metrics"] is not None:
             set_metric_state(self._trainer.model, state["metrics"])
+        set_cache_state(self._trainer.model, state.get("caches", {}))
         self._carried = dict(state["sums"])
         self._sums = dict(state["sums"])
         logger.info("Resumed exactly after batch %d of epoch %d", state["batches"], state["epoch"])

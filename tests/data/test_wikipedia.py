@@ -121,9 +121,20 @@ def test_wikiextractor_layout_keeps_every_subfolder(tmp_path):
     outputs = prepare_corpus([str(tmp_path / "text")], str(tmp_path / "out"))
     assert [os.path.basename(p) for p in outputs] == ["AA_wiki_00.txt.gz", "AB_wiki_00.txt.gz"]
     assert [gzip.open(p, "rt").read() for p in outputs] == ["First one .\n", "Second one .\n"]
-    # the two subfolders given as arguments name the same file: refused before any work
-    with pytest.raises(ValueError, match="would both write wiki_00.txt.gz"):
-        prepare_corpus(
-            [str(tmp_path / "text" / "AA"), str(tmp_path / "text" / "AB")], str(tmp_path / "o2")
-        )
-    assert not (tmp_path / "o2").exists()
+    # the shell's `text/*`: the two subfolders as arguments give the same corpus
+    again = prepare_corpus(
+        [str(tmp_path / "text" / "AA"), str(tmp_path / "text" / "AB")], str(tmp_path / "o2")
+    )
+    assert [os.path.basename(p) for p in again] == ["AA_wiki_00.txt.gz", "AB_wiki_00.txt.gz"]
+    assert [gzip.open(p, "rt").read() for p in again] == ["First one .\n", "Second one .\n"]
+
+
+def test_a_real_name_collision_is_refused_before_any_work(tmp_path):
+    """`wiki_00` and `wiki_00.gz` of one folder would write one output: refused, naming both."""
+    (tmp_path / "AA").mkdir()
+    (tmp_path / "AA" / "wiki_00").write_text("<doc id=1>\nT\nOne.\n</doc>\n")
+    with gzip.open(tmp_path / "AA" / "wiki_00.gz", "wt") as handle:
+        handle.write("<doc id=2>\nT\nTwo.\n</doc>\n")
+    with pytest.raises(FormatError, match=r"wiki_00 and .*wiki_00.gz would both write"):
+        prepare_corpus([str(tmp_path / "AA")], str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()

@@ -1,3 +1,6 @@
+import json
+import re
+
 import h5py
 import numpy
 import pytest
@@ -111,7 +114,7 @@ def test_mismatched_options_fail_clearly(tmp_path):
 
 def test_options_errors(tmp_path):
     (tmp_path / "bad.json").write_text('{"lstm": {\n "dim": 4,,}}')
-    with pytest.raises(FormatError, match="bad.json, line 2"):
+    with pytest.raises(FormatError, match="bad.json:2: not valid JSON"):
         load_bilm_tf(tmp_path / "bad.json", WEIGHT_FILE)
     (tmp_path / "nolstm.json").write_text(
         '{"char_cnn": {"embedding": {"dim": 4}, "filters": [], "n_highway": 0}}'
@@ -168,3 +171,50 @@ def test_damaged_weights_are_refused_naming_the_file(tmp_path):
     truncated.write_bytes(WEIGHT_FILE.read_bytes()[:5000])
     with pytest.raises(FormatError, match="cut.hdf5: cannot read the HDF5 weights"):
         load_bilm_tf(OPTIONS_FILE, truncated)
+
+
+@pytest.mark.parametrize(
+    "key, value, expected",
+    [
+        ("lstm.n_layers", -1, "an integer >= 1"),  # silently dropped the LSTM before
+        ("lstm.n_layers", 1.5, "an integer >= 1"),
+        ("lstm.use_skip_connections", "false", "true or false"),  # a string was true
+        ("char_cnn.max_characters_per_token", 30, "50"),  # was ignored
+        ("char_cnn.n_characters", 300, "261"),
+        ("char_cnn.activation", "gelu", '"relu" or "tanh"'),
+        ("char_cnn.filters", [[1, 0]], "integer pairs >= 1"),
+        ("char_cnn.n_highway", -2, "an integer >= 0"),
+        ("char_cnn.embedding.dim", "4", "an integer >= 1"),
+        ("lstm.cell_clip", -3, "a number > 0 or null"),
+        ("lstm.proj_clip", "3", "a number > 0 or null"),
+        ("lstm.dim", 0, "an integer >= 1"),
+        ("lstm.projection_dim", True, "an integer >= 1"),
+        ("bidirectional", False, "true"),  # a forward-only LM cannot be honoured
+        ("dropout", 1.5, r"a number in \[0, 1\)"),
+    ],
+)
+def test_every_option_is_checked_naming_file_and_key(tmp_path, key, value, expected):
+    options = json.loads(OPTIONS_FILE.read_text())
+    *path, last = key.split(".")
+    holder = options
+    for part in path:
+        holder = holder[part]
+    holder[last] = value
+    (tmp_path / "options.json").write_text(json.dumps(options))
+    with pytest.raises(FormatError) as error:
+        load_bilm_tf(tmp_path / "options.json", WEIGHT_FILE)
+    message = str(error.value)
+    assert message.startswith(f"{tmp_path / 'options.json'}: {key} is {json.dumps(value)}")
+    assert re.search(expected, message) and "\n" not in message
+
+
+def test_swapped_files_and_truncated_options_are_named(tmp_path):
+    with pytest.raises(FormatError, match=r"lm_weights.hdf5: an HDF5 file .* swapped"):
+        load_bilm_tf(WEIGHT_FILE, OPTIONS_FILE)
+    with pytest.raises(FormatError, match=r"options.json: a JSON file .* swapped"):
+        load_bilm_tf(OPTIONS_FILE, OPTIONS_FILE)
+    (tmp_path / "cut.json").write_text(OPTIONS_FILE.read_text()[:40])
+    with pytest.raises(FormatError, match=r"cut.json:\d+: not valid JSON .*truncated"):
+        load_bilm_tf(tmp_path / "cut.json", WEIGHT_FILE)
+    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + OPTIONS_FILE.read_bytes())
+    assert load_bilm_tf(tmp_path / "bom.json", WEIGHT_FILE).num_layers == 3  # a BOM is fine

@@ -139,7 +139,7 @@ def test_elmo_embedder_methods(tmp_path, fixture_sentences):
     source.write_text("\n".join(" ".join(s) for s in fixture_sentences[2]) + "\n")
     embedder.embed_file(str(source), str(tmp_path / "out.hdf5"), batch_size=3)
     with h5py.File(tmp_path / "out.hdf5", "r") as out:
-        index = json.loads(out["sentence_to_index"][()])
+        index = json.loads(out["sentence_to_index"][0])
         assert index[" ".join(fixture_sentences[2][4])] == "4"
         assert_float32_close(
             out["4"][...], embedder.embed_sentence(fixture_sentences[2][4]), NETWORK

@@ -121,3 +121,43 @@ def test_metric_state_round_trips_through_a_weights_only_checkpoint(tmp_path):
     assert fresh.coref.scorers[0].metric is model.coref.scorers[0].metric  # a function: kept
     assert fresh.accuracy.counts["unseen"] == 0 and fresh.accuracy.counts["seen"] == 3
     assert torch.equal(fresh.totals, model.totals)
+
+
+def test_recover_retraces_a_task_run_with_elmo_caches(tmp_path, repo_root):
+    """NER + ELMo (frozen biLM, activation and word caches on): killed in the middle of epoch 1,
+    whose batches are all served from the caches, and recovered, the run ends with the same
+    weights, bit for bit, as one never stopped. Without the caches in the checkpoint the resumed
+    process recomputes every sentence in epoch 1's batches, whose bits differ from epoch 0's."""
+    config = repo_root / "training_config" / "conll2003_crf_tagger_elmo.jsonnet"
+    data = {
+        "dataset_reader.max_instances": 160,
+        "data_loader.batch_sampler.batch_size": 16,
+        "trainer.num_epochs": 2,
+        "trainer.checkpointer": {"type": "elmo_plugin_safe", "save_every_num_batches": 2},
+    }
+    killed = {
+        **data,
+        "trainer.callbacks": [
+            {"type": "elmo_plugin_exact_recovery"},
+            {"type": "test_kill_at_batch"},
+        ],
+    }
+    command = allennlp_command("train", config, "-s", tmp_path / "run", "-o", json.dumps(killed))
+    command += ["--include-package", "tests.lm.models.kill_callback"]
+    for extra, env in (([], {"KILL_AT_BATCH": "1:5"}), (["--recover"], {})):
+        result = subprocess.run(
+            command + extra,
+            cwd=repo_root,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, **env},  # CONLL2003_*: the bundled CoNLL-2003 (conftest)
+        )
+        assert result.returncode == (0 if extra else -signal.SIGKILL), result.stderr[-3000:]
+    assert "Resumed exactly after batch 4 of epoch 1" in (tmp_path / "run" / "out.log").read_text()
+    train_model_from_file(str(config), str(tmp_path / "straight"), overrides=json.dumps(data))
+    # the weights at the end (best.th may be epoch 0's, from before the kill)
+    recovered = torch.load(tmp_path / "run" / "model_state_e2_b0.th")
+    reference = torch.load(tmp_path / "straight" / "model_state_e2_b0.th")
+    differ = [name for name in reference if not torch.equal(recovered[name], reference[name])]
+    assert not differ
