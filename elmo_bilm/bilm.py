@@ -81,6 +81,18 @@ class BiLm(nn.Module):
         token = self.char_cnn.tokens(vectors, index, mask)
         return token, self.lstm(token, mask, distinct=(vectors, index))
 
+    def _empty(
+        self, char_ids: torch.Tensor, mask: torch.Tensor, boundaries: bool
+    ) -> Dict[str, Any]:
+        timesteps = mask.shape[1] + (2 if boundaries else 0)
+        token = char_ids.new_zeros((0, timesteps, self.projection_dim), dtype=torch.float32)
+        layer = token.new_zeros((0, timesteps, self.get_output_dim()))
+        return {
+            "activations": [layer] * self.num_layers,
+            "mask": mask.new_zeros((0, timesteps)),
+            "token": token,
+        }
+
     def forward(
         self,
         char_ids: torch.Tensor,
@@ -104,6 +116,8 @@ class BiLm(nn.Module):
         """
         if mask is None:
             mask = (char_ids > 0).any(-1)
+        if char_ids.shape[0] == 0:  # an empty batch: empty layers of the right widths
+            return self._empty(char_ids, mask, keep_sentence_boundaries)
         char_ids, mask_with_boundaries = add_sentence_boundaries(char_ids, mask)
         token, lstm_layers = self.encode(char_ids, mask_with_boundaries)
         activations: List[torch.Tensor] = [torch.cat([token, token], dim=-1)] + lstm_layers

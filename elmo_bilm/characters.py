@@ -29,8 +29,33 @@ def word_char_ids(word: str) -> List[int]:
     return [i + 1 for i in ids]
 
 
+def check_tokenised(sentences: Sequence[Sequence[str]]) -> None:
+    """Refuse what is not a batch of tokenised sentences (`List[List[str]]`)."""
+    if isinstance(sentences, str):
+        raise TypeError(
+            f"expected a batch of tokenised sentences (a list of lists of strings), got the "
+            f"string {sentences[:40]!r}; e.g. [{sentences[:20]!r}.split()]"
+        )
+    for row, sentence in enumerate(sentences):
+        if isinstance(sentence, str):
+            raise TypeError(
+                f"sentence {row} is the string {sentence[:40]!r}, not a list of tokens; "
+                "split it first, e.g. sentence.split() (a string would be embedded character "
+                "by character)"
+            )
+        for column, token in enumerate(sentence):
+            if not isinstance(token, str):
+                raise TypeError(
+                    f"sentence {row}, token {column} is {type(token).__name__} {token!r}, not "
+                    "a string; ELMo embeds words, not ids"
+                )
+
+
 def batch_char_ids(sentences: Sequence[Sequence[str]]) -> torch.Tensor:
-    """`(batch, longest sentence, 50)` ids of tokenised sentences; padded tokens are all 0."""
+    """`(batch, longest sentence, 50)` ids of tokenised sentences; padded tokens are all 0. A
+    string where a list of tokens belongs (which would embed its characters as tokens) and a
+    token that is not a string are errors naming the sentence and the fix."""
+    check_tokenised(sentences)
     longest = max((len(sentence) for sentence in sentences), default=0)
     ids = torch.zeros((len(sentences), longest, MAX_WORD_LENGTH), dtype=torch.long)
     cache = {}

@@ -144,7 +144,13 @@ class ElmoEmbedder:
         return torch.stack(output["activations"], dim=1), output["mask"]
 
     def embed_sentence(self, sentence: Sequence[str]) -> numpy.ndarray:
-        """`(n_layers, n_tokens, dim)` for one tokenised sentence."""
+        """`(n_layers, n_tokens, dim)` for one tokenised sentence (a list of tokens; a string
+        is refused: AllenNLP embedded its characters as tokens)."""
+        if isinstance(sentence, str):
+            raise TypeError(
+                f"embed_sentence takes a list of tokens, got the string {sentence[:40]!r}; "
+                f"e.g. embed_sentence({sentence[:20]!r}.split())"
+            )
         return self.embed_batch([sentence])[0]
 
     def embed_batch(self, batch: Sequence[Sequence[str]]) -> List[numpy.ndarray]:

@@ -83,17 +83,19 @@ class ExportableBiLm(nn.Module):
         ids, boundary_mask = add_sentence_boundaries(char_ids, mask)
         batch_size, timesteps, max_chars = ids.shape
         # each distinct word once (an ONNX `Unique`), as `BiLm` does: the char CNN is most of the cost
-        distinct, index = torch.unique(ids.reshape(-1, max_chars), dim=0, return_inverse=True)
+        # explicit sizes, no -1: a reshape with -1 cannot infer a size over an empty batch
+        flat = ids.reshape(batch_size * timesteps, max_chars)
+        distinct, index = torch.unique(flat, dim=0, return_inverse=True)
         words = self.bilm.char_cnn.encode_words(distinct, trim=False)[index]
-        token = words.view(batch_size, timesteps, -1) * boundary_mask[..., None]
+        token = words.view(batch_size, timesteps, lstm.projection_dim) * boundary_mask[..., None]
         lengths = boundary_mask.long().sum(-1)
         x = torch.stack([token, reverse_padded(token, lengths)])  # (2, batch, T2, proj)
         layers: List[torch.Tensor] = [torch.cat([token, token], dim=-1)]
         for layer in range(lstm.n_layers):
             bias = lstm.biases[layer] + lstm.forget_bias
-            inputs = x.reshape(2, batch_size * timesteps, -1)
+            inputs = x.reshape(2, batch_size * timesteps, lstm.projection_dim)
             gates_in = torch.baddbmm(bias, inputs, lstm.input_weights[layer])
-            out = self._recurrence(gates_in.view(2, batch_size, timesteps, -1), layer)
+            out = self._recurrence(gates_in.view(2, batch_size, timesteps, 4 * lstm.dim), layer)
             if layer > 0 and lstm.use_skip_connections:
                 out = out + x
             layers.append(torch.cat([out[0], reverse_padded(out[1], lengths)], dim=-1))

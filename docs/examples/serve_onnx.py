@@ -13,7 +13,8 @@ BOW, EOW, PAD = 258, 259, 260  # begin-of-word, end-of-word and padding characte
 
 def char_ids(sentences: Sequence[Sequence[str]]) -> numpy.ndarray:
     """`batch_to_ids` in numpy: (batch, longest, 50) int64, 0 for padded tokens."""
-    ids = numpy.zeros((len(sentences), max(map(len, sentences)), MAX_CHARS), dtype=numpy.int64)
+    longest = max(map(len, sentences), default=0)
+    ids = numpy.zeros((len(sentences), longest, MAX_CHARS), dtype=numpy.int64)
     for row, sentence in enumerate(sentences):
         for column, word in enumerate(sentence):
             chars = [BOW, *word.encode("utf-8", "ignore")[: MAX_CHARS - 2], EOW]

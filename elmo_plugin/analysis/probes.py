@@ -86,6 +86,8 @@ def pos_probe(
     seed: int = 0,
 ) -> Dict:
     """Accuracy of a linear POS classifier trained on each biLM layer separately."""
+    if epochs < 1:
+        raise ValueError(f"epochs is {epochs}; at least 1 (with none the probe is untrained)")
     train_sentences, train_tags = read_conllu_xpos(train_file)
     if max_train_sentences is not None:
         train_sentences, train_tags = (

@@ -71,7 +71,16 @@ def _run(args: argparse.Namespace) -> None:
             "(or tabulate with --no-train)"
         )
     if args.no_train:
+        for folder in {args.serialization_dir, args.baselines_from or args.serialization_dir}:
+            if not os.path.isdir(folder):
+                raise FileNotFoundError(f"{folder}: no such folder, so no Table 1 runs to tabulate")
         result = table1.collect(args.serialization_dir, args.scale, args.seeds, args.baselines_from)
+        if not result["table"]:
+            raise ValueError(
+                f"{args.serialization_dir}: no finished Table 1 run of seeds "
+                f"{' '.join(map(str, args.seeds))} at the {args.scale!r} scale (finished: "
+                "metrics.json and model.tar.gz written)"
+            )
     else:
         # both rows read the word vectors (+ ELMo adds to the baseline's inputs)
         variables = [table1.TASKS[task].word_vectors for task in args.tasks]

@@ -11,13 +11,16 @@ variable to set. `ELMO_PROJECTION_DIM` (for encoder input sizes) is read from wh
 file `ELMO_OPTIONS_FILE` names.
 """
 
-import json
 import logging
 import os
 import re
 from pathlib import Path
 from typing import Any, Dict, Optional, Set
 
+from allennlp.common.checks import ConfigurationError
+
+from elmo_bilm.bilm_tf import read_options
+from elmo_bilm.files import FormatError
 from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
 from elmo_plugin.data.word_vectors import vector_defaults, vectors_dir
 
@@ -146,11 +149,29 @@ def set_config_defaults() -> None:
         os.environ[name] = value
         _defaulted[name] = value
     # always from the options file in force (a value inherited from a parent process that used
-    # another biLM would give the configs a stale width)
-    options_file = Path(os.environ["ELMO_OPTIONS_FILE"])
-    if options_file.is_file():
-        with open(options_file) as handle:
-            os.environ["ELMO_PROJECTION_DIM"] = str(json.load(handle)["lstm"]["projection_dim"])
+    # another biLM would give the configs a stale width); a file that cannot give it is reported
+    # by the first config that needs it (`check_options_file`), not here at import
+    global _options_error
+    try:
+        options = read_options(os.environ["ELMO_OPTIONS_FILE"])
+    except FormatError as error:
+        os.environ.pop("ELMO_PROJECTION_DIM", None)
+        _options_error = f"ELMO_OPTIONS_FILE: {error}"
+    else:
+        os.environ["ELMO_PROJECTION_DIM"] = str(options["lstm"]["projection_dim"])
+        _options_error = None
+
+
+# why ELMO_OPTIONS_FILE gave no ELMO_PROJECTION_DIM, if it did not
+_options_error: Optional[str] = None
+
+
+def check_options_file(config_file: str) -> None:
+    """One line naming ELMO_OPTIONS_FILE when `config_file` needs the biLM's width and the file
+    it names cannot give it (missing, truncated, not options), instead of jsonnet's "undefined
+    external variable: ELMO_PROJECTION_DIM"."""
+    if _options_error is not None and "ELMO_PROJECTION_DIM" in config_variables(config_file):
+        raise ConfigurationError(_options_error)
 
 
 _IMPORT = re.compile(r'import(?:str)?\s+"([^"]+)"')
@@ -204,6 +225,7 @@ def install() -> None:
         set_config_defaults()
         config_file = args[0] if args else kwargs.get("params_file")
         if config_file is not None:
+            check_options_file(str(config_file))
             warn_unbuilt(str(config_file))
         return read(cls, *args, **kwargs)
 

@@ -4,6 +4,7 @@ from typing import List, Optional
 
 from allennlp.data import Vocabulary
 
+from elmo_bilm.files import FormatError
 from elmo_bilm.vocab import BOS, EOS, UNK, read_vocab_file, write_vocab_file
 
 
@@ -33,6 +34,16 @@ class BilmTfVocabulary(Vocabulary):
         tokens = [token for token in read_vocab_file(vocab_file) if token != UNK]
         if max_size is not None:
             tokens = tokens[:max_size]
+        missing = [token for token in (BOS, EOS) if token not in tokens]
+        if missing:
+            # without them the softmax has no row to predict </S> from <S>: a run would train
+            # without those words and export the unknown word's row in their place
+            raise FormatError(
+                f"{vocab_file}: no {' and no '.join(missing)} line"
+                f"{' within max_size ' + str(max_size) if max_size is not None else ''}; a "
+                f"bilm-tf vocab.txt lists {BOS}, {EOS} and {UNK} first (`allennlp elmo-vocab` "
+                "writes one)"
+            )
         vocab = Vocabulary(non_padded_namespaces=())
         vocab.add_tokens_to_namespace(tokens, namespace)
         return vocab

@@ -2,17 +2,37 @@
 the shipped biLM) into a `BiLm`; the ELMo components and the biLM language model both use it."""
 
 import argparse
+import tarfile
+import zlib
 from typing import Any, Optional
 
 from elmo_bilm.bilm import BiLm
+from elmo_bilm.files import FormatError
 from elmo_bilm.loading import add_bilm_arguments as core_add_bilm_arguments
 from elmo_bilm.loading import load_bilm as core_load_bilm
+
+
+def check_archive(archive_file: str) -> None:
+    """Read `archive_file` through once (a few seconds for the largest here) so that a truncated
+    or foreign file is one error naming it, before AllenNLP extracts it into a temporary folder
+    (which an `EOFError` midway left behind)."""
+    try:
+        with tarfile.open(archive_file) as archive:
+            names = [member.name for member in archive]
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as error:
+        detail = getattr(error, "strerror", None) or error
+        raise FormatError(
+            f"{archive_file}: not a readable model.tar.gz (truncated or damaged? {detail})"
+        ) from error
+    if not any(name.endswith("config.json") for name in names):
+        raise FormatError(f"{archive_file}: no config.json inside; not an AllenNLP archive")
 
 
 def load_bilm_archive(archive_file: str) -> Any:
     """The `elmo_plugin_bilm` model inside a `model.tar.gz` (its biLM, softmax and vocabulary)."""
     from allennlp.models.archival import load_archive
 
+    check_archive(archive_file)
     model = load_archive(archive_file).model
     if not isinstance(getattr(model, "bilm", None), BiLm):
         raise ValueError(f"{archive_file}: not an elmo_plugin_bilm archive (no biLM inside)")

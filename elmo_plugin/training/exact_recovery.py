@@ -141,7 +141,8 @@ def cache_state(model: torch.nn.Module) -> Dict[str, Any]:
 
 def set_cache_state(model: torch.nn.Module, state: Dict[str, Any]) -> None:
     for path, saved in state.items():
-        model.get_submodule(path).load_cache_state(saved)
+        module: Any = model.get_submodule(path)  # a module with `load_cache_state`
+        module.load_cache_state(saved)
 
 
 @TrainerCallback.register("elmo_plugin_exact_recovery")
@@ -151,10 +152,9 @@ class ExactRecovery(TrainerCallback):
     (`save_every_num_batches`). Each checkpoint holds the random generators' states at the start
     of every epoch so far and at the checkpoint, the model's running metrics and the epoch's loss
     sums, and the frozen biLM's caches. On `--recover` each replayed epoch's loader starts from
-    its epoch's states (so it
-    shuffles as it did), and right before the first batch after the checkpoint the generators and
-    metrics are put back; the epoch's `training_loss` then counts every batch
-    (`metrics_epoch_N.json` is rewritten with it).
+    its epoch's states (so it shuffles as it did), and right before the first batch after the
+    checkpoint the generators, metrics and caches are put back; the epoch's `training_loss` then
+    counts every batch (`metrics_epoch_N.json` is rewritten with it).
 
     Assumes one training process, one batch per optimizer step, and a data loader whose draws
     come from Python's, numpy's or torch's global generators in the training process

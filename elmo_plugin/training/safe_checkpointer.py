@@ -1,9 +1,11 @@
 """A checkpointer whose `--recover` survives a run killed while it was writing a checkpoint."""
 
+import errno
 import logging
 import os
+import shutil
 import zipfile
-from typing import Set, Tuple
+from typing import Any, Set, Tuple
 
 from allennlp.training.checkpointer import Checkpointer
 
@@ -18,7 +20,9 @@ class SafeCheckpointer(Checkpointer):
     out of time) during that write leaves a truncated newest checkpoint, and `--recover` then fails
     on it. Here a checkpoint counts only when both files exist and are complete torch archives; an
     incomplete one is renamed to `*.incomplete` (kept, never deleted) and recovery resumes from the
-    newest complete one. Same parameters as the "default" checkpointer.
+    newest complete one. A checkpoint that cannot be written (a full disk: torch's "enforce fail
+    at inline_container.cc ... unexpected pos") stops the run with one line naming the folder and
+    its free space. Same parameters as the "default" checkpointer.
 
     Registered as a `Checkpointer` with name "elmo_plugin_safe".
     """
@@ -37,3 +41,20 @@ class SafeCheckpointer(Checkpointer):
                         )
                         os.replace(path, f"{path}.incomplete")
         return complete
+
+    def save_checkpoint(self, trainer: Any) -> None:
+        try:
+            super().save_checkpoint(trainer)
+        except (RuntimeError, OSError) as error:
+            text = str(error)
+            if not (
+                isinstance(error, OSError) or "inline_container" in text or "unexpected pos" in text
+            ):
+                raise
+            folder = self._serialization_dir
+            free = shutil.disk_usage(folder).free / 2**20 if os.path.isdir(folder) else 0.0
+            first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
+            raise OSError(
+                errno.ENOSPC if free < 1 else errno.EIO,
+                f"{folder}: writing a checkpoint failed ({free:.1f} MB free; full disk?): {first}",
+            ) from error

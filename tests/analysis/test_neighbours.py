@@ -2,7 +2,6 @@ import json
 
 import pytest
 
-from elmo_bilm.files import FormatError
 from elmo_plugin.analysis.neighbours import nearest_neighbours
 from elmo_plugin.commands.analysis import ElmoNeighbours
 from tests.analysis.conftest import BILM_ARGS, run_command
@@ -41,7 +40,7 @@ def test_neighbours_command(tmp_path):
     assert {"word", "sentence", "cosine", "sentence_index", "token_index"} <= set(
         result["contextual_neighbours"][0]
     )
-    with pytest.raises(FormatError, match="none.txt: cannot read"):
+    with pytest.raises(SystemExit, match="elmo-neighbours: error: .*none.txt: cannot read"):
         run_command(
             ElmoNeighbours, argv[:3] + [str(tmp_path / "none.txt"), "--output-dir", str(tmp_path)]
         )

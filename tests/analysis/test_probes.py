@@ -46,8 +46,12 @@ def test_pos_probe_command_writes_per_layer_accuracy(tmp_path):
     assert len(accuracies) == 3 and len(set(accuracies)) == 3  # the layers differ
     assert all(0.2 < a < 1.0 for a in accuracies)  # far above 1 / 45 tags
     assert "| biLM layer | POS accuracy (%) |" in (out / "pos_probe.md").read_text()
-    with pytest.raises(FileExistsError, match="--overwrite"):
+    with pytest.raises(SystemExit, match="elmo-probe: error: .*--overwrite"):
         run_command(ElmoProbe, argv + ["--output-dir", str(out), "--epochs", "1"])
+    # --epochs 0 trained nothing and still wrote results (1.7-3.1%): refused, nothing written
+    with pytest.raises(SystemExit, match="elmo-probe: error: epochs is 0; at least 1"):
+        run_command(ElmoProbe, argv + ["--output-dir", str(tmp_path / "zero"), "--epochs", "0"])
+    assert not (tmp_path / "zero").exists()
     with pytest.raises(FormatError, match="nothing.conllu: cannot read"):
         pos_probe(None, str(tmp_path / "nothing.conllu"), test)
 

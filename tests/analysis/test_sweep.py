@@ -121,9 +121,9 @@ def test_sweep_trains_resumes_and_reports(tmp_path, monkeypatch):
     assert len(mixes) == 1 and sum(mixes[0]["weights"]) == pytest.approx(1.0)
     assert mixes[0]["placement"] == "input"
     assert (tmp_path / "w" / "layer_weights.png").exists()
-    with pytest.raises(ValueError, match="2 --labels for 1 archives"):
+    with pytest.raises(SystemExit, match="elmo-layer-weights: error: 2 --labels for 1 archives"):
         run_command(ElmoLayerWeights, argv + ["--labels", "NER", "SST", "--overwrite"])
-    with pytest.raises(FileNotFoundError, match="no such archive"):
+    with pytest.raises(SystemExit, match="elmo-layer-weights: error: .*no such archive"):
         run_command(
             ElmoLayerWeights,
             ["elmo-layer-weights", str(tmp_path / "x.tar.gz"), "--output-dir", str(tmp_path)],

@@ -117,8 +117,8 @@ def test_baselines_from_another_table(tmp_path):
     ner_baseline = table1.runs([1], table1.SCALES["cpu"]["ner"].fraction)[0].name
     FakeTraining()(main / "ner" / ner_baseline, "", '{"trainer.num_epochs": 12}')
     argv = ["elmo-table1", "-s", str(other), "--seeds", "1", "2", "--baselines-from", str(main)]
-    with pytest.raises(ValueError, match="--rows elmo"):  # would train baselines nobody reads
-        run_command(ElmoTable1, argv)
+    with pytest.raises(SystemExit, match="elmo-table1: error: .*--rows elmo"):  # would train
+        run_command(ElmoTable1, argv)  # baselines nobody reads
     training = FakeTraining()
     table1.run_table(str(other), "cpu", [1], ["sst"], rows=["elmo"], train_run=training)
     assert training.calls == [table1.runs([1], 1.0)[1].name]  # + ELMo, seed 1 only
@@ -215,3 +215,15 @@ def test_cpu_scale_trains_srl_at_batch_16_on_a_tenth(tmp_path):
     for _, overrides in seen:
         assert overrides["data_loader.batch_sampler.batch_size"] == 16
         assert overrides["trainer.num_epochs"] == 20 and overrides["trainer.patience"] == 5
+
+
+@pytest.mark.parametrize("made", [False, True])
+def test_tabulating_nothing_is_an_error_and_writes_nothing(tmp_path, made):
+    """`-s TYPO --no-train`: one line naming the folder, exit status 1, no folder or table made."""
+    folder = tmp_path / "typo"
+    if made:
+        folder.mkdir()  # a folder without runs
+    with pytest.raises(SystemExit, match="elmo-table1: error: .*typo: no") as error:
+        run_command(ElmoTable1, ["elmo-table1", "-s", str(folder), "--no-train"])
+    assert "\n" not in str(error.value)
+    assert folder.exists() == made and not list(tmp_path.glob("**/table1.*"))

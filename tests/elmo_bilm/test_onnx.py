@@ -115,3 +115,13 @@ def test_command_writes_once_and_explains_errors(tmp_path, capsys):
     assert main([str(tmp_path / "x.onnx"), "--options-file", str(OPTIONS_FILE)]) == 1
     assert "go together" in capsys.readouterr().err
     assert not list(tmp_path.glob("*.partial"))
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (2, 0), (0, 0)])
+def test_an_empty_batch_gives_empty_layers(exported, shape):
+    """No sentences (or no tokens): empty outputs of the right widths, where the graph's
+    reshapes failed ("The input tensor cannot be reshaped to the requested shape")."""
+    bilm, path = exported
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    layers, mask = session.run(None, {"char_ids": numpy.zeros((*shape, 50), dtype=numpy.int64)})
+    assert layers.shape == (bilm.num_layers, *shape, bilm.get_output_dim()) and mask.shape == shape
