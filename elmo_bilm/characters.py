@@ -1,7 +1,7 @@
 """Character ids of tokens, as AllenNLP's `elmo_characters` indexer and `batch_to_ids` make them,
 without AllenNLP (for the light `elmo-embed`)."""
 
-from typing import List, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 
@@ -27,6 +27,65 @@ def word_char_ids(word: str) -> List[int]:
     ids = [BEGINNING_OF_WORD_CHAR, *body, END_OF_WORD_CHAR]
     ids += [PADDING_CHAR] * (MAX_WORD_LENGTH - len(ids))
     return [i + 1 for i in ids]
+
+
+class _ClassOrInstanceMethod:
+    """A method that also works on the class itself: AllenNLP 0.9 scripts call
+    `ELMoCharacterMapper.convert_word_to_char_ids(word)` (a static method there), 2.x scripts call
+    it on an instance (which may carry `tokens_to_add`)."""
+
+    def __init__(self, function: Callable[..., Any]) -> None:
+        self.function = function
+        self.__doc__ = function.__doc__
+
+    def __get__(self, instance: Any, owner: Any) -> Callable[..., Any]:
+        return lambda *args, **kwargs: self.function(instance, *args, **kwargs)
+
+
+def _sentence_boundary(character: int) -> List[int]:
+    return [BEGINNING_OF_WORD_CHAR, character, END_OF_WORD_CHAR] + [PADDING_CHAR] * (
+        MAX_WORD_LENGTH - 3
+    )
+
+
+class ELMoCharacterMapper:
+    """AllenNLP's `ELMoCharacterMapper` (`allennlp.data.token_indexers.elmo_indexer`): the
+    constants of ELMo's character vocabulary (ids before the +1 shift that makes 0 padding) and
+    `convert_word_to_char_ids`, the 50 (shifted) ids of a token, as `batch_to_ids` makes them.
+
+    # Parameters
+
+    tokens_to_add : `Dict[str, int]`, optional
+        Extra special tokens, each written as `<bow>`, its one character id, `<eow>` (2.x).
+    """
+
+    max_word_length = MAX_WORD_LENGTH
+    beginning_of_sentence_character = BEGINNING_OF_SENTENCE_CHAR
+    end_of_sentence_character = END_OF_SENTENCE_CHAR
+    beginning_of_word_character = BEGINNING_OF_WORD_CHAR
+    end_of_word_character = END_OF_WORD_CHAR
+    padding_character = PADDING_CHAR
+    beginning_of_sentence_characters = _sentence_boundary(BEGINNING_OF_SENTENCE_CHAR)
+    end_of_sentence_characters = _sentence_boundary(END_OF_SENTENCE_CHAR)
+    bos_token = BOS
+    eos_token = EOS
+
+    def __init__(self, tokens_to_add: Optional[Dict[str, int]] = None) -> None:
+        self.tokens_to_add = tokens_to_add or {}
+
+    @_ClassOrInstanceMethod
+    def convert_word_to_char_ids(self: Optional["ELMoCharacterMapper"], word: str) -> List[int]:
+        """The 50 character ids of `word`, shifted by +1 (0 = padding)."""
+        added = self.tokens_to_add if self is not None else {}
+        if word in added:
+            ids = [BEGINNING_OF_WORD_CHAR, added[word], END_OF_WORD_CHAR]
+            return [i + 1 for i in ids + [PADDING_CHAR] * (MAX_WORD_LENGTH - 3)]
+        return word_char_ids(word)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ELMoCharacterMapper):
+            return self.tokens_to_add == other.tokens_to_add
+        return NotImplemented
 
 
 def check_tokenised(sentences: Sequence[Sequence[str]]) -> None:

@@ -18,10 +18,12 @@ from torch import nn
 
 from elmo_bilm.bilm import BiLm
 from elmo_bilm.characters import batch_char_ids, vocabulary_char_ids
-from elmo_bilm.embed import DEFAULT_BATCH_SIZE, embed_file
+from elmo_bilm.embed import embed_file
 from elmo_bilm.loading import load_bilm
 from elmo_bilm.scalar_mix import ScalarMix
 
+# AllenNLP 0.9's default for `ElmoEmbedder`'s methods (the `elmo-embed` command's is 128)
+EMBEDDER_BATCH_SIZE = 64
 batch_to_ids = batch_char_ids  # AllenNLP's name: tokenised sentences -> (batch, T, 50) ids
 
 
@@ -36,7 +38,9 @@ class Elmo(nn.Module):
     # Parameters
 
     options_file, weight_file : `str`, optional
-        bilm-tf files; neither: the biLM shipped with this package.
+        bilm-tf files, as paths or http(s) URLs (downloaded once into a cache, as AllenNLP's
+        `cached_path` did); a published biLM's name as `options_file` alone (`small`, `medium`,
+        `original`, `original_5.5b`); neither: the biLM shipped with this package.
     num_output_representations : `int`, optional (default = `1`)
     requires_grad : `bool`, optional (default = `False`)
         Fine-tune the biLM (frozen, in eval mode, by default).
@@ -90,6 +94,15 @@ class Elmo(nn.Module):
         else:
             self.word_char_ids = None
 
+    @classmethod
+    def from_pretrained(
+        cls, name: str, num_output_representations: int = 1, **kwargs: Any
+    ) -> "Elmo":
+        """A published biLM by name (`small`, `medium`, `original`, `original_5.5b`: AllenNLP's
+        files, downloaded once into the cache of `elmo_bilm.published`), with `Elmo`'s other
+        arguments; the same as `Elmo(name, None, ...)`."""
+        return cls(name, None, num_output_representations, **kwargs)
+
     def get_output_dim(self) -> int:
         return self.bilm.get_output_dim()
 
@@ -120,7 +133,8 @@ class ElmoEmbedder:
     # Parameters
 
     options_file, weight_file : `str`, optional
-        bilm-tf files; neither: the biLM shipped with this package.
+        bilm-tf files, paths or URLs, or a published name alone (as `Elmo`); neither: the biLM
+        shipped with this package.
     cuda_device : `int`, optional (default = `-1`)
         GPU id, -1 for the CPU.
     """
@@ -163,7 +177,7 @@ class ElmoEmbedder:
         return [host[row, :, : len(sentence)] for row, sentence in enumerate(batch)]
 
     def embed_sentences(
-        self, sentences: Iterable[Sequence[str]], batch_size: int = DEFAULT_BATCH_SIZE
+        self, sentences: Iterable[Sequence[str]], batch_size: int = EMBEDDER_BATCH_SIZE
     ) -> Iterator[numpy.ndarray]:
         """Lazily, in input order: reads `16 * batch_size` sentences at a time, embeds them in
         batches of similar length (the biLM is stateless, so order is free) and yields them."""
@@ -193,7 +207,7 @@ class ElmoEmbedder:
         input_file: Union[str, IO[str]],
         output_file_path: str,
         output_format: str = "all",
-        batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_size: int = EMBEDDER_BATCH_SIZE,
         forget_sentences: bool = False,
         use_sentence_keys: bool = False,
     ) -> None:

@@ -7,6 +7,7 @@ from typing import Optional
 
 from elmo_bilm.bilm import BiLm
 from elmo_bilm.bilm_tf import load_bilm_tf
+from elmo_bilm.published import resolve
 from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE, SHIPPED_DIR
 
 logger = logging.getLogger(__name__)
@@ -15,14 +16,15 @@ logger = logging.getLogger(__name__)
 def load_bilm(
     options_file: Optional[str] = None, weight_file: Optional[str] = None, dropout: float = 0.0
 ) -> BiLm:
-    """bilm-tf `options_file` + `weight_file`, or (neither) the biLM shipped in
+    """bilm-tf `options_file` + `weight_file` (paths, or http(s) URLs downloaded once into the
+    cache of `elmo_bilm.published`), a published biLM's name (`small`, `medium`, `original`,
+    `original_5.5b`) as `options_file` alone, or (neither) the biLM shipped in
     `elmo_bilm/pretrained`; `dropout` on its LSTM inputs in training mode."""
-    if (options_file is None) != (weight_file is None):
-        raise ValueError("--options-file and --weight-file (options_file, weight_file) go together")
-    if options_file is None:
+    if options_file is None and weight_file is None:
         logger.info("No biLM given: using the shipped biLM in %s", SHIPPED_DIR)
         options_file, weight_file = str(DEFAULT_OPTIONS_FILE), str(DEFAULT_WEIGHT_FILE)
-    bilm = load_bilm_tf(options_file, weight_file)  # type: ignore[arg-type]
+    options_file, weight_file = resolve(options_file, weight_file)
+    bilm = load_bilm_tf(options_file, weight_file)
     bilm.set_dropout(dropout)
     return bilm
 
@@ -30,8 +32,12 @@ def load_bilm(
 def add_bilm_arguments(parser: argparse.ArgumentParser, batch_size: Optional[int] = None) -> None:
     """`--options-file` and `--weight-file`; with a `batch_size`, also `--batch-size` (that
     default) and `--cuda-device`, for the commands that run the biLM."""
-    parser.add_argument("--options-file", help="bilm-tf options.json (with --weight-file)")
-    parser.add_argument("--weight-file", help="bilm-tf weights.hdf5")
+    parser.add_argument(
+        "--options-file",
+        help="bilm-tf options.json (with --weight-file), a path or URL; or a published biLM's "
+        "name alone: small, medium, original, original_5.5b (default: the shipped biLM)",
+    )
+    parser.add_argument("--weight-file", help="bilm-tf weights.hdf5, a path or URL")
     if batch_size is None:
         return
     parser.add_argument(

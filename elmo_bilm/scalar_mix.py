@@ -18,7 +18,8 @@ class ScalarMix(nn.Module):
         Standardise each tensor over all its unmasked elements (one mean and variance per tensor
         and batch, as bilm-tf) before mixing; needs the mask.
     initial_scalar_parameters : `Sequence[float]`, optional
-        The raw weights `w` to start from (zeros: equal weights).
+        The raw weights `w` to start from (zeros: equal weights); integers are taken as floats,
+        as AllenNLP does.
     trainable : `bool`, optional (default = `True`)
         Train `w` (and, unless `trainable_gamma` says otherwise, `gamma`).
     trainable_gamma : `bool`, optional
@@ -34,11 +35,13 @@ class ScalarMix(nn.Module):
         trainable_gamma: Optional[bool] = None,
     ) -> None:
         super().__init__()
-        initial = (
-            [0.0] * mixture_size
-            if initial_scalar_parameters is None
-            else list(initial_scalar_parameters)
-        )
+        try:  # integers too (`[1, 1, 1]`, common in scripts written for AllenNLP): floats here
+            given = initial_scalar_parameters
+            initial = [float(value) for value in ([0.0] * mixture_size if given is None else given)]
+        except (TypeError, ValueError) as error:
+            raise ValueError(
+                f"initial scalar parameters must be numbers, got {initial_scalar_parameters!r}"
+            ) from error
         if len(initial) != mixture_size:
             raise ValueError(f"{len(initial)} initial scalar parameters for {mixture_size} layers")
         self.mixture_size = mixture_size

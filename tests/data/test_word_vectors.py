@@ -108,7 +108,7 @@ def test_word_vectors_command_passes_its_options(corpus, tmp_path):
     vectors = read_vectors(out)
     assert len(vectors) == 3 and all(len(v) == 6 for v in vectors.values())
     assert all(word == word.lower() for word in vectors)
-    with pytest.raises(FileExistsError):
+    with pytest.raises(SystemExit, match="elmo-word-vectors: error: .*exists; not overwriting"):
         run_command(ElmoWordVectors, argv)
     run_command(ElmoWordVectors, [*argv, "--overwrite", "--dim", "4"])
     assert all(len(v) == 4 for v in read_vectors(out).values())

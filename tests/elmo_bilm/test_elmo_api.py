@@ -163,3 +163,88 @@ def test_elmo_embedder_embed_file_can_forget_sentences(tmp_path, fixture_sentenc
     embedder.embed_file(str(source), str(tmp_path / "out.hdf5"), forget_sentences=True)
     with h5py.File(tmp_path / "out.hdf5", "r") as out:
         assert sorted(out.keys()) == ["0", "1", "2"]  # no sentence_to_index
+
+
+# A script in the style of public ELMo code (research code, tutorials, a protein-embedding
+# pipeline): integer mix weights, a fine-tuned biLM, a cached vocabulary, character ids built by
+# hand with `ELMoCharacterMapper`, and AllenNLP 0.9's `ElmoEmbedder` with a learned layer mix and
+# its HDF5 file read back with the usual idiom. Run with AllenNLP 2.10's imports (the `Elmo`
+# part: 2.10 has no `ElmoEmbedder`) and with only the import lines switched.
+WILD_ELMO = """
+{imports}
+import torch
+
+vocabulary = ["@@PADDING@@", "The", "cat", "sat", "."]
+elmo = Elmo(options_file, weight_file, 2, requires_grad=True, dropout=0,
+            scalar_mix_parameters=[1, 1, 1], vocab_to_cache=vocabulary)
+mapper = ELMoCharacterMapper()
+words = ["The", "cat", "sat", "."]
+character_ids = torch.tensor([[mapper.convert_word_to_char_ids(w) for w in words]])
+assert torch.equal(character_ids, batch_to_ids([words]))
+output = elmo(character_ids, torch.tensor([[1, 2, 3, 4]]))
+output["elmo_representations"][0].sum().backward()
+grads = [p.grad for p in elmo.parameters() if p.requires_grad and p.grad is not None]
+result = (output["elmo_representations"], output["mask"], elmo.get_output_dim(), len(grads) > 10,
+          ELMoCharacterMapper.beginning_of_sentence_characters, mapper.max_word_length)
+"""
+ALLENNLP_IMPORTS = (
+    "from allennlp.modules.elmo import Elmo, batch_to_ids\n"
+    "from allennlp.data.token_indexers.elmo_indexer import ELMoCharacterMapper"
+)
+OUR_IMPORTS = "from elmo_bilm import Elmo, batch_to_ids, ELMoCharacterMapper"
+WILD_EMBEDDER = """
+from elmo_bilm import ElmoEmbedder  # was: from allennlp.commands.elmo import ElmoEmbedder
+import h5py, json, torch
+
+embedder = ElmoEmbedder(options_file, weight_file)
+activations, mask = embedder.batch_to_embeddings([["The", "cat", "sat", "."], ["Hello", "!"]])
+layer_weights = torch.nn.Parameter(torch.zeros(activations.shape[1]))  # a learned layer mix
+mixed = (torch.softmax(layer_weights, 0)[None, :, None, None] * activations).sum(1)
+mixed.sum().backward()
+with open(input_file) as handle:
+    embedder.embed_file(handle, output_file, output_format="top", batch_size=2)
+with h5py.File(output_file, "r") as f:
+    index = json.loads(f["sentence_to_index"][0])  # AllenNLP 0.9 readers' idiom
+    vector = f[index["The cat sat ."]][...]
+result = (activations, mask, mixed, layer_weights.grad, index, vector)
+"""
+
+
+@pytest.mark.numerics
+def test_public_style_script_runs_with_its_import_lines_switched(tmp_path):
+    theirs = run_script(
+        WILD_ELMO.format(imports=ALLENNLP_IMPORTS), str(OPTIONS_FILE), str(WEIGHT_FILE)
+    )
+    ours = run_script(WILD_ELMO.format(imports=OUR_IMPORTS), str(OPTIONS_FILE), str(WEIGHT_FILE))
+    assert ours[2:] == theirs[2:] and ours[3]  # width, fine-tuned weights got gradients, mapper
+    assert torch.equal(ours[1], theirs[1])
+    for mine, reference in zip(ours[0], theirs[0]):  # through the cached vocabulary, both
+        assert_float32_close(mine, reference, NETWORK)
+
+    (tmp_path / "in.txt").write_text("The cat sat .\nHello !\n")
+    namespace = {
+        "options_file": str(OPTIONS_FILE),
+        "weight_file": str(WEIGHT_FILE),
+        "input_file": str(tmp_path / "in.txt"),
+        "output_file": str(tmp_path / "out.hdf5"),
+    }
+    exec(WILD_EMBEDDER, namespace)
+    activations, mask, mixed, grad, index, vector = namespace["result"]
+    assert activations.shape == (2, 3, 4, 32) and mask.sum().item() == 6
+    assert mixed.shape == (2, 4, 32) and grad is not None and grad.abs().sum() > 0
+    assert index == {"The cat sat .": "0", "Hello !": "1"} and vector.shape == (4, 32)
+    assert_float32_close(vector, activations[0, -1], NETWORK)
+
+
+def test_published_names_are_allennlps_urls():
+    import inspect
+
+    from allennlp.modules.token_embedders.elmo_token_embedder import ElmoTokenEmbedder
+
+    from elmo_bilm.published import published_urls
+
+    defaults = inspect.signature(ElmoTokenEmbedder.__init__).parameters
+    assert published_urls("original") == (
+        defaults["options_file"].default,
+        defaults["weight_file"].default,
+    )

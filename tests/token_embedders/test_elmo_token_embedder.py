@@ -95,3 +95,14 @@ def test_allennlps_projection_dim_and_vocab_to_cache():
     assert_float32_close(by_chars, expected, ONE_REDUCTION)
     with pytest.raises(ConfigurationError, match="vocab_to_cache"):
         plain(None, word_inputs=words)
+
+
+def test_integer_mix_parameters_from_a_config(fixture_sentences):
+    """`scalar_mix_parameters: [1, 1, 1]` (integers, as configs and scripts for AllenNLP write
+    them) crashed at the first forward pass; equal weights here, as AllenNLP's float cast."""
+    embedder = build(scalar_mix_parameters=[1, 1, 1]).eval()
+    char_ids = batch_to_ids(fixture_sentences[0][:3])
+    bilm = load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE).eval()
+    with torch.no_grad():
+        expected = torch.stack(bilm(char_ids)["activations"]).mean(0)
+    assert_float32_close(embedder(char_ids), expected, ONE_REDUCTION)

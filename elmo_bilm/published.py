@@ -1,0 +1,129 @@
+"""The ELMo biLMs AllenNLP published, by URL or by name, downloaded once into a local cache.
+
+Scripts written for AllenNLP name the published weights by URL (`Elmo(options_url, weight_url,
+...)`); AllenNLP fetched them through `cached_path`. Here an `http(s)` URL given for a biLM file
+is downloaded once into `$ELMO_BILM_CACHE` (default `~/.cache/elmo_bilm`), written atomically
+(an interrupted download leaves nothing a later run could mistake for the file), with a progress
+bar, checked against the server's announced length (a short read is retried), and reused from
+then on without the network. The four published biLMs also have names, accepted wherever an
+options file is: `small`, `medium`, `original`, `original_5.5b` (the weight file then omitted).
+"""
+
+import hashlib
+import os
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Dict, Optional, Tuple
+
+from tqdm import tqdm
+
+from elmo_bilm.files import atomic_output
+
+BASE_URL = "https://allennlp.s3.amazonaws.com/models/elmo"
+# name -> the model folder AllenNLP published it under (Peters et al. 2018 and AllenNLP's ELMo page)
+PUBLISHED: Dict[str, str] = {
+    "small": "2x1024_128_2048cnn_1xhighway",
+    "medium": "2x2048_256_2048cnn_1xhighway",
+    "original": "2x4096_512_2048cnn_2xhighway",
+    "original_5.5b": "2x4096_512_2048cnn_2xhighway_5.5B",
+}
+ATTEMPTS = 3  # tries of a download that breaks off (a short read, a reset connection)
+TIMEOUT_S = 60.0
+
+
+def published_urls(name: str) -> Tuple[str, str]:
+    """The options and weights URLs of a published biLM."""
+    if name not in PUBLISHED:
+        raise ValueError(f"unknown published biLM {name!r}; one of {', '.join(PUBLISHED)}")
+    model = PUBLISHED[name]
+    stem = f"{BASE_URL}/{model}/elmo_{model}"
+    return f"{stem}_options.json", f"{stem}_weights.hdf5"
+
+
+def cache_dir() -> Path:
+    """Where downloads are kept: `$ELMO_BILM_CACHE`, else `~/.cache/elmo_bilm`."""
+    return Path(os.environ.get("ELMO_BILM_CACHE", Path.home() / ".cache" / "elmo_bilm"))
+
+
+def is_url(path: Optional[str]) -> bool:
+    return isinstance(path, str) and path.startswith(("http://", "https://"))
+
+
+def cached_path(url: str) -> str:
+    """The local copy of `url`, downloaded first if the cache lacks it; its name is the URL's
+    last part behind a hash of the whole URL (two hosts' files of one name stay apart)."""
+    digest = hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
+    path = cache_dir() / f"{digest}_{url.rstrip('/').rsplit('/', 1)[-1]}"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _download(url, path)
+    return str(path)
+
+
+class _ShortRead(OSError):
+    """The connection closed before the announced number of bytes arrived."""
+
+
+def _download(url: str, path: Path) -> None:
+    last: Optional[BaseException] = None
+    for _ in range(ATTEMPTS):
+        try:
+            _fetch(url, path)
+            return
+        except urllib.error.HTTPError as error:  # the server answered: trying again won't help
+            raise OSError(
+                f"{url}: HTTP {error.code} {error.reason}; nothing cached in {cache_dir()}"
+            ) from None
+        except FileExistsError:
+            if path.is_file():  # another process finished the same download meanwhile
+                return
+            raise
+        except (urllib.error.URLError, OSError) as error:
+            last = error
+    reason = getattr(last, "reason", None) or last
+    raise OSError(
+        f"{url}: download failed after {ATTEMPTS} tries ({reason}); nothing cached in "
+        f"{cache_dir()} (offline? copy the file there as {path.name}, or pass a local path)"
+    )
+
+
+def _fetch(url: str, path: Path) -> None:
+    with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response:
+        announced = response.headers.get("Content-Length")
+        total = int(announced) if announced is not None else None
+        received = 0
+        with (
+            atomic_output(path) as partial,
+            open(partial, "wb") as out,
+            tqdm(
+                total=total,
+                unit="B",
+                unit_scale=True,
+                desc=f"downloading {path.name.split('_', 1)[1]}",
+                file=sys.stderr,
+            ) as progress,
+        ):
+            while True:
+                chunk = response.read(1 << 20)
+                if not chunk:
+                    break
+                out.write(chunk)
+                received += len(chunk)
+                progress.update(len(chunk))
+            if total is not None and received != total:
+                raise _ShortRead(f"received {received} of {total} bytes")
+
+
+def resolve(options_file: Optional[str], weight_file: Optional[str]) -> Tuple[str, str]:
+    """Local paths for a biLM named by files, URLs (downloaded into the cache) or a published
+    name in place of the options file (the weight file omitted)."""
+    if options_file in PUBLISHED and weight_file is None:
+        options_file, weight_file = published_urls(options_file)
+    if options_file is None or weight_file is None:
+        raise ValueError(
+            "options_file and weight_file go together (or a published name alone: "
+            f"{', '.join(PUBLISHED)})"
+        )
+    return tuple(cached_path(f) if is_url(f) else f for f in (options_file, weight_file))  # type: ignore[return-value]
