@@ -371,17 +371,23 @@ def collect(
     baselines_from: Optional[str] = None,
 ) -> Dict[str, Any]:
     """The finished runs of every task under `serialization_dir`, as table1.json's content.
-    `baselines_from`: another table's folder whose baseline runs stand in for this one's (e.g.
+    `baselines_from`: another table's folder, or the `table1.json` it wrote (its run records: a
+    table whose run folders are gone, say), whose baseline runs stand in for this one's (e.g.
     + ELMo with a larger biLM against the same baselines)."""
     records: Dict[str, List[Dict]] = {}
     table = []
     own = Path(serialization_dir)
-    folders = {sweep.BASELINE: Path(baselines_from) if baselines_from else own, None: own}
+    from_json: Optional[Dict[str, List[Dict]]] = None
+    if baselines_from is not None and Path(baselines_from).is_file():
+        from_json = json.loads(Path(baselines_from).read_text())["runs"]
+    other = Path(baselines_from) if baselines_from and from_json is None else own
+    folders = {sweep.BASELINE: other, None: own}
     for task, spec in TASKS.items():
         finished = [
             (run, folders[run.placement] / task)
             for run in runs(seeds, SCALES[scale][task].fraction)
             if sweep.is_finished(folders[run.placement] / task / run.name)
+            and not (from_json is not None and run.placement == sweep.BASELINE)
         ]
         if not any(folder == own / task for _, folder in finished):
             continue  # the task has no run of this table's own (other baselines alone: no row)
@@ -396,6 +402,12 @@ def collect(
                 subset_seed=SUBSET_SEED,
             )
         ]
+        if from_json is not None:
+            task_records = [
+                record
+                for record in from_json.get(task, [])
+                if record["placement"] == sweep.BASELINE and record["seed"] in seeds
+            ] + task_records
         size = train_size(finished[0][1] / finished[0][0].name)
         records[task] = task_records
         table.append(summarise(task, task_records, size))

@@ -52,9 +52,10 @@ class ElmoTable1(Subcommand):
         )
         subparser.add_argument(
             "--baselines-from",
-            metavar="DIR",
-            help="tabulate the baseline runs of another table's folder instead of -s's (e.g. -s "
-            "holds + ELMo with a larger biLM, trained with --rows elmo)",
+            metavar="DIR_OR_JSON",
+            help="tabulate the baseline runs of another table's folder, or of the table1.json it "
+            "wrote, instead of -s's (e.g. -s holds + ELMo with a larger biLM, trained with "
+            "--rows elmo)",
         )
         subparser.set_defaults(func=_run)
         return subparser
@@ -72,7 +73,7 @@ def _run(args: argparse.Namespace) -> None:
         )
     if args.no_train:
         for folder in {args.serialization_dir, args.baselines_from or args.serialization_dir}:
-            if not os.path.isdir(folder):
+            if not os.path.exists(folder):
                 raise FileNotFoundError(f"{folder}: no such folder, so no Table 1 runs to tabulate")
         result = table1.collect(args.serialization_dir, args.scale, args.seeds, args.baselines_from)
         if not result["table"]:

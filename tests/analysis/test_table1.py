@@ -2,6 +2,7 @@
 runs are `allennlp train`, tested by the sweep's tests)."""
 
 import json
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -130,6 +131,15 @@ def test_baselines_from_another_table(tmp_path):
     assert result["baselines_from"] == str(main)
     assert f"baseline runs from `{main}`" in (other / "table1.md").read_text()
     assert not (other / "sst" / "placement=none,fraction=1.0,seed=1").exists()
+    # the main table's table1.json stands in for its folder (run folders gone, records kept)
+    run_command(ElmoTable1, ["elmo-table1", "-s", str(main), "--seeds", "1", "2", "--no-train"])
+    saved = tmp_path / "main_table1.json"
+    saved.write_text((main / "table1.json").read_text())
+    shutil.rmtree(main)
+    argv[argv.index(str(main))] = str(saved)
+    run_command(ElmoTable1, argv + ["--no-train", "--output-dir", str(tmp_path / "from_json")])
+    again = json.loads((tmp_path / "from_json" / "table1.json").read_text())
+    assert again["table"] == result["table"] and again["runs"] == result["runs"]
 
 
 def test_eta_is_the_finished_runs_training_times(tmp_path):
