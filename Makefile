@@ -6,6 +6,10 @@ BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
+# The data the configs, tests and benchmarks read: the bundled data beside a checkout, unless set
+# (the package itself knows no data folder; see docs/configs.md).
+ELMO_PLUGIN_DATA ?= $(abspath ../shared/data)
+export ELMO_PLUGIN_DATA
 
 .PHONY: install test docs wheels bench gpu-check clean
 

@@ -7,11 +7,12 @@
    CRF tagger, ...) with no `regularizer` block. A mix whose weights the config's own AllenNLP
    `regularizer` already reaches (configs copied from allennlp-models regularise
    `scalar_parameters`) is counted once, by that regulariser, with a warning.
-2. **Config defaults.** Every environment variable the shipped configs read (`std.extVar`) that the
-   user has not set gets its default (`elmo_plugin.common.config_env`): the shipped biLM, and the
-   bundled data where a data folder is found. A user's own value always wins; a variable with no
-   default stays unset, and AllenNLP's error then names it. `Params.from_file` is wrapped to do
-   this again at every config read, so `ELMO_PROJECTION_DIM` follows `ELMO_OPTIONS_FILE`.
+2. **Configs by name, and their variables' defaults.** AllenNLP offers no hook for default
+   `ext_vars`, so `Params.from_file` is wrapped: a packaged config's name (`snli_esim_elmo`)
+   stands for its path, and the variables the config reads that the environment lacks get their
+   defaults as `ext_vars` of that one read (`elmo_plugin.common.config_env`): the shipped biLM,
+   data under `$ELMO_PLUGIN_DATA`, built word vectors; an unset or missing dataset is one error
+   naming the variable. Nothing is written into the environment.
 3. **Safe checkpoint loading.** torch >= 2.6 loads with `weights_only=True`; AllenNLP's training
    states (`allennlp train --recover`) hold numpy scalars, so exactly those numpy types are added to
    torch's allow-list (instead of switching the safe loader off).

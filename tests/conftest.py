@@ -12,14 +12,18 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # nondeterministic kernels and TF32 break the exact comparisons); the GPU check is `make gpu-check`.
 os.environ["CUDA_VISIBLE_DEVICES"] = ""
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-# Tests run the configs on the tiny bilm-tf fixture biLM, not the shipped default.
-_DATA = Path(
-    os.environ.get(
-        "ELMO_PLUGIN_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"
-    )
+# The bundled data beside the checkout (this project's machines keep it at ../shared/data) is the
+# test suite's default, not the package's: the configs read their data through ELMO_PLUGIN_DATA.
+os.environ.setdefault(
+    "ELMO_PLUGIN_DATA", str(Path(__file__).resolve().parents[1].parent / "shared" / "data")
 )
+_DATA = Path(os.environ["ELMO_PLUGIN_DATA"])
+# Tests run the configs on the tiny bilm-tf fixture biLM, not the shipped default.
 os.environ["ELMO_OPTIONS_FILE"] = str(_DATA / "elmo_fixture" / "options.json")
 os.environ["ELMO_WEIGHT_FILE"] = str(_DATA / "elmo_fixture" / "lm_weights.hdf5")
+# the width the configs read from it (the plugin passes it to jsonnet at each config load; tests
+# compute expected sizes from it)
+os.environ["ELMO_PROJECTION_DIM"] = "16"
 
 # ... and train their word embeddings from scratch (the baseline vectors are built from the whole
 # bundled Wikipedia; tests/data/test_word_vectors.py covers the vectors themselves)
@@ -29,9 +33,9 @@ for _variable in ("SNLI", "SQUAD", "SRL", "COREF", "CONLL2003", "SST"):
 REPO_ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("ELMO_PLUGIN_FIXTURES", str(REPO_ROOT / "fixtures"))
 
-import elmo_plugin  # noqa: E402,F401  (registers components, sets config defaults)
+import elmo_plugin  # noqa: E402,F401  (registers components)
 
-DATA = Path(os.environ["ELMO_PLUGIN_DATA"])
+DATA = _DATA
 ELMO_FIXTURE = DATA / "elmo_fixture"
 OPTIONS_FILE = ELMO_FIXTURE / "options.json"
 WEIGHT_FILE = ELMO_FIXTURE / "lm_weights.hdf5"

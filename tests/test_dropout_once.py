@@ -3,7 +3,6 @@ fraction of exactly-zero ELMo entries in training mode is the one dropout rate, 
 two dropouts in a row (0.5 then 0.5 would zero 75%)."""
 
 import json
-import os
 from typing import Callable, Dict, List, Tuple
 
 import pytest
@@ -13,6 +12,7 @@ from allennlp.common import Params
 from allennlp.data import Batch, DatasetReader, Vocabulary
 from allennlp.models import Model
 
+from elmo_plugin.common.config_env import jsonnet_variables
 from tests.conftest import DATA, REPO_ROOT
 
 pytestmark = pytest.mark.slow  # builds every task model
@@ -32,7 +32,7 @@ def build(task: str, placement: str) -> Tuple[Model, Dict]:
     name, data = TASKS[task]
     elmo = {"placement": placement, "l2_coefficient": 0.0, "do_layer_norm": False, "dropout": 0.5}
     config = f'(import "{REPO_ROOT}/training_config/{name}.libsonnet")(elmo={json.dumps(elmo)})'
-    params = Params(json.loads(evaluate_snippet(task, config, ext_vars=dict(os.environ))))
+    params = Params(json.loads(evaluate_snippet(task, config, ext_vars=jsonnet_variables())))
     reader = DatasetReader.from_params(params.pop("dataset_reader"))
     instances = list(reader.read(str(data)))[:8]
     vocab = Vocabulary.from_instances(instances)

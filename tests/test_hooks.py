@@ -38,18 +38,18 @@ def test_process_group_is_destroyed_at_exit():
 
 def _ner_model(placement: str, wrap: bool, elmo_dim: int = 32):
     import json
-    import os
 
     from _jsonnet import evaluate_snippet
     from allennlp.common import Params
     from allennlp.data import Vocabulary
     from allennlp.models import Model
 
+    from elmo_plugin.common.config_env import jsonnet_variables
     from tests.conftest import REPO_ROOT
 
     elmo = {"placement": placement, "l2_coefficient": 0.0, "do_layer_norm": False, "dropout": 0.5}
     config = f'(import "{REPO_ROOT}/training_config/conll2003_crf_tagger.libsonnet")(elmo={json.dumps(elmo)})'
-    model = json.loads(evaluate_snippet("ner", config, ext_vars=dict(os.environ)))["model"]
+    model = json.loads(evaluate_snippet("ner", config, ext_vars=jsonnet_variables()))["model"]
     if not wrap and model["encoder"]["type"] == "elmo_plugin_output_elmo":
         model["encoder"] = model["encoder"]["encoder"]
         model["encoder"]["input_size"] += elmo_dim  # widths agree: ELMo_out would be input

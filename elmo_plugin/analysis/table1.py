@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from elmo_plugin.analysis import sweep
-
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "training_config"
+from elmo_plugin.common.config_env import CONFIG_DIR
 
 
 @dataclass(frozen=True)

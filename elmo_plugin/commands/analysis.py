@@ -13,6 +13,7 @@ from allennlp.commands.subcommand import Subcommand
 
 from elmo_bilm.files import numbered_lines, reports_errors
 from elmo_plugin.analysis import layer_weights, neighbours, probes, report, sweep
+from elmo_plugin.common.config_env import config_path
 from elmo_plugin.modules.bilm_loading import add_bilm_arguments, load_bilm
 
 
@@ -166,7 +167,7 @@ def _run_sweep(args: argparse.Namespace) -> None:
     logged = [log.with_suffix("") for log in out.glob("*.log")]
     progress = sweep.Progress("Sweep runs", run_dirs, logged, sweep.group_key)
     trained = sweep.sweep(
-        args.config,
+        config_path(args.config),
         args.serialization_dir,
         runs,
         args.overrides,
@@ -322,7 +323,9 @@ class ElmoSweep(Subcommand):
 
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
         subparser = _subparser(self, parser, "ablation sweeps")
-        subparser.add_argument("config", help="a training_config/*_elmo.jsonnet")
+        subparser.add_argument(
+            "config", help="an *_elmo.jsonnet config: a path, or a packaged config's name"
+        )
         subparser.add_argument(
             "-s", "--serialization-dir", required=True, help="one folder per run"
         )

@@ -63,7 +63,7 @@ class ElmoTable1(Subcommand):
 
 @reports_errors("elmo-table1")
 def _run(args: argparse.Namespace) -> None:
-    from elmo_plugin.common.config_env import data_dir, set_config_defaults
+    from elmo_plugin.common.config_env import data_dir
     from elmo_plugin.data.word_vectors import build_baseline_vectors
 
     if args.baselines_from and "baseline" in args.rows and not args.no_train:
@@ -86,8 +86,8 @@ def _run(args: argparse.Namespace) -> None:
         # both rows read the word vectors (+ ELMo adds to the baseline's inputs)
         variables = [table1.TASKS[task].word_vectors for task in args.tasks]
         data = data_dir()
-        if data is not None and build_baseline_vectors(variables, str(data / "wikipedia")):
-            set_config_defaults()  # the runs (child processes) read the files just built
+        if data is not None:  # each run (a child process) reads the files built here
+            build_baseline_vectors(variables, str(data / "wikipedia"))
         result = table1.run_table(
             args.serialization_dir,
             args.scale,

@@ -1,21 +1,29 @@
-"""Defaults of the environment variables that the configs in `training_config/` read (hook 2 of
-`elmo_plugin.hooks`): the one place that knows where the data and the biLM are by default.
+"""The variables the training configs read (`std.extVar`), resolved when a config is loaded.
 
-AllenNLP passes the environment to jsonnet as `std.extVar`s, and jsonnet has no default for a
-missing one; so on import the plugin sets each variable below that the user has *not* set. A
-user's own value always wins. The biLM defaults to the one shipped in `elmo_bilm`. The data
-defaults are paths under `ELMO_PLUGIN_DATA`, which defaults to `../shared/data` beside a source
-checkout; when no data folder is found (an installed wheel, say) the data variables stay unset,
-and a config that needs one fails with AllenNLP's "Undefined external variable: NAME", naming the
-variable to set. `ELMO_PROJECTION_DIM` (for encoder input sizes) is read from whichever options
-file `ELMO_OPTIONS_FILE` names.
+The configs ship inside the package (`elmo_plugin/configs`, the checkout's `training_config/`);
+`allennlp train NAME ...` takes a config's name (`snli_esim_elmo`) as well as a path. AllenNLP
+passes the environment to jsonnet, and jsonnet has no default for a missing variable, so each
+time AllenNLP reads a config (`Params.from_file`, hook 2 of `elmo_plugin.hooks`) the defaults
+below are passed along for the variables the user has not set, and nothing is written into the
+environment. A user's own value always wins.
+
+- The biLM: `ELMO_OPTIONS_FILE` / `ELMO_WEIGHT_FILE` default to the biLM shipped in `elmo_bilm`;
+  `ELMO_PROJECTION_DIM` (encoder input sizes) is read from the options file in force.
+- The data: `SNLI_TRAIN`, `CONLL2003_DEV`, ... default to paths under `$ELMO_PLUGIN_DATA`, a
+  folder laid out as this project's bundled data, when it is set; the package knows no data
+  folder of its own. A data variable that is unset, or names a missing path, is one error naming
+  the variable and the path.
+- The baselines' word vectors: files under `$ELMO_PLUGIN_VECTORS` once built
+  (`allennlp elmo-table1` or `allennlp elmo-word-vectors`); empty (trained from scratch, with a
+  warning) until then.
 """
 
+import glob
 import logging
 import os
 import re
 from pathlib import Path
-from typing import Any, Dict, Optional, Set
+from typing import Any, Dict, List, Optional, Set
 
 from allennlp.common.checks import ConfigurationError
 
@@ -26,22 +34,30 @@ from elmo_plugin.data.word_vectors import vector_defaults, vectors_dir
 
 logger = logging.getLogger(__name__)
 
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 
-def checkout_root() -> Optional[Path]:
-    """The source checkout this package runs from (the folder with `pyproject.toml` beside the
-    `elmo_plugin` package), or None for an installed wheel."""
-    root = Path(__file__).resolve().parents[2]
-    return root if (root / "pyproject.toml").is_file() and (root / "elmo_plugin").is_dir() else None
+
+def config_names() -> List[str]:
+    """The packaged configs, by name (`snli_esim_elmo` for `snli_esim_elmo.jsonnet`)."""
+    return sorted(path.stem for path in CONFIG_DIR.glob("*.jsonnet"))
+
+
+def config_path(name: str) -> str:
+    """A config given as a path (returned as it is) or as a packaged config's name."""
+    if os.path.exists(name) or "/" in name or name.endswith((".jsonnet", ".json")):
+        return name
+    if name not in config_names():
+        raise FileNotFoundError(
+            f"{name}: no such config file, and no packaged config of that name (one of "
+            f"{', '.join(config_names())})"
+        )
+    return str(CONFIG_DIR / f"{name}.jsonnet")
 
 
 def data_dir() -> Optional[Path]:
-    """`$ELMO_PLUGIN_DATA`, else `shared/data` beside a source checkout (where this project's
-    machines keep the bundled data) if it exists, else None."""
-    if "ELMO_PLUGIN_DATA" in os.environ:
-        return Path(os.environ["ELMO_PLUGIN_DATA"])
-    root = checkout_root()
-    bundled = root.parent / "shared" / "data" if root is not None else None
-    return bundled if bundled is not None and bundled.is_dir() else None
+    """`$ELMO_PLUGIN_DATA`, a folder laid out as the bundled data, or None."""
+    value = os.environ.get("ELMO_PLUGIN_DATA")
+    return Path(value) if value else None
 
 
 def data_defaults(data: Path) -> Dict[str, str]:
@@ -49,7 +65,6 @@ def data_defaults(data: Path) -> Dict[str, str]:
     litbank = data / "litbank"
     fold = os.environ.get("LITBANK_FOLD", "0")
     return {
-        "ELMO_PLUGIN_DATA": str(data),
         "CONLL2003_TRAIN": str(data / "conll2003" / "eng.train"),
         "CONLL2003_DEV": str(data / "conll2003" / "eng.testa"),
         "CONLL2003_TEST": str(data / "conll2003" / "eng.testb"),
@@ -85,7 +100,7 @@ def data_defaults(data: Path) -> Dict[str, str]:
             ]
         ),
         "BILM_DEV": f"wikitext::{data / 'wikitext' / 'wiki.test.tokens'}",
-        # the bundled Wikipedia, AB_wiki_98/99 held out (training_config/bilm_wikipedia.jsonnet)
+        # the bundled Wikipedia, AB_wiki_98/99 held out (bilm_wikipedia.jsonnet)
         "BILM_WIKI_TRAIN": ",".join(
             f"wikiextractor::{data / 'wikipedia' / pattern}"
             for pattern in ("AA_wiki_*.gz", "AB_wiki_[0-8]?.gz", "AB_wiki_9[0-7].gz")
@@ -96,82 +111,32 @@ def data_defaults(data: Path) -> Dict[str, str]:
     }
 
 
+# the data variables (their names do not depend on the folder)
+DATA_VARIABLES = frozenset(data_defaults(Path("data")))
+# optional inputs: empty = not used
+OPTIONAL = {
+    "BILM_VOCAB": "",  # a bilm-tf vocab.txt; empty = built from BILM_TRAIN
+    "BILM_PRETRAINED_ARCHIVE": "",  # a model.tar.gz to fine-tune from
+}
+
+
 def config_defaults() -> Dict[str, str]:
-    """Every variable with a default, given the current environment."""
+    """Every variable with a default, given the current environment (unbuilt baseline word
+    vectors: empty)."""
     defaults = {
         # the biLM shipped with the plugin (see README)
         "ELMO_OPTIONS_FILE": str(DEFAULT_OPTIONS_FILE),
         "ELMO_WEIGHT_FILE": str(DEFAULT_WEIGHT_FILE),
-        # optional inputs, empty = not used
-        "BILM_VOCAB": "",  # a bilm-tf vocab.txt; empty = built from BILM_TRAIN
-        "BILM_PRETRAINED_ARCHIVE": "",  # a model.tar.gz to fine-tune from
         "SEED": "13370",  # the task configs' `seed` (AllenNLP's random, numpy and torch seeds)
+        **OPTIONAL,
     }
-    # the baselines' context-free word vectors (built by `allennlp elmo-table1`)
-    defaults.update(vector_defaults())
+    defaults.update(
+        {name: path if Path(path).is_file() else "" for name, path in vector_defaults().items()}
+    )
     data = data_dir()
     if data is not None:
         defaults.update(data_defaults(data))
     return defaults
-
-
-# the variables this process set itself, with the value it set: recomputed at every call unless
-# someone (the user, a script, a test) has changed the value since
-_defaulted: Dict[str, str] = {}
-
-
-def plugin_defaulted(name: str) -> bool:
-    """Whether the variable `name` holds the value the plugin, not the user, set in this process."""
-    return name in _defaulted and os.environ.get(name) == _defaulted[name]
-
-
-# baseline word-vector variables that got "" because their file is not built yet, and those a
-# warning has named already
-_unbuilt: Set[str] = set()
-_warned: Set[str] = set()
-
-
-def set_config_defaults() -> None:
-    """Every variable of `config_defaults()` the user has not set gets its default; a baseline
-    word-vector file that is not built yet gives empty (embeddings trained from scratch) until it
-    is, and the first config that reads it says so (`warn_unbuilt`). `ELMO_PROJECTION_DIM` comes
-    from the options file `ELMO_OPTIONS_FILE` names."""
-    vector_variables = vector_defaults()
-    for name, value in config_defaults().items():
-        if name in os.environ and not plugin_defaulted(name):
-            _unbuilt.discard(name)
-            continue  # the user's own value
-        if name in vector_variables and not Path(value).is_file():
-            _unbuilt.add(name)
-            value = ""
-        else:
-            _unbuilt.discard(name)
-        os.environ[name] = value
-        _defaulted[name] = value
-    # always from the options file in force (a value inherited from a parent process that used
-    # another biLM would give the configs a stale width); a file that cannot give it is reported
-    # by the first config that needs it (`check_options_file`), not here at import
-    global _options_error
-    try:
-        options = read_options(os.environ["ELMO_OPTIONS_FILE"])
-    except FormatError as error:
-        os.environ.pop("ELMO_PROJECTION_DIM", None)
-        _options_error = f"ELMO_OPTIONS_FILE: {error}"
-    else:
-        os.environ["ELMO_PROJECTION_DIM"] = str(options["lstm"]["projection_dim"])
-        _options_error = None
-
-
-# why ELMO_OPTIONS_FILE gave no ELMO_PROJECTION_DIM, if it did not
-_options_error: Optional[str] = None
-
-
-def check_options_file(config_file: str) -> None:
-    """One line naming ELMO_OPTIONS_FILE when `config_file` needs the biLM's width and the file
-    it names cannot give it (missing, truncated, not options), instead of jsonnet's "undefined
-    external variable: ELMO_PROJECTION_DIM"."""
-    if _options_error is not None and "ELMO_PROJECTION_DIM" in config_variables(config_file):
-        raise ConfigurationError(_options_error)
 
 
 _IMPORT = re.compile(r'import(?:str)?\s+"([^"]+)"')
@@ -194,40 +159,101 @@ def config_variables(config_file: str) -> Set[str]:
     return names
 
 
-def warn_unbuilt(config_file: str) -> None:
-    """One warning for the baseline word-vector files `config_file` reads that are not built yet
-    (its word embeddings then train from scratch), naming the command that builds them."""
-    names = sorted((config_variables(config_file) & _unbuilt) - _warned)
-    if names:
-        _warned.update(names)
+def _paths(value: str) -> List[str]:
+    """The file paths in a data variable's value: `FORMAT::PATH` lists, `PATH[START:END]`
+    slices, `PATH#IDS` document lists (both files)."""
+    paths = []
+    for item in value.split(","):
+        item = item.split("::", 1)[-1]
+        for part in item.split("#"):
+            paths.append(re.sub(r"\[[-\d]*:[-\d]*\]$", "", part))
+    return [path for path in paths if path]
+
+
+def _missing_path(value: str) -> Optional[str]:
+    """The first path of `value` that is not there: neither it (or its glob's matches) nor its
+    folder (some readers take `FOLDER/SPLIT` names, e.g. SNLI's `s1.SPLIT` files; the reader
+    names a missing file of an existing folder itself)."""
+    for path in _paths(value):
+        if any(c in path for c in "*?["):
+            if not glob.glob(path):
+                return path
+        elif not os.path.exists(path) and not os.path.isdir(os.path.dirname(path) or "."):
+            return path
+    return None
+
+
+# baseline word-vector variables already named by a warning in this process
+_warned: Set[str] = set()
+
+
+def config_ext_vars(config_file: str) -> Dict[str, str]:
+    """The defaults to pass to jsonnet for `config_file`: every variable it reads that the
+    environment lacks; `ELMO_PROJECTION_DIM` from the options file in force. Raises one
+    `ConfigurationError` naming the variable for an unset or missing dataset and for an options
+    file that cannot give the biLM's width; warns once about unbuilt word vectors."""
+    wanted = config_variables(config_file)
+    defaults = config_defaults()
+    ext_vars = {name: defaults[name] for name in wanted if name in defaults}
+    ext_vars = {name: value for name, value in ext_vars.items() if name not in os.environ}
+    value = {**defaults, **os.environ}.get
+    for name in sorted(wanted & DATA_VARIABLES):
+        if value(name) is None:
+            raise ConfigurationError(
+                f"{name} is not set: {config_file} reads its data from it (set it, or "
+                "ELMO_PLUGIN_DATA to a folder laid out as this project's bundled data)"
+            )
+        missing = _missing_path(value(name) or "")
+        if missing is not None:
+            raise ConfigurationError(f"{name}={value(name)}: no such file or folder: {missing}")
+    if "ELMO_PROJECTION_DIM" in wanted:
+        options_file = value("ELMO_OPTIONS_FILE") or ""
+        try:
+            options = read_options(options_file)
+        except FormatError as error:
+            raise ConfigurationError(f"ELMO_OPTIONS_FILE: {error}") from None
+        ext_vars["ELMO_PROJECTION_DIM"] = str(options["lstm"]["projection_dim"])
+    unbuilt = sorted(
+        name
+        for name in wanted & set(vector_defaults())
+        if name in ext_vars and ext_vars[name] == "" and name not in _warned
+    )
+    if unbuilt:
+        _warned.update(unbuilt)
         logger.warning(
             "baseline word vectors not built yet (%s): %s trains those word embeddings from "
             "scratch; `allennlp elmo-table1` or `allennlp elmo-word-vectors` builds them under %s",
-            ", ".join(names),
+            ", ".join(unbuilt),
             config_file,
             vectors_dir(),
         )
+    return ext_vars
+
+
+def jsonnet_variables() -> Dict[str, str]:
+    """Every variable as a config load sees it (the defaults, the environment over them, the
+    biLM's width), for evaluating jsonnet snippets outside `Params.from_file`."""
+    variables = {**config_defaults(), **os.environ}
+    options = read_options(variables["ELMO_OPTIONS_FILE"])
+    return {**variables, "ELMO_PROJECTION_DIM": str(options["lstm"]["projection_dim"])}
 
 
 def install() -> None:
-    """Set the defaults now and again each time AllenNLP reads a config (`Params.from_file`), so
-    that `ELMO_PROJECTION_DIM` follows `ELMO_OPTIONS_FILE` when a script changes it after
-    importing the plugin, and warn there about unbuilt word vectors the config reads; a second
-    call changes nothing."""
+    """Wrap `Params.from_file` (AllenNLP offers no hook for default `ext_vars`): a packaged
+    config's name stands for its path, and `config_ext_vars` gives the defaults; the caller's
+    own `ext_vars` and the environment win. A second call changes nothing."""
     from allennlp.common import Params
 
-    set_config_defaults()
     read = Params.from_file.__func__  # type: ignore[attr-defined]
     if getattr(read, "_elmo_plugin", False):
         return
 
-    def from_file(cls: Any, *args: Any, **kwargs: Any) -> Any:
-        set_config_defaults()
-        config_file = args[0] if args else kwargs.get("params_file")
-        if config_file is not None:
-            check_options_file(str(config_file))
-            warn_unbuilt(str(config_file))
-        return read(cls, *args, **kwargs)
+    def from_file(
+        cls: Any, params_file: Any, params_overrides: Any = "", ext_vars: Any = None
+    ) -> Any:
+        params_file = config_path(str(params_file))
+        defaults = config_ext_vars(params_file)
+        return read(cls, params_file, params_overrides, {**defaults, **(ext_vars or {})})
 
     from_file._elmo_plugin = True  # type: ignore[attr-defined]
     Params.from_file = classmethod(from_file)  # type: ignore[method-assign,assignment]

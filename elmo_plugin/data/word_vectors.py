@@ -140,13 +140,11 @@ def train_word_vectors(
 def missing_baseline_vectors(variables: Sequence[str]) -> Dict[str, VectorSet]:
     """The baseline vector files that `variables` name by default and that do not exist yet (a
     variable the user set to another file, or to empty, is the user's business)."""
-    from elmo_plugin.common.config_env import plugin_defaulted
-
     missing = {}
     for name, spec in BASELINE_VECTORS.items():
         path = str(vectors_dir() / f"{name}.txt.gz")
         wanted = [v for v in variables if v in spec.variables]
-        if wanted and all(v not in os.environ or plugin_defaulted(v) for v in wanted):
+        if wanted and all(v not in os.environ for v in wanted):
             if not os.path.isfile(path):
                 missing[path] = spec
     return missing

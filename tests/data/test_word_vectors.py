@@ -1,5 +1,4 @@
 import gzip
-import os
 
 import pytest
 import torch
@@ -64,38 +63,37 @@ def test_lowercase_and_errors(corpus, tmp_path):
 def test_unbuilt_baseline_vectors_default_to_empty_until_built(tmp_path, monkeypatch, caplog):
     """A fresh machine trains every config as printed (embeddings from scratch, with a warning
     naming the command when a config that reads the variable is read, and only then); once the
-    file is built, the same default names it."""
+    file is built, the same default names it; a user's own value is never replaced."""
     from elmo_plugin.common import config_env
     from elmo_plugin.data.word_vectors import missing_baseline_vectors
 
     monkeypatch.setenv("ELMO_PLUGIN_VECTORS", str(tmp_path))
-    monkeypatch.setattr(config_env, "_defaulted", {})
-    monkeypatch.setattr(config_env, "_unbuilt", set())
     monkeypatch.setattr(config_env, "_warned", set())
     for name in ("SNLI", "SQUAD", "COREF", "SST", "SRL", "CONLL2003"):
         monkeypatch.delenv(f"{name}_WORD_VECTORS")
-    config_env.set_config_defaults()
-    assert os.environ["SNLI_WORD_VECTORS"] == ""
-    assert "WORD_VECTORS" not in caplog.text  # no config read yet
     configs = REPO_ROOT / "training_config"
     Params.from_file(str(configs / "bilm_small.jsonnet"))  # reads no word vectors
     assert "WORD_VECTORS" not in caplog.text
-    Params.from_file(str(configs / "snli_esim_elmo.jsonnet"))  # through its libsonnet
+    snli = str(configs / "snli_esim_elmo.jsonnet")
+    assert config_env.config_ext_vars(snli)["SNLI_WORD_VECTORS"] == ""  # through its libsonnet
     assert "(SNLI_WORD_VECTORS)" in caplog.text and "elmo-table1" in caplog.text
+    params = Params.from_file(str(configs / "snli_esim.jsonnet"))  # named once per process
     assert caplog.text.count("not built yet") == 1
-    Params.from_file(str(configs / "snli_esim.jsonnet"))  # named once per process
-    assert caplog.text.count("not built yet") == 1
+    assert (
+        "pretrained_file"
+        not in params.as_dict()["model"]["text_field_embedder"]["token_embedders"]["tokens"]
+    )
     assert str(tmp_path / "w2v_cased_300d.txt.gz") in missing_baseline_vectors(
         ["SNLI_WORD_VECTORS"]
     )
     (tmp_path / "w2v_cased_300d.txt.gz").write_bytes(b"")
-    config_env.set_config_defaults()
-    assert os.environ["SNLI_WORD_VECTORS"] == str(tmp_path / "w2v_cased_300d.txt.gz")
+    built = config_env.config_ext_vars(snli)["SNLI_WORD_VECTORS"]
+    assert built == str(tmp_path / "w2v_cased_300d.txt.gz")
     assert missing_baseline_vectors(["SNLI_WORD_VECTORS"]) == {}
     monkeypatch.setenv("SST_WORD_VECTORS", "/my/glove.txt")  # the user's own file: theirs
     assert missing_baseline_vectors(["SST_WORD_VECTORS"]) == {}
-    config_env.set_config_defaults()
-    assert os.environ["SST_WORD_VECTORS"] == "/my/glove.txt"
+    sst = config_env.config_ext_vars(str(configs / "sst_bcn.jsonnet"))
+    assert "SST_WORD_VECTORS" not in sst  # the environment's value is what jsonnet reads
 
 
 def test_word_vectors_command_passes_its_options(corpus, tmp_path):

@@ -3,7 +3,6 @@ only, with or without a trainable gamma."""
 
 import itertools
 import json
-import os
 
 import pytest
 import torch
@@ -15,6 +14,7 @@ from allennlp.models import Model
 from allennlp.modules.text_field_embedders import TextFieldEmbedder
 from allennlp.modules.token_embedders import TokenEmbedder
 
+from elmo_plugin.common.config_env import jsonnet_variables
 from elmo_plugin.modules.scalar_mix import ElmoScalarMix
 from tests.conftest import OPTIONS_FILE, REPO_ROOT, WEIGHT_FILE
 
@@ -54,7 +54,7 @@ def bcn(layers: str, gamma: bool) -> torch.nn.Module:
         "gamma": gamma,
     }
     config = f'(import "{REPO_ROOT}/training_config/sst_bcn.libsonnet")(elmo={json.dumps(elmo)})'
-    params = Params(json.loads(evaluate_snippet("bcn", config, ext_vars=dict(os.environ))))
+    params = Params(json.loads(evaluate_snippet("bcn", config, ext_vars=jsonnet_variables())))
     reader = DatasetReader.from_params(params.pop("dataset_reader"))
     vocab = Vocabulary.from_instances(reader.read(str(REPO_ROOT / "fixtures" / "sst" / "tiny.txt")))
     return Model.from_params(vocab=vocab, params=params.pop("model"))
