@@ -37,7 +37,7 @@ def test_a_packaged_config_is_read_by_name_as_by_path():
         "snli_esim_elmo" in config_env.config_names() and "common" not in config_env.config_names()
     )
     with pytest.raises(
-        ConfigurationError, match="snli_esim_elmoo: no such config file, and no packaged"
+        FileNotFoundError, match="snli_esim_elmoo: no such config file, and no packaged"
     ):
         Params.from_file("snli_esim_elmoo")
 
