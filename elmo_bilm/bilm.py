@@ -1,7 +1,8 @@
 """The bidirectional language model of ELMo: char-CNN token encoder + forward/backward LSTM stacks."""
 
+import contextlib
 import copy
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import torch
 from torch import nn
@@ -127,3 +128,17 @@ class BiLm(nn.Module):
         # drop <S> (position 0) and </S> (position length + 1)
         activations = [layer[:, 1 : timesteps + 1] * mask[..., None] for layer in activations]
         return {"activations": activations, "mask": mask, "token": token[:, 1 : timesteps + 1]}
+
+
+@contextlib.contextmanager
+def frozen(bilm: nn.Module) -> Iterator[None]:
+    """A frozen biLM's pass: eval mode (no dropout; the word cache may serve) and no gradient,
+    its previous mode put back afterwards, also when the pass raises (the core's `Elmo` and the
+    plugin's ELMo components share it)."""
+    was_training = bilm.training
+    bilm.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        bilm.train(was_training)

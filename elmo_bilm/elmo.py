@@ -16,9 +16,9 @@ import numpy
 import torch
 from torch import nn
 
-from elmo_bilm.bilm import BiLm
+from elmo_bilm.bilm import BiLm, frozen
+from elmo_bilm.bulk import embed_file
 from elmo_bilm.characters import batch_char_ids, vocabulary_char_ids
-from elmo_bilm.embed import embed_file
 from elmo_bilm.loading import load_bilm
 from elmo_bilm.scalar_mix import ScalarMix
 
@@ -116,11 +116,8 @@ class Elmo(nn.Module):
         if self.requires_grad:
             output = self.bilm(inputs, keep_sentence_boundaries=self.keep_sentence_boundaries)
         else:
-            was_training = self.bilm.training
-            self.bilm.eval()
-            with torch.no_grad():
+            with frozen(self.bilm):
                 output = self.bilm(inputs, keep_sentence_boundaries=self.keep_sentence_boundaries)
-            self.bilm.train(was_training)
         layers, mask = output["activations"], output["mask"]
         representations = [self.dropout(mix(layers, mask)) for mix in self.scalar_mixes]
         return {"elmo_representations": representations, "mask": mask}

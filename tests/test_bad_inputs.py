@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from elmo_bilm import Elmo, ElmoEmbedder, batch_to_ids, load_bilm_tf
-from elmo_bilm.embed import embed_file
+from elmo_bilm.bulk import embed_file
 from elmo_bilm.embed import main as embed_main
 from elmo_bilm.files import FormatError, numbered_lines
 from elmo_plugin.lm.dataset_readers.lm_corpus import LmCorpusReader
@@ -373,7 +373,7 @@ def test_a_truncated_archive_is_named_and_leaves_no_temporary_folder(tmp_path, m
     import tarfile
     import tempfile
 
-    from elmo_plugin.modules.bilm_loading import load_bilm
+    from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
 
     (tmp_path / "config.json").write_text("{}")
     with tarfile.open(tmp_path / "model.tar.gz", "w:gz") as archive:
@@ -385,7 +385,7 @@ def test_a_truncated_archive_is_named_and_leaves_no_temporary_folder(tmp_path, m
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     with pytest.raises(FormatError, match=r"cut.tar.gz: not a readable model.tar.gz \(truncated"):
-        load_bilm(archive_file=str(tmp_path / "cut.tar.gz"))
+        load_bilm_or_archive(archive_file=str(tmp_path / "cut.tar.gz"))
     assert not list(scratch.iterdir())
 
 

@@ -69,11 +69,11 @@ def test_subcommands_found_through_the_plugins_file(repo_root):
 def test_shipped_biLM_is_the_default():
     from elmo_bilm.shipped import DEFAULT_VOCAB_FILE, DEFAULT_WEIGHT_FILE
     from elmo_plugin.common.config_env import config_defaults
-    from elmo_plugin.modules.bilm_loading import load_bilm
+    from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
 
     assert DEFAULT_WEIGHT_FILE.is_file() and DEFAULT_VOCAB_FILE.is_file()
     assert config_defaults()["ELMO_WEIGHT_FILE"] == str(DEFAULT_WEIGHT_FILE)
-    bilm = load_bilm()
+    bilm = load_bilm_or_archive()
     assert bilm.num_layers == 3 and bilm.get_output_dim() == 128
 
 

@@ -7,7 +7,7 @@ import torch
 from tqdm import tqdm
 
 from elmo_bilm.bilm import BiLm
-from elmo_bilm.embed import sentence_layers
+from elmo_bilm.bulk import sentence_layers
 
 
 def token_layers(

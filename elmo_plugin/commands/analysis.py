@@ -14,7 +14,7 @@ from allennlp.commands.subcommand import Subcommand
 from elmo_bilm.files import numbered_lines, reports_errors
 from elmo_plugin.analysis import layer_weights, neighbours, probes, report, sweep
 from elmo_plugin.common.config_env import config_path
-from elmo_plugin.modules.bilm_loading import add_bilm_arguments, load_bilm
+from elmo_plugin.modules.bilm_loading import add_bilm_arguments, load_bilm_or_archive
 
 
 def _bilm_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,7 +39,7 @@ def _output_arguments(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def _bilm(args: argparse.Namespace):
-    return load_bilm(args.options_file, args.weight_file, args.archive_file)
+    return load_bilm_or_archive(args.options_file, args.weight_file, args.archive_file)
 
 
 def _device(args: argparse.Namespace) -> torch.device:

@@ -7,7 +7,7 @@ from allennlp.commands.subcommand import Subcommand
 
 from elmo_bilm.embed import DESCRIPTION, add_arguments, run
 from elmo_bilm.files import reports_errors
-from elmo_plugin.modules.bilm_loading import load_bilm
+from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
 
 
 @Subcommand.register("elmo-embed")
@@ -32,4 +32,4 @@ class ElmoEmbed(Subcommand):
 
 @reports_errors("elmo-embed")
 def _run(args: argparse.Namespace) -> None:
-    run(args, load_bilm(args.options_file, args.weight_file, args.archive_file))
+    run(args, load_bilm_or_archive(args.options_file, args.weight_file, args.archive_file))

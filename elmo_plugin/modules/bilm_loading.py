@@ -1,5 +1,6 @@
-"""One place that turns the user's choice of biLM (bilm-tf files, a plugin archive, or nothing:
-the shipped biLM) into a `BiLm`; the ELMo components and the biLM language model both use it."""
+"""One place that turns the user's choice of biLM (bilm-tf files, URLs or a published name, a
+plugin archive, or nothing: the shipped biLM) into a `BiLm`; the ELMo components and the biLM
+language model both use it (the core's `elmo_bilm.loading.load_bilm` without archives)."""
 
 import argparse
 import tarfile
@@ -39,7 +40,7 @@ def load_bilm_archive(archive_file: str) -> Any:
     return model
 
 
-def load_bilm(
+def load_bilm_or_archive(
     options_file: Optional[str] = None,
     weight_file: Optional[str] = None,
     archive_file: Optional[str] = None,

@@ -6,9 +6,9 @@ import torch
 from allennlp.common.checks import ConfigurationError
 from torch import nn
 
-from elmo_bilm.bilm import BiLm
+from elmo_bilm.bilm import BiLm, frozen
 from elmo_plugin.modules.activation_cache import ActivationCache
-from elmo_plugin.modules.bilm_loading import load_bilm
+from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
 from elmo_plugin.modules.elmo_options import ElmoOptions
 from elmo_plugin.modules.scalar_mix import ElmoScalarMix
 
@@ -48,7 +48,9 @@ class ElmoRepresentations(nn.Module):
             )
         self.placements = list(placements)
         if bilm is None:
-            bilm = load_bilm(options.options_file, options.weight_file, options.archive_file)
+            bilm = load_bilm_or_archive(
+                options.options_file, options.weight_file, options.archive_file
+            )
         mix_parameters = options.initial_weights(bilm.num_layers)
         if mix_parameters is not None and len(mix_parameters) != bilm.num_layers:
             raise ConfigurationError(
@@ -96,15 +98,10 @@ class ElmoRepresentations(nn.Module):
         """All biLM layers for `char_ids` (no gradient and eval mode when the biLM is frozen)."""
         if self.requires_grad:
             return self.bilm(char_ids)
-        was_training = self.bilm.training
-        self.bilm.eval()
-        try:
-            with torch.no_grad():
-                if self.cache is not None:
-                    return self.cache.layers(char_ids, self.bilm)
-                return self.bilm(char_ids)
-        finally:
-            self.bilm.train(was_training)
+        with frozen(self.bilm):
+            if self.cache is not None:
+                return self.cache.layers(char_ids, self.bilm)
+            return self.bilm(char_ids)
 
     def mix(self, layers: List[torch.Tensor], mask: torch.Tensor) -> List[torch.Tensor]:
         """Apply every scalar mix and dropout to precomputed biLM `layers`."""

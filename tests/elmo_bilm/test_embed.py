@@ -9,7 +9,8 @@ import torch
 from allennlp.modules.elmo import batch_to_ids
 
 from elmo_bilm import load_bilm_tf
-from elmo_bilm.embed import count_sentences, embed_file, main
+from elmo_bilm.bulk import count_sentences, embed_file
+from elmo_bilm.embed import main
 from elmo_bilm.files import FormatError
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 from tests.numerics import NETWORK, assert_float32_close

@@ -13,7 +13,7 @@ from torch.utils.checkpoint import checkpoint
 from elmo_bilm.bilm import BiLm
 from elmo_bilm.bilm_tf import read_softmax
 from elmo_bilm.vocab import UNK, read_vocab_file
-from elmo_plugin.modules.bilm_loading import load_bilm, load_bilm_archive
+from elmo_plugin.modules.bilm_loading import load_bilm_archive, load_bilm_or_archive
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +100,9 @@ class BiLmLanguageModel(Model):
         elif pretrained_options_file is not None:
             if pretrained_weight_file is None:
                 raise ValueError("pretrained_options_file needs pretrained_weight_file")
-            self.bilm = load_bilm(pretrained_options_file, pretrained_weight_file, dropout=dropout)
+            self.bilm = load_bilm_or_archive(
+                pretrained_options_file, pretrained_weight_file, dropout=dropout
+            )
         else:
             assert pretrained_archive is not None  # exactly one source, checked above
             archived = load_bilm_archive(pretrained_archive)

@@ -19,7 +19,7 @@ from elmo_bilm import load_bilm_tf
 from elmo_plugin.commands.elmo_export import export_archive, export_model
 from elmo_plugin.lm.models.bilm_language_model import BiLmLanguageModel
 from elmo_plugin.lm.vocabulary import BilmTfVocabulary
-from elmo_plugin.modules.bilm_loading import load_bilm
+from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
 from elmo_plugin.token_embedders import ElmoPluginTokenEmbedder
 from elmo_plugin.training.optimizer_state import OPTIMIZER_STATE_NAME
 from tests.conftest import free_port
@@ -98,9 +98,9 @@ def test_archive_feeds_embedder_elmo_embed_and_export(tiny_run, tmp_path, repo_r
     )
     assert_float32_close(embedder.eval()(char_ids), expected[-1], ONE_REDUCTION)
     # one loader for every source: the dropout asked for, whatever the archive was trained with
-    assert load_bilm(archive_file=str(archive), dropout=0.25).lstm.dropout.p == 0.25
+    assert load_bilm_or_archive(archive_file=str(archive), dropout=0.25).lstm.dropout.p == 0.25
     assert (
-        load_bilm(archive_file=str(archive)).lstm.dropout.p
+        load_bilm_or_archive(archive_file=str(archive)).lstm.dropout.p
         == embedder.elmo.bilm.lstm.dropout.p
         == 0.0
     )
