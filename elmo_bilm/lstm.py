@@ -226,69 +226,86 @@ class ProjectedLstmStack(nn.Module):
         zero at padding. Every sentence starts from a zero state. Between the layers everything
         stays packed (no padding positions), so no product is computed for padding.
         """
-        lengths = mask.long().sum(-1)
-        sorted_lengths, order = lengths.sort(descending=True)
-        restore = order.argsort()
-        batch_size, full_t = mask.shape
-        timesteps = int(sorted_lengths[0].item()) if lengths.numel() else 0
-        if timesteps == 0:
-            return [
-                inputs.new_zeros((batch_size, full_t, 2 * self.projection_dim))
-                for _ in range(self.n_layers)
-            ]
-        steps = torch.arange(timesteps, device=lengths.device)
-        active = (sorted_lengths[None, :] > steps[:, None]).sum(-1).tolist()
-        rows = torch.cat(
-            [torch.arange(n, device=mask.device) + t * batch_size for t, n in enumerate(active)]
-        )
-
-        def pack(values: torch.Tensor) -> torch.Tensor:
-            """(batch, T, k) -> (2, N, k): sorted rows, time-major, only running positions; the
-            backward direction sees each sentence reversed within its length."""
-            values = values[order, :timesteps]
-            both = torch.stack([values, reverse_padded(values, sorted_lengths)]).transpose(1, 2)
-            return both.reshape(2, timesteps * batch_size, -1).index_select(1, rows)
-
-        dropout_off = not (self.training and self.dropout.p > 0)
-        # the first layer has no residual connection: with `distinct` its packed inputs are not needed
-        x = None if distinct is not None and dropout_off else pack(inputs)
+        packing = _Packing(mask)
+        if packing.timesteps == 0:
+            shape = (*mask.shape, 2 * self.projection_dim)
+            return [inputs.new_zeros(shape) for _ in range(self.n_layers)]
+        by_word = distinct is not None and not (self.training and self.dropout.p > 0)
+        # the first layer has no residual connection: by word, its packed inputs are not needed
+        x = None if by_word else packing.pack(inputs)
         layers = []
         for layer in range(self.n_layers):
             use_onednn = self._uses_onednn(layer, inputs)
-            if layer == 0 and distinct is not None and dropout_off:
-                vectors, index = distinct
-                word_streams = self._input_products(
-                    vectors.expand(2, -1, -1), 0, use_onednn
-                )  # per distinct word
-                word_index = pack(index[..., None])[..., 0]  # (2, N)
-                if use_onednn:
-                    streams = [g.index_select(0, word_index[d]) for d, g in enumerate(word_streams)]
-                else:
-                    streams = [
-                        torch.stack(
-                            [word_streams[0][d].index_select(0, word_index[d]) for d in range(2)]
-                        )
-                    ]
+            if layer == 0 and by_word:
+                assert distinct is not None
+                streams = self._word_streams(distinct, packing, use_onednn)
             else:
+                assert x is not None  # every layer but a by-word first has its packed input
                 streams = self._input_products(self.dropout(x), layer, use_onednn)
-            out = self._recurrence(streams, layer, active, use_onednn)
+            out = self._recurrence(streams, layer, packing.active, use_onednn)
             if layer > 0 and self.use_skip_connections:
-                assert x is not None  # every layer but the first has its packed input
+                assert x is not None
                 out = out + x
             layers.append(out)
             x = out
-        results = []
-        for out in layers:
-            padded = out.new_zeros((2, timesteps * batch_size, self.projection_dim)).index_copy(
-                1, rows, out
+        return [packing.unpack(out, self.projection_dim) for out in layers]
+
+    def _word_streams(
+        self,
+        distinct: Tuple[torch.Tensor, torch.Tensor],
+        packing: "_Packing",
+        use_onednn: bool,
+    ) -> List[torch.Tensor]:
+        """The first layer's input gates from each distinct word's product, gathered into the
+        packed order of both directions."""
+        vectors, index = distinct
+        word_streams = self._input_products(vectors.expand(2, -1, -1), 0, use_onednn)
+        word_index = packing.pack(index[..., None])[..., 0]  # (2, N)
+        if use_onednn:
+            return [g.index_select(0, word_index[d]) for d, g in enumerate(word_streams)]
+        gathered = [word_streams[0][d].index_select(0, word_index[d]) for d in range(2)]
+        return [torch.stack(gathered)]
+
+
+class _Packing:
+    """How a batch's sentences are packed for the recurrence: rows sorted by length
+    (descending), time-major, only the running positions, the backward direction reversed
+    within each length; `active[t]` rows run at step `t`."""
+
+    def __init__(self, mask: torch.Tensor) -> None:
+        lengths = mask.long().sum(-1)
+        self.sorted_lengths, self.order = lengths.sort(descending=True)
+        self.restore = self.order.argsort()
+        self.batch_size, self.full_t = mask.shape
+        self.timesteps = int(self.sorted_lengths[0].item()) if lengths.numel() else 0
+        steps = torch.arange(self.timesteps, device=lengths.device)
+        self.active: List[int] = (self.sorted_lengths[None, :] > steps[:, None]).sum(-1).tolist()
+        self.rows = (
+            torch.cat(
+                [
+                    torch.arange(n, device=mask.device) + t * self.batch_size
+                    for t, n in enumerate(self.active)
+                ]
             )
-            padded = padded.view(2, timesteps, batch_size, self.projection_dim).transpose(
-                1, 2
-            )  # (2, batch, T, proj)
-            both = torch.cat([padded[0], reverse_padded(padded[1], sorted_lengths)], dim=-1)[
-                restore
-            ]
-            if full_t > timesteps:
-                both = nn.functional.pad(both, (0, 0, 0, full_t - timesteps))
-            results.append(both)
-        return results
+            if self.active
+            else torch.zeros(0, dtype=torch.long, device=mask.device)
+        )
+
+    def pack(self, values: torch.Tensor) -> torch.Tensor:
+        """(batch, T, k) -> (2, N, k)."""
+        values = values[self.order, : self.timesteps]
+        both = torch.stack([values, reverse_padded(values, self.sorted_lengths)]).transpose(1, 2)
+        return both.reshape(2, self.timesteps * self.batch_size, -1).index_select(1, self.rows)
+
+    def unpack(self, out: torch.Tensor, dim: int) -> torch.Tensor:
+        """(2, N, dim) -> (batch, T, 2 * dim) `[forward; backward]` in the input's row order,
+        zero at padding."""
+        padded = out.new_zeros((2, self.timesteps * self.batch_size, dim)).index_copy(
+            1, self.rows, out
+        )
+        padded = padded.view(2, self.timesteps, self.batch_size, dim).transpose(1, 2)
+        both = torch.cat([padded[0], reverse_padded(padded[1], self.sorted_lengths)], dim=-1)
+        both = both[self.restore]
+        if self.full_t > self.timesteps:
+            both = nn.functional.pad(both, (0, 0, 0, self.full_t - self.timesteps))
+        return both
