@@ -104,10 +104,28 @@ class ExportableBiLm(nn.Module):
         return stacked * mask[None, :, :, None], mask
 
 
+ONNX_EXTRA = ("onnx", "onnxscript")  # what torch's exporter imports: the core's `onnx` extra
+
+
+def check_onnx_extra() -> None:
+    """One line naming the extra when its packages are missing (torch's exporter raised
+    `ModuleNotFoundError: onnxscript` from deep inside)."""
+    import importlib.util
+
+    missing = [name for name in ONNX_EXTRA if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ModuleNotFoundError(
+            f"exporting to ONNX needs {' and '.join(missing)}, from elmo-bilm's `onnx` extra: "
+            "pip install 'elmo-bilm[onnx]' (from the wheel: pip install "
+            "'elmo_bilm-VERSION-py3-none-any.whl[onnx]')"
+        )
+
+
 def export_onnx(bilm: BiLm, output_file: PathLike, overwrite: bool = False) -> None:
     """Write `bilm` as an ONNX model (one self-contained file, opset of torch's exporter) to
     `output_file`, atomically. Input `char_ids` `(batch, tokens, 50)` int64 (`batch_to_ids`),
     outputs `layers` `(n_layers + 1, batch, tokens, 2 * proj)` and `mask` `(batch, tokens)`."""
+    check_onnx_extra()
     module = ExportableBiLm(bilm).eval()
     example = torch.zeros((2, 3, bilm.max_characters_per_token), dtype=torch.long)
     example[:, :2] = 1  # two sentences of 3 and 2 tokens: no shape is specialised to 1
@@ -149,7 +167,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         export_onnx(
             load_bilm(args.options_file, args.weight_file), args.output_file, args.overwrite
         )
-    except USER_ERRORS as error:
+    except (*USER_ERRORS, ModuleNotFoundError) as error:  # bad input, or the extra missing
         print(f"elmo-export-onnx: error: {error}", file=sys.stderr)
         return 1
     logger.info("Wrote %s", args.output_file)

@@ -42,8 +42,8 @@ def wheels(tmp_path_factory, repo_root) -> Dict[str, Path]:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(repo_root / name, source / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "build")
-    for name in ("elmo_bilm", "elmo_plugin", "packaging/elmo-bilm"):
-        shutil.copytree(repo_root / name, source / name, ignore=ignore)
+    for name in ("elmo_bilm", "elmo_plugin", "training_config", "packaging/elmo-bilm"):
+        shutil.copytree(repo_root / name, source / name, ignore=ignore, symlinks=True)
     pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w"]
     command = [*pip, str(out / "dist"), str(source / "packaging" / "elmo-bilm"), str(source)]
     run_ok(command, cwd=out)
@@ -80,6 +80,10 @@ def test_core_wheel_holds_the_core_and_the_shipped_biLM(wheels, repo_root):
 def test_plugin_wheel_depends_on_the_core_at_the_same_version(wheels, repo_root):
     names = set(zipfile.ZipFile(wheels["plugin"]).namelist())
     assert "elmo_plugin/tasks/sst/models/bcn.py" in names
+    # the configs ship with it (the checkout's training_config/, linked as elmo_plugin/configs)
+    configs = {n for n in names if n.startswith("elmo_plugin/configs/")}
+    shipped = {f"elmo_plugin/configs/{p.name}" for p in (repo_root / "training_config").iterdir()}
+    assert configs == shipped and "elmo_plugin/configs/snli_esim_elmo.jsonnet" in configs
     assert not any(name.startswith(("elmo_bilm/", "tests/", "benchmarks/")) for name in names)
     versions = [
         tomllib.loads(path.read_text())["project"]["version"]
@@ -199,3 +203,72 @@ def test_installed_wheels_embed_with_the_shipped_biLM(wheels, tmp_path, repo_roo
         assert out["0"].shape == (3, 3, 128) and json.loads(out["sentence_to_index"][0]) == {
             "a shipped biLM": "0"
         }
+
+
+def fresh_venv_with_this_venvs_packages(root: Path) -> Path:
+    """A new virtual environment that sees this one's third-party packages (linked through a
+    .pth file: nothing is downloaded), but not elmo_bilm or elmo_plugin; returns its python."""
+    venv.create(root / "venv", with_pip=True)
+    python = root / "venv" / "bin" / "python"
+    ours = ("elmo_bilm", "elmo_plugin", "__editable__", "pip", "setuptools", "_distutils_hack")
+    deps = root / "deps"
+    deps.mkdir()
+    here = Path(next(p for p in sys.path if p.endswith("site-packages")))
+    for entry in here.iterdir():
+        name = entry.name.lower().replace("-", "_")
+        if not name.startswith(ours) and not name.endswith(".pth") and name != "__pycache__":
+            (deps / entry.name).symlink_to(entry)
+    site = run_ok([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+    Path(site.strip(), "this_venvs_packages.pth").write_text(f"{deps}\n")
+    return python
+
+
+def test_the_installed_world(wheels, tmp_path):
+    """Both wheels in a fresh venv, run from an empty folder with no checkout beside it: a
+    packaged config trains by name on data named by its variables, a plugin subcommand is found
+    through ~/.allennlp/plugins, and elmo-embed runs; the package sets no data default."""
+    python = fresh_venv_with_this_venvs_packages(tmp_path)
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    clean = {k: v for k, v in clean.items() if not k.startswith(("ELMO", "CONLL2003", "SNLI"))}
+    install = [str(python), "-m", "pip", "--isolated", "install", "--no-index", "--no-deps"]
+    run_ok([*install, str(wheels["core"]), str(wheels["plugin"])], env=clean)
+    work, home = tmp_path / "empty", tmp_path / "home"
+    work.mkdir()
+    (home / ".allennlp").mkdir(parents=True)
+    (home / ".allennlp" / "plugins").write_text("elmo_plugin\n")
+    env = {**clean, "HOME": str(home)}
+    where = run_ok(
+        [str(python), "-c", "import elmo_plugin; print(elmo_plugin.__file__)"], cwd=work, env=env
+    )
+    assert where.startswith(str(tmp_path / "venv")), where
+    # no data folder known: the config's first dataset is named
+    train = [str(python), "-m", "allennlp", "train", "conll2003_crf_tagger_elmo", "-s", "out"]
+    result = subprocess.run(train, cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode != 0 and "is not set" in result.stderr.strip().splitlines()[-1]
+    conll = Path(os.environ["ELMO_PLUGIN_DATA"]) / "conll2003"
+    data = {
+        f"CONLL2003_{split}": str(conll / name)
+        for split, name in (("TRAIN", "eng.train"), ("DEV", "eng.testa"), ("TEST", "eng.testb"))
+    }
+    few = {"dataset_reader.max_instances": 16, "data_loader.batch_sampler.batch_size": 8}
+    few["trainer.num_epochs"] = 1
+    run_ok(
+        [*train, "-o", json.dumps(few), "--include-package", "elmo_plugin"],
+        cwd=work,
+        env={**env, **data},
+    )
+    metrics = json.loads((work / "out" / "metrics.json").read_text())
+    assert "test_f1-measure-overall" in metrics and metrics["training_reg_loss"] > 0
+    help_text = run_ok([str(python), "-m", "allennlp", "elmo-table1", "--help"], cwd=work, env=env)
+    assert "--baselines-from" in help_text
+    (work / "in.txt").write_text("an installed world\n")
+    run_ok(
+        [str(tmp_path / "venv" / "bin" / "elmo-embed"), "in.txt", "out.hdf5", "--all"],
+        cwd=work,
+        env=env,
+    )
+    import h5py
+
+    with h5py.File(work / "out.hdf5", "r") as out:
+        assert out["0"].shape == (3, 3, 128)
+    assert not (work / "training_config").exists() and not list(work.glob("*.jsonnet"))

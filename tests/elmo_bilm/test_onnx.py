@@ -125,3 +125,22 @@ def test_an_empty_batch_gives_empty_layers(exported, shape):
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     layers, mask = session.run(None, {"char_ids": numpy.zeros((*shape, 50), dtype=numpy.int64)})
     assert layers.shape == (bilm.num_layers, *shape, bilm.get_output_dim()) and mask.shape == shape
+
+
+def test_a_missing_extra_is_one_line_naming_it(tmp_path, capsys, monkeypatch):
+    """Without the `onnx` extra the exporter died with `ModuleNotFoundError: onnxscript`."""
+    import importlib.util
+
+    from elmo_bilm.onnx import main
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "onnxscript" else found(name, *a),
+    )
+    argv = [str(tmp_path / "b.onnx"), "--options-file", str(OPTIONS_FILE)]
+    assert main([*argv, "--weight-file", str(WEIGHT_FILE)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("elmo-export-onnx: error: exporting to ONNX needs onnxscript")
+    assert "elmo-bilm[onnx]" in err[-1] and not (tmp_path / "b.onnx").exists()
