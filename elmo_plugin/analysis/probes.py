@@ -125,6 +125,124 @@ def pos_probe(
     }
 
 
+# ---------------------------------------------------------------- SST-5 (Table 1's SST-5 row)
+
+
+def read_sst_sentences(path: str) -> Tuple[List[List[str]], numpy.ndarray]:
+    """The whole sentences of an SST tree file (no phrases) and their 5-class labels."""
+    from elmo_plugin.tasks.sst.dataset_readers.sst import ElmoSstReader
+
+    reader = ElmoSstReader(granularity="5-class", use_subtrees=False)
+    sentences, labels = [], []
+    for instance in reader.read(path):
+        sentences.append([token.text for token in instance["tokens"]])  # type: ignore[attr-defined]
+        labels.append(int(instance["label"].label))  # type: ignore[attr-defined]
+    return sentences, numpy.array(labels)
+
+
+def mean_word_vectors(path: str, sentences: Sequence[Sequence[str]]) -> numpy.ndarray:
+    """`(n, dim)` the mean of each sentence's (lowercased) words' vectors from a GloVe-format
+    file (`word v1 ... vd` a line; plain or gzip); words it lacks are left out, a sentence with
+    none is zeros."""
+    wanted = {word.lower() for sentence in sentences for word in sentence}
+    vectors: Dict[str, numpy.ndarray] = {}
+    for _, line in numbered_lines(path):
+        word, _, rest = line.partition(" ")
+        if word in wanted:
+            vectors[word] = numpy.array(rest.split(), dtype=numpy.float32)
+    if not vectors:
+        raise FormatError(f"{path}: none of the sentences' words has a vector")
+    dim = len(next(iter(vectors.values())))
+    out = numpy.zeros((len(sentences), dim), dtype=numpy.float32)
+    for row, sentence in enumerate(sentences):
+        found = [vectors[w.lower()] for w in sentence if w.lower() in vectors]
+        if found:
+            out[row] = numpy.mean(found, axis=0)
+    return out
+
+
+def _linear_accuracy(
+    train_x: numpy.ndarray,
+    y_train: numpy.ndarray,
+    test_x: numpy.ndarray,
+    y_test: numpy.ndarray,
+    epochs: int,
+    seed: int,
+) -> float:
+    """Test accuracy of a softmax regression on standardised features (an affine map: linear)."""
+    mean, std = train_x.mean(0), train_x.std(0) + 1e-6
+    probe = train_linear_probe((train_x - mean) / std, y_train, 5, epochs=epochs, seed=seed)
+    with torch.no_grad():
+        predicted = probe(torch.from_numpy((test_x - mean) / std)).argmax(-1).numpy()
+    return float((predicted == y_test).mean())
+
+
+def sst_probe(
+    bilm: BiLm,
+    train_file: str,
+    test_file: str,
+    word_vectors: Optional[str] = None,
+    epochs: int = 50,
+    batch_size: int = 64,
+    device: torch.device = torch.device("cpu"),
+    seed: int = 0,
+) -> Dict:
+    """SST-5 sentence accuracy of a linear classifier on mean-pooled vectors: each biLM layer,
+    the layers' average (Eq. 1 with equal weights) and, given a file, context-free word vectors.
+    How much fine-grained sentiment each representation carries linearly, apart from any task
+    model: the diagnosis of Table 1's SST-5 row."""
+    if epochs < 1:
+        raise ValueError(f"epochs is {epochs}; at least 1 (with none the probe is untrained)")
+    (train_sentences, y_train), (test_sentences, y_test) = (
+        read_sst_sentences(train_file),
+        read_sst_sentences(test_file),
+    )
+
+    def pooled(sentences: Sequence[Sequence[str]], desc: str) -> numpy.ndarray:
+        positions = [(s, i) for s, tokens in enumerate(sentences) for i in range(len(tokens))]
+        layers = token_layers(bilm, sentences, positions, batch_size, device, desc)
+        owner = numpy.array([s for s, _ in positions])
+        counts = numpy.bincount(owner, minlength=len(sentences))[:, None]
+        sums = numpy.stack(
+            [
+                numpy.add.reduceat(
+                    layer, numpy.flatnonzero(numpy.r_[True, owner[1:] != owner[:-1]])
+                )
+                for layer in layers
+            ]
+        )
+        return (sums / counts).astype(numpy.float32)  # (n_layers, n, dim)
+
+    x_train, x_test = pooled(train_sentences, "train layers"), pooled(test_sentences, "test layers")
+    features = {f"layer {k}": (x_train[k], x_test[k]) for k in range(x_train.shape[0])}
+    features["average of the layers"] = (x_train.mean(0), x_test.mean(0))
+    if word_vectors is not None:
+        features["word vectors"] = (
+            mean_word_vectors(word_vectors, train_sentences),
+            mean_word_vectors(word_vectors, test_sentences),
+        )
+        features["word vectors + average of the layers"] = (
+            numpy.concatenate([features["word vectors"][0], x_train.mean(0)], axis=1),
+            numpy.concatenate([features["word vectors"][1], x_test.mean(0)], axis=1),
+        )
+    accuracies = {
+        name: _linear_accuracy(train_x, y_train, test_x, y_test, epochs, seed)
+        for name, (train_x, test_x) in tqdm(features.items(), desc="probes", unit=" features")
+    }
+    majority = float((y_test == numpy.bincount(y_train).argmax()).mean())
+    return {
+        "task": "sst5",
+        "train_file": train_file,
+        "test_file": test_file,
+        "word_vectors": word_vectors,
+        "train_sentences": len(train_sentences),
+        "test_sentences": len(test_sentences),
+        "epochs": epochs,
+        "majority_class_accuracy": majority,
+        "accuracy": accuracies,
+    }
+
+
 # ---------------------------------------------------------------------------- WSD (Table 5)
 
 WSD_DATASETS = ("senseval2", "senseval3", "semeval2007", "semeval2013", "semeval2015")

@@ -76,6 +76,28 @@ def _run_pos(args: argparse.Namespace) -> None:
 
 
 @reports_errors("elmo-probe")
+def _run_sst(args: argparse.Namespace) -> None:
+    result = probes.sst_probe(
+        _bilm(args),
+        args.train_file,
+        args.test_file,
+        word_vectors=args.word_vectors,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        device=_device(args),
+    )
+    result["bilm"] = _bilm_name(args)
+    rows = [[name, f"{100 * acc:.1f}"] for name, acc in result["accuracy"].items()]
+    rows.append(["majority class", f"{100 * result['majority_class_accuracy']:.1f}"])
+    table = report.markdown_table(["features (mean over the sentence)", "SST-5 accuracy (%)"], rows)
+    for path in report.write_report(
+        args.output_dir, args.name, result, table, overwrite=args.overwrite
+    ):
+        print(path)
+    print(table)
+
+
+@reports_errors("elmo-probe")
 def _run_wsd(args: argparse.Namespace) -> None:
     tests = [probes.WsdData.from_dir(os.path.join(args.eval_dir, name)) for name in args.datasets]
     trains = [probes.WsdData(xml, key) for xml, key in args.train] if args.train else None
@@ -235,8 +257,9 @@ def _optional_bool(text: str) -> bool:
 
 @Subcommand.register("elmo-probe")
 class ElmoProbe(Subcommand):
-    """Per-layer probes (Sec. 5.3): `pos` (Table 6, linear classifier) and `wsd` (Table 5, 1-NN
-    over sense centroids).
+    """Per-layer probes (Sec. 5.3): `pos` (Table 6, linear classifier), `wsd` (Table 5, 1-NN
+    over sense centroids), and `sst` (SST-5 sentences, a linear classifier on mean-pooled layers
+    and word vectors: how much fine-grained sentiment each carries, for Table 1's SST-5 row).
 
     Registered as a `Subcommand` with name "elmo-probe".
     """
@@ -257,6 +280,19 @@ class ElmoProbe(Subcommand):
             "--max-train-sentences", type=int, help="only the first N training sentences"
         )
         pos.set_defaults(func=_run_pos)
+        sst = tasks.add_parser(
+            "sst", help="SST-5 sentences, a linear classifier on mean-pooled vectors (Table 1)"
+        )
+        _bilm_arguments(sst)
+        _include_package_argument(sst)
+        _output_arguments(sst, "sst_probe")
+        sst.add_argument("--train-file", default=_data("sst", "train.txt"))
+        sst.add_argument("--test-file", default=_data("sst", "test.txt"))
+        sst.add_argument(
+            "--word-vectors", help="context-free vectors to compare (GloVe text format)"
+        )
+        sst.add_argument("--epochs", type=int, default=50)
+        sst.set_defaults(func=_run_sst)
         wsd = tasks.add_parser("wsd", help="WSD, nearest sense centroid on each layer (Table 5)")
         _bilm_arguments(wsd)
         _include_package_argument(wsd)

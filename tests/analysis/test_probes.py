@@ -117,3 +117,53 @@ def test_probes_accept_include_package_like_every_allennlp_command(probe, where,
     monkeypatch.setattr("sys.argv", ["allennlp", *argv, *(include if where == "after" else [])])
     _, args = parse_args()
     assert args.probe == probe and args.include_package == ["elmo_plugin"]
+
+
+def test_sst_probe_command_scores_every_layer_and_word_vectors(tmp_path, repo_root):
+    """Linear SST-5 probes on mean-pooled features: each layer, their average, word vectors and
+    both; a sentence's pooled layers are the mean of its tokens' (checked against the biLM)."""
+    import torch
+
+    from elmo_bilm import batch_to_ids, load_bilm_tf
+    from elmo_plugin.analysis.probes import read_sst_sentences
+    from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
+
+    trees = repo_root / "fixtures" / "sst" / "tiny.txt"
+    sentences, labels = read_sst_sentences(str(trees))
+    assert sentences[0] == ["The", "actors", "are", "fantastic", "."] and labels[:2].tolist() == [
+        4,
+        0,
+    ]
+    vectors = tmp_path / "vectors.txt"
+    vectors.write_text("the 1 0\nactors 0 1\nterrible -1 -1\n")
+    out = tmp_path / "out"
+    argv = ["elmo-probe", "sst", *BILM_ARGS, "--train-file", str(trees), "--test-file", str(trees)]
+    run_command(
+        ElmoProbe,
+        argv + ["--word-vectors", str(vectors), "--epochs", "30", "--output-dir", str(out)],
+    )
+    result = json.loads((out / "sst_probe.json").read_text())
+    assert list(result["accuracy"]) == [
+        "layer 0", "layer 1", "layer 2", "average of the layers", "word vectors",
+        "word vectors + average of the layers",
+    ]  # fmt: skip
+    assert all(0.0 <= a <= 1.0 for a in result["accuracy"].values())
+    assert result["train_sentences"] == 6 and "majority class" in (out / "sst_probe.md").read_text()
+    from elmo_plugin.analysis import probes
+
+    bilm = load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE).eval()
+    seen = {}
+    original = probes._linear_accuracy
+
+    def spy(train_x, *args):
+        seen.setdefault("first", train_x)
+        return original(train_x, *args)
+
+    probes._linear_accuracy, saved = spy, probes._linear_accuracy
+    try:
+        probes.sst_probe(bilm, str(trees), str(trees), epochs=1)
+    finally:
+        probes._linear_accuracy = saved
+    with torch.no_grad():
+        layer0 = bilm(batch_to_ids(sentences[:1]))["activations"][0][0]
+    numpy.testing.assert_allclose(seen["first"][0], layer0.mean(0).numpy(), rtol=1e-5, atol=1e-6)
