@@ -97,3 +97,42 @@ def test_allennlp_start_makes_no_network_lookup():
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.splitlines()[-1] == "[]"
     assert "[nltk_data]" not in result.stderr
+
+
+def test_no_import_circle_and_no_import_from_a_higher_layer(repo_root):
+    """Layers, low to high: `elmo_bilm` (no AllenNLP); the plugin's components (`common`, `data`,
+    `modules`, `token_embedders`, `lm`, `training`, `hooks`); `tasks`; `analysis`; `commands`.
+    Every import of the two packages (lazy ones inside functions too) goes down or sideways, and
+    no module imports itself back (a package's `__init__` importing its own children aside)."""
+    import ast
+    import graphlib
+
+    modules = {}
+    for package in ("elmo_bilm", "elmo_plugin"):
+        for path in (repo_root / package).rglob("*.py"):
+            if "configs" not in path.parts:
+                name = ".".join(path.relative_to(repo_root).with_suffix("").parts)
+                modules[name.removesuffix(".__init__")] = path
+
+    def imported(path):
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                found |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+            elif isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names}
+        return found & set(modules)
+
+    def layer(name):
+        parts = name.split(".")
+        if parts[0] == "elmo_bilm":
+            return 0
+        return {"tasks": 2, "analysis": 3, "commands": 4}.get(parts[1] if len(parts) > 1 else "", 1)
+
+    graph = {
+        name: {d for d in imported(path) if d != name and not d.startswith(name + ".")}
+        for name, path in modules.items()
+    }
+    graphlib.TopologicalSorter(graph).prepare()  # raises CycleError on a circle
+    upward = [(m, d) for m, ds in graph.items() for d in ds if "." in m and layer(d) > layer(m)]
+    assert upward == []
