@@ -427,3 +427,26 @@ def test_an_unwritable_output_place_is_one_line(tmp_path, command):
         and "file" in last
         and "Traceback" not in result.stderr
     )
+
+
+def test_prepare_corpus_on_a_full_disk_is_one_line(tmp_path):
+    """`elmo-prepare-corpus` onto a full disk (a file-size limit: EFBIG, as ENOSPC) was a
+    traceback; now one line naming the shard, and no partial file left."""
+    from tests.commands.test_elmo_embed import allennlp
+
+    words = " ".join(f"w{i * 7919 % 100003}" for i in range(60_000))  # gzip cannot shrink it much
+    text = f"<doc id=1>\nT\n{words} .\n</doc>\n"
+    (tmp_path / "wiki_00").write_text(text)
+    result = allennlp(
+        "elmo-prepare-corpus",
+        tmp_path / "wiki_00",
+        tmp_path / "out",
+        cwd=REPO_ROOT,
+        preexec_fn=_limit_file_size(8 * 1024),
+    )
+    assert result.returncode == 1, result.stderr[-2000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert (
+        last.startswith("elmo-prepare-corpus: error:") and "wiki_00.txt.gz: File too large" in last
+    )
+    assert "Traceback" not in result.stderr and not list((tmp_path / "out").glob("*"))

@@ -8,9 +8,9 @@ from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 from tests.elmo_bilm.test_embed import assert_same_contents, contents, write_input
 
 
-def allennlp(*args, cwd):
+def allennlp(*args, cwd, **kwargs):
     command = [os.path.join(os.path.dirname(sys.executable), "allennlp"), *map(str, args)]
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300)
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300, **kwargs)
 
 
 @pytest.mark.slow

@@ -181,3 +181,36 @@ def test_read_only_folder_is_one_line(tmp_path, capsys):
         == 1
     )
     assert "not writable" in capsys.readouterr().err
+
+
+def test_allennlp_elmo_flags_and_layout(tmp_path, bilm, capsys):
+    """`elmo-embed` takes `allennlp elmo`'s flags and writes its layout: `--top` / `--average`
+    (one layer), `--use-sentence-keys` (datasets named by the stripped line, no index),
+    `--forget-sentences` (no index), `--all` and the index of AllenNLP 0.9 otherwise."""
+    source = tmp_path / "in.txt"
+    source.write_text("The cat  sat .\nHello !\n")
+    files = ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
+    runs = {
+        "all": ["--all"],
+        "top": ["--top"],
+        "keys": ["--average", "--use-sentence-keys"],
+        "forget": ["--forget-sentences"],
+    }
+    for name, flags in runs.items():
+        assert main([str(source), str(tmp_path / f"{name}.hdf5"), *files, *flags]) == 0
+    with h5py.File(tmp_path / "all.hdf5", "r") as out:
+        index = out["sentence_to_index"]
+        assert index.shape == (1,) and h5py.check_string_dtype(index.dtype) is not None
+        assert json.loads(index[0]) == {"The cat  sat .": "0", "Hello !": "1"}
+        assert out["0"].dtype == "float32" and out["0"].shape == (3, 4, 32)
+    with h5py.File(tmp_path / "top.hdf5", "r") as out:
+        assert out["1"].shape == (2, 32)
+    with h5py.File(tmp_path / "keys.hdf5", "r") as out:
+        assert sorted(out.keys()) == ["Hello !", "The cat  sat ."] and out["Hello !"].shape == (
+            2,
+            32,
+        )
+    with h5py.File(tmp_path / "forget.hdf5", "r") as out:
+        assert sorted(out.keys()) == ["0", "1"]
+    with pytest.raises(SystemExit):  # one of the three, as AllenNLP's mutually exclusive group
+        main([str(source), str(tmp_path / "x.hdf5"), "--top", "--average"])
