@@ -141,3 +141,16 @@ def test_integer_mix_parameters_as_allennlp_accepts_them():
     layers = torch.stack(elmo.bilm(batch_to_ids([["a", "cat"]]))["activations"])
     assert torch.allclose(output, layers.mean(0), atol=1e-6)  # equal weights
     assert all(p.dtype == torch.float32 for p in elmo.scalar_mixes[0].scalar_parameters)
+
+
+def test_a_name_in_the_token_embedders_config(server):
+    """`"options_file": "small"` in an AllenNLP config (the weight file omitted)."""
+    from allennlp.common import Params
+    from allennlp.modules.token_embedders import TokenEmbedder
+
+    import elmo_plugin  # noqa: F401  (registers the token embedder)
+
+    params = Params({"type": "elmo_plugin_token_embedder", "options_file": "small", "dropout": 0.0})
+    embedder = TokenEmbedder.from_params(params).eval()
+    assert same_bilm(embedder.elmo.bilm)
+    assert embedder(batch_to_ids([["a", "cat"]])).shape == (1, 2, 32)
