@@ -9,8 +9,8 @@ untracked ones git does not ignore) up to 64 MiB. This script:
    what no GPU check needs (`NOT_ON_DEVICE`), and splits them into folders `.whl1/`, `.whl2/`, ...
    (ignored by git through `.git/info/exclude`) that each travel with the tree within 64 MiB: the
    first calls install one folder each into `.site/`, which stays on the warm machine;
-2. removes the 46 MB `elmo_bilm/pretrained/wikipedia_1024/weights.hdf5` from the working tree
-   (it is tracked: `git checkout -- elmo_bilm/pretrained/wikipedia_1024` brings it back), so the
+2. removes the 46 MB `packaging/elmo-bilm-wikipedia-1024/elmo_bilm_wikipedia_1024/weights.hdf5` from the working tree
+   (it is tracked: `git checkout -- packaging/elmo-bilm-wikipedia-1024` brings it back), so the
    tree travels under the limit;
 3. prints what travels, its size, and the `run` command that installs the wheels there and runs
    `gpu_check` and the batch-size sweep.
@@ -62,7 +62,13 @@ DEVICE_IMAGE = set(
 DEVICE_VERSIONS = {"transformers": "5.17.0", "tokenizers": "0.23.2", "huggingface-hub": "1.33.0"}
 # gensim serves only elmo-word-vectors (the Table 1 baselines' vectors), not the GPU checks
 NOT_ON_DEVICE = {"gensim"}
-LARGE_TRACKED = REPO_ROOT / "elmo_bilm" / "pretrained" / "wikipedia_1024" / "weights.hdf5"
+LARGE_TRACKED = (
+    REPO_ROOT
+    / "packaging"
+    / "elmo-bilm-wikipedia-1024"
+    / "elmo_bilm_wikipedia_1024"
+    / "weights.hdf5"
+)
 LIMIT = 64 * 2**20
 
 
@@ -168,7 +174,7 @@ def main() -> None:
     if not args.keep_large_weights and LARGE_TRACKED.exists():
         LARGE_TRACKED.unlink()
         print(f"removed {LARGE_TRACKED.relative_to(REPO_ROOT)} from the working tree "
-              "(git checkout -- elmo_bilm/pretrained/wikipedia_1024 restores it)")  # fmt: skip
+              "(git checkout -- packaging/elmo-bilm-wikipedia-1024 restores it)")  # fmt: skip
     packages = needed(pins())
     download_dir = Path(tempfile.mkdtemp())
     missing = download(packages, download_dir)

@@ -17,9 +17,11 @@ def load_bilm(
     options_file: Optional[str] = None, weight_file: Optional[str] = None, dropout: float = 0.0
 ) -> BiLm:
     """bilm-tf `options_file` + `weight_file` (paths, or http(s) URLs downloaded once into the
-    cache of `elmo_bilm.published`), a published biLM's name (`small`, `medium`, `original`,
-    `original_5.5b`) as `options_file` alone, or (neither) the biLM shipped in
+    cache of `elmo_bilm.published`), a biLM's name as `options_file` alone (AllenNLP's `small`,
+    `medium`, `original`, `original_5.5b`; this project's `wikipedia`, `wikipedia_1024`), or
+    (neither) the biLM shipped in
     `elmo_bilm/pretrained`; `dropout` on its LSTM inputs in training mode."""
+    options_file, weight_file = options_file or None, weight_file or None  # "": not given
     if options_file is None and weight_file is None:
         logger.info("No biLM given: using the shipped biLM in %s", SHIPPED_DIR)
         options_file, weight_file = str(DEFAULT_OPTIONS_FILE), str(DEFAULT_WEIGHT_FILE)
@@ -34,8 +36,9 @@ def add_bilm_arguments(parser: argparse.ArgumentParser, batch_size: Optional[int
     default) and `--cuda-device`, for the commands that run the biLM."""
     parser.add_argument(
         "--options-file",
-        help="bilm-tf options.json (with --weight-file), a path or URL; or a published biLM's "
-        "name alone: small, medium, original, original_5.5b (default: the shipped biLM)",
+        help="bilm-tf options.json (with --weight-file), a path or URL; or a biLM's name alone: "
+        "small, medium, original, original_5.5b (AllenNLP's), wikipedia, wikipedia_1024 "
+        "(default: the shipped biLM, wikipedia)",
     )
     parser.add_argument("--weight-file", help="bilm-tf weights.hdf5, a path or URL")
     if batch_size is None:

@@ -6,16 +6,19 @@ is downloaded once into `$ELMO_BILM_CACHE` (default `~/.cache/elmo_bilm`), writt
 (an interrupted download leaves nothing a later run could mistake for the file), with a progress
 bar, checked against the server's announced length (a short read is retried), and reused from
 then on without the network. The four published biLMs also have names, accepted wherever an
-options file is: `small`, `medium`, `original`, `original_5.5b` (the weight file then omitted).
+options file is: `small`, `medium`, `original`, `original_5.5b` (the weight file then omitted),
+and so do this project's: `wikipedia` (shipped with the core) and `wikipedia_1024` (the
+distribution `elmo-bilm-wikipedia-1024`).
 """
 
 import hashlib
+import importlib.util
 import os
 import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from tqdm import tqdm
 
@@ -116,14 +119,53 @@ def _fetch(url: str, path: Path) -> None:
                 raise _ShortRead(f"received {received} of {total} bytes")
 
 
+# biLMs of this project, by name: the one the core ships, and the larger one, a distribution of
+# its own (elmo-bilm-wikipedia-1024) so that the core wheel stays small
+LOCAL = {"wikipedia": "elmo_bilm", "wikipedia_1024": "elmo_bilm_wikipedia_1024"}
+
+
+def names() -> List[str]:
+    """Every biLM name `resolve` takes."""
+    return [*LOCAL, *PUBLISHED]
+
+
+def local_files(name: str) -> Tuple[str, str]:
+    """The options and weights of one of this project's biLMs."""
+    if name == "wikipedia":
+        from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+
+        return str(DEFAULT_OPTIONS_FILE), str(DEFAULT_WEIGHT_FILE)
+    spec = importlib.util.find_spec(LOCAL[name])
+    if spec is None or spec.origin is None:
+        distribution = LOCAL[name].replace("_", "-")
+        raise FileNotFoundError(
+            f"the biLM {name!r} is a distribution of its own: pip install {distribution} "
+            f"(the wheel `make wheels` builds: dist/{LOCAL[name]}-*.whl)"
+        )
+    folder = Path(spec.origin).parent
+    return str(folder / "options.json"), str(folder / "weights.hdf5")
+
+
 def resolve(options_file: Optional[str], weight_file: Optional[str]) -> Tuple[str, str]:
-    """Local paths for a biLM named by files, URLs (downloaded into the cache) or a published
-    name in place of the options file (the weight file omitted)."""
+    """Local paths for a biLM named by files, URLs (downloaded into the cache) or a name in
+    place of the options file (the weight file omitted or empty): one of this project's
+    (`wikipedia`, `wikipedia_1024`) or AllenNLP's published ones."""
+    weight_file = weight_file or None
+    if options_file in LOCAL and weight_file is None:
+        return local_files(options_file)
     if options_file in PUBLISHED and weight_file is None:
         options_file, weight_file = published_urls(options_file)
-    if options_file is None or weight_file is None:
+    if not options_file or weight_file is None:
         raise ValueError(
-            "options_file and weight_file go together (or a published name alone: "
-            f"{', '.join(PUBLISHED)})"
+            f"options_file and weight_file go together (or a biLM's name alone: {', '.join(names())})"
         )
     return tuple(cached_path(f) if is_url(f) else f for f in (options_file, weight_file))  # type: ignore[return-value]
+
+
+def options_path(options_file: str) -> str:
+    """The local options file of a path, URL or name (for the width a config needs)."""
+    if options_file in LOCAL:
+        return local_files(options_file)[0]
+    if options_file in PUBLISHED:
+        options_file = published_urls(options_file)[0]
+    return cached_path(options_file) if is_url(options_file) else options_file

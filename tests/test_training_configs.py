@@ -265,20 +265,23 @@ def test_ner_early_stopping_decides():
 
 def test_elmo_width_follows_the_options_file_changed_after_import(monkeypatch, repo_root):
     """A script that points ELMO_OPTIONS_FILE at another biLM after importing the plugin gets
-    configs of that biLM's width (not the width read at import)."""
+    configs of that biLM's width (not the width read at import), by path or by name."""
     from allennlp.common import Params
 
-    from elmo_bilm.shipped import SHIPPED_DIR
+    from elmo_bilm.published import local_files
 
-    larger = SHIPPED_DIR.parent / "wikipedia_1024"
-    # restored after the test (reading the config rewrites it)
-    monkeypatch.setenv("ELMO_PROJECTION_DIM", os.environ["ELMO_PROJECTION_DIM"])
-    monkeypatch.setenv("ELMO_OPTIONS_FILE", str(larger / "options.json"))
-    monkeypatch.setenv("ELMO_WEIGHT_FILE", str(larger / "weights.hdf5"))
-    params = Params.from_file(
-        str(repo_root / "training_config" / "conll2003_crf_tagger_elmo.jsonnet")
-    )
+    options, weights = local_files("wikipedia_1024")
+    config = str(repo_root / "training_config" / "conll2003_crf_tagger_elmo.jsonnet")
+    monkeypatch.setenv("ELMO_OPTIONS_FILE", options)
+    monkeypatch.setenv("ELMO_WEIGHT_FILE", weights)
+    params = Params.from_file(config)
     assert params["model"]["encoder"]["input_size"] == 50 + 128 + 2 * 128
+    monkeypatch.setenv("ELMO_OPTIONS_FILE", "wikipedia_1024")  # a name: no weight file needed
+    monkeypatch.delenv("ELMO_WEIGHT_FILE")
+    params = Params.from_file(config).as_dict()
+    assert params["model"]["encoder"]["input_size"] == 50 + 128 + 2 * 128
+    embedder = params["model"]["text_field_embedder"]
+    assert embedder["options_file"] == "wikipedia_1024" and embedder["weight_file"] == ""
 
 
 def test_sst_relu_layers_get_he_initialisation(repo_root):

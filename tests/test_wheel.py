@@ -42,14 +42,16 @@ def wheels(tmp_path_factory, repo_root) -> Dict[str, Path]:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(repo_root / name, source / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "build")
-    for name in ("elmo_bilm", "elmo_plugin", "training_config", "packaging/elmo-bilm"):
+    packaging = ("packaging/elmo-bilm", "packaging/elmo-bilm-wikipedia-1024")
+    for name in ("elmo_bilm", "elmo_plugin", "training_config", *packaging):
         shutil.copytree(repo_root / name, source / name, ignore=ignore, symlinks=True)
     pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w"]
-    command = [*pip, str(out / "dist"), str(source / "packaging" / "elmo-bilm"), str(source)]
+    command = [*pip, str(out / "dist"), *(str(source / name) for name in packaging), str(source)]
     run_ok(command, cwd=out)
     (core,) = (out / "dist").glob("elmo_bilm-*.whl")
+    (larger,) = (out / "dist").glob("elmo_bilm_wikipedia_1024-*.whl")
     (plugin,) = (out / "dist").glob("elmo_plugin-*.whl")
-    return {"core": core, "plugin": plugin}
+    return {"core": core, "larger": larger, "plugin": plugin}
 
 
 def metadata(wheel: Path) -> List[str]:
@@ -68,6 +70,13 @@ def test_core_wheel_holds_the_core_and_the_shipped_biLM(wheels, repo_root):
     names = set(zipfile.ZipFile(wheels["core"]).namelist())
     for name in ("options.json", "weights.hdf5", "vocab.txt"):
         assert f"elmo_bilm/pretrained/wikipedia/{name}" in names
+    # one biLM: the larger one is a distribution of its own, and the core wheel stays small
+    assert not any("wikipedia_1024" in name for name in names)
+    assert wheels["core"].stat().st_size < 25 * 2**20
+    larger = set(zipfile.ZipFile(wheels["larger"]).namelist())
+    for name in ("options.json", "weights.hdf5", "vocab.txt", "__init__.py"):
+        assert f"elmo_bilm_wikipedia_1024/{name}" in larger
+    assert "Requires-Dist: elmo-bilm==0.2.0" in metadata(wheels["larger"])
     assert "elmo_bilm/bilm.py" in names and "elmo_bilm/onnx.py" in names
     assert not any(name.startswith(("elmo_plugin/", "tests/", "benchmarks/")) for name in names)
     assert {r.name for r in core_requirements(wheels["core"])} == CORE_DEPENDENCIES
@@ -231,7 +240,7 @@ def test_the_installed_world(wheels, tmp_path):
     clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     clean = {k: v for k, v in clean.items() if not k.startswith(("ELMO", "CONLL2003", "SNLI"))}
     install = [str(python), "-m", "pip", "--isolated", "install", "--no-index", "--no-deps"]
-    run_ok([*install, str(wheels["core"]), str(wheels["plugin"])], env=clean)
+    run_ok([*install, str(wheels["core"]), str(wheels["larger"]), str(wheels["plugin"])], env=clean)
     work, home = tmp_path / "empty", tmp_path / "home"
     work.mkdir()
     (home / ".allennlp").mkdir(parents=True)
@@ -271,4 +280,8 @@ def test_the_installed_world(wheels, tmp_path):
 
     with h5py.File(work / "out.hdf5", "r") as out:
         assert out["0"].shape == (3, 3, 128)
+    embed = [str(tmp_path / "venv" / "bin" / "elmo-embed"), "in.txt", "big.hdf5", "--top"]
+    run_ok([*embed, "--options-file", "wikipedia_1024"], cwd=work, env=env)  # by name
+    with h5py.File(work / "big.hdf5", "r") as out:
+        assert out["0"].shape == (3, 256)
     assert not (work / "training_config").exists() and not list(work.glob("*.jsonnet"))

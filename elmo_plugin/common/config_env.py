@@ -8,7 +8,8 @@ below are passed along for the variables the user has not set, and nothing is wr
 environment. A user's own value always wins.
 
 - The biLM: `ELMO_OPTIONS_FILE` / `ELMO_WEIGHT_FILE` default to the biLM shipped in `elmo_bilm`;
-  `ELMO_PROJECTION_DIM` (encoder input sizes) is read from the options file in force.
+  `ELMO_OPTIONS_FILE` may also name one (`wikipedia_1024`, `original`, ...; the weight file then
+  unset). `ELMO_PROJECTION_DIM` (encoder input sizes) is read from the options in force.
 - The data: `SNLI_TRAIN`, `CONLL2003_DEV`, ... default to paths under `$ELMO_PLUGIN_DATA`, a
   folder laid out as this project's bundled data, when it is set; the package knows no data
   folder of its own. A data variable that is unset, or names a missing path, is one error naming
@@ -27,6 +28,7 @@ from typing import Any, Dict, List, Optional, Set
 
 from allennlp.common.checks import ConfigurationError
 
+from elmo_bilm import published
 from elmo_bilm.bilm_tf import read_options
 from elmo_bilm.files import FormatError
 from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
@@ -123,10 +125,11 @@ OPTIONAL = {
 def config_defaults() -> Dict[str, str]:
     """Every variable with a default, given the current environment (unbuilt baseline word
     vectors: empty)."""
+    named = os.environ.get("ELMO_OPTIONS_FILE") in published.names()  # a biLM by name
     defaults = {
-        # the biLM shipped with the plugin (see README)
+        # the biLM shipped with the plugin (see README); a name in ELMO_OPTIONS_FILE needs none
         "ELMO_OPTIONS_FILE": str(DEFAULT_OPTIONS_FILE),
-        "ELMO_WEIGHT_FILE": str(DEFAULT_WEIGHT_FILE),
+        "ELMO_WEIGHT_FILE": "" if named else str(DEFAULT_WEIGHT_FILE),
         "SEED": "13370",  # the task configs' `seed` (AllenNLP's random, numpy and torch seeds)
         **OPTIONAL,
     }
@@ -207,10 +210,9 @@ def config_ext_vars(config_file: str) -> Dict[str, str]:
         if missing is not None:
             raise ConfigurationError(f"{name}={value(name)}: no such file or folder: {missing}")
     if "ELMO_PROJECTION_DIM" in wanted:
-        options_file = value("ELMO_OPTIONS_FILE") or ""
         try:
-            options = read_options(options_file)
-        except FormatError as error:
+            options = read_options(published.options_path(value("ELMO_OPTIONS_FILE") or ""))
+        except (FormatError, OSError) as error:
             raise ConfigurationError(f"ELMO_OPTIONS_FILE: {error}") from None
         ext_vars["ELMO_PROJECTION_DIM"] = str(options["lstm"]["projection_dim"])
     unbuilt = sorted(
@@ -234,7 +236,7 @@ def jsonnet_variables() -> Dict[str, str]:
     """Every variable as a config load sees it (the defaults, the environment over them, the
     biLM's width), for evaluating jsonnet snippets outside `Params.from_file`."""
     variables = {**config_defaults(), **os.environ}
-    options = read_options(variables["ELMO_OPTIONS_FILE"])
+    options = read_options(published.options_path(variables["ELMO_OPTIONS_FILE"]))
     return {**variables, "ELMO_PROJECTION_DIM": str(options["lstm"]["projection_dim"])}
 
 

@@ -96,7 +96,7 @@ def test_names_are_accepted_wherever_a_bilm_is_named(server, tmp_path):
         )
         == 0
     )
-    with pytest.raises(ValueError, match="published name alone: small, medium"):
+    with pytest.raises(ValueError, match="name alone: wikipedia, wikipedia_1024, small, medium"):
         Elmo("huge", None)
 
 
@@ -154,3 +154,24 @@ def test_a_name_in_the_token_embedders_config(server):
     embedder = TokenEmbedder.from_params(params).eval()
     assert same_bilm(embedder.elmo.bilm)
     assert embedder(batch_to_ids([["a", "cat"]])).shape == (1, 2, 32)
+
+
+def test_this_projects_biLMs_by_name(monkeypatch):
+    """`wikipedia` (the core's) and `wikipedia_1024` (a distribution of its own); without that
+    distribution installed, one line saying what to install."""
+    import importlib.util
+
+    from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE
+
+    assert published.resolve("wikipedia", None)[0] == str(DEFAULT_OPTIONS_FILE)
+    options, weights = published.resolve("wikipedia_1024", "")
+    assert options.endswith("elmo_bilm_wikipedia_1024/options.json")
+    assert Elmo.from_pretrained("wikipedia_1024").get_output_dim() == 256
+    found = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "elmo_bilm_wikipedia_1024" else found(name, *a),
+    )
+    with pytest.raises(FileNotFoundError, match="pip install elmo-bilm-wikipedia-1024"):
+        ElmoEmbedder("wikipedia_1024")
