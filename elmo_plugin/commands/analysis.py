@@ -54,6 +54,15 @@ def _data(*parts: str) -> str:
     return os.path.join(os.environ.get("ELMO_PLUGIN_DATA", ""), *parts)
 
 
+def _report(args: argparse.Namespace, result: Any, table: str, figure: Any = None) -> None:
+    """Write the command's report (json, md, png) to `--output-dir` and show where and what."""
+    for path in report.write_report(
+        args.output_dir, args.name, result, table, figure, overwrite=args.overwrite
+    ):
+        print(path)
+    print(table)
+
+
 @reports_errors("elmo-probe")
 def _run_pos(args: argparse.Namespace) -> None:
     result = probes.pos_probe(
@@ -68,11 +77,7 @@ def _run_pos(args: argparse.Namespace) -> None:
     result["bilm"] = _bilm_name(args)
     rows = [[layer, f"{100 * acc:.1f}"] for layer, acc in enumerate(result["accuracy_per_layer"])]
     table = report.markdown_table(["biLM layer", "POS accuracy (%)"], rows)
-    for path in report.write_report(
-        args.output_dir, args.name, result, table, overwrite=args.overwrite
-    ):
-        print(path)
-    print(table)
+    _report(args, result, table)
 
 
 @reports_errors("elmo-probe")
@@ -90,11 +95,7 @@ def _run_sst(args: argparse.Namespace) -> None:
     rows = [[name, f"{100 * acc:.1f}"] for name, acc in result["accuracy"].items()]
     rows.append(["majority class", f"{100 * result['majority_class_accuracy']:.1f}"])
     table = report.markdown_table(["features (mean over the sentence)", "SST-5 accuracy (%)"], rows)
-    for path in report.write_report(
-        args.output_dir, args.name, result, table, overwrite=args.overwrite
-    ):
-        print(path)
-    print(table)
+    _report(args, result, table)
 
 
 @reports_errors("elmo-probe")
@@ -109,11 +110,7 @@ def _run_wsd(args: argparse.Namespace) -> None:
         for layer, scores in enumerate(result["scores_per_layer"])
     ]
     table = report.markdown_table(["biLM layer", *[f"{n} F1" for n in names]], rows)
-    for path in report.write_report(
-        args.output_dir, args.name, result, table, overwrite=args.overwrite
-    ):
-        print(path)
-    print(table)
+    _report(args, result, table)
 
 
 @reports_errors("elmo-neighbours")
@@ -138,11 +135,7 @@ def _run_neighbours(args: argparse.Namespace) -> None:
         ["word", "cosine"],
         [[n["word"], f"{n['cosine']:.3f}"] for n in result["token_layer_neighbours"]],
     )
-    for path in report.write_report(
-        args.output_dir, args.name, result, table, overwrite=args.overwrite
-    ):
-        print(path)
-    print(table)
+    _report(args, result, table)
 
 
 @reports_errors("elmo-layer-weights")
@@ -174,11 +167,7 @@ def _run_layer_weights(args: argparse.Namespace) -> None:
     ]
     table = report.markdown_table(["model", "mix", "softmax(w) per layer", "gamma"], rows)
     figure = layer_weights.weights_figure(results)
-    for path in report.write_report(
-        args.output_dir, args.name, results, table, figure, args.overwrite
-    ):
-        print(path)
-    print(table)
+    _report(args, results, table, figure)
 
 
 @reports_errors("elmo-sweep")
