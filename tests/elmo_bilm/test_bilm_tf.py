@@ -127,6 +127,8 @@ def test_training_options_with_261_characters_load(tmp_path, bilm, fixture_sente
     (tmp_path / "options.json").write_text(OPTIONS_FILE.read_text().replace("262", "261"))
     again = load_bilm_tf(tmp_path / "options.json", WEIGHT_FILE).eval()
     char_ids = batch_to_ids(fixture_sentences[0][:3])
+    # both compute every word in this batch: the fixture's cache holds other batches' bits
+    bilm.char_cnn.clear_word_cache()
     with torch.no_grad():
         for a, b in zip(bilm(char_ids)["activations"], again(char_ids)["activations"]):
             assert torch.equal(a, b)
@@ -150,6 +152,7 @@ def test_loading_overwrites_every_parameter(monkeypatch, bilm, fixture_sentences
     assert isinstance(loaded, Poisoned)
     assert not any(torch.isnan(p).any() for p in loaded.parameters())
     char_ids = batch_to_ids(fixture_sentences[0][:3])
+    bilm.char_cnn.clear_word_cache()  # as above: the same batch, computed afresh by both
     with torch.no_grad():
         for a, b in zip(loaded(char_ids)["activations"], bilm(char_ids)["activations"]):
             assert torch.equal(a, b)
