@@ -1,6 +1,6 @@
 """The biLM's context-independent token encoder: a character CNN (Sec. 3.4 of Peters et al. 2018)."""
 
-from typing import Dict, List, Sequence, Tuple, cast
+from typing import Any, Dict, List, Sequence, Tuple, cast
 
 import torch
 from torch import nn
@@ -212,23 +212,28 @@ class CharCnnEncoder(nn.Module):
                     self._word_cache[keys[i]] = encoded[position].clone()
         return torch.stack([fresh[key] if key in fresh else self._word_cache[key] for key in keys])
 
-    def cache_state(self) -> Dict[str, torch.Tensor]:
-        """The word cache as two CPU tensors, in insertion order, for a checkpoint: `words`
-        (n, max_chars) int16 character ids and `vectors` (n, projection_dim)."""
-        if not self._word_cache:
+    def cache_state(self) -> Dict[str, Any]:
+        """The word cache for a checkpoint, in insertion order: `words` (n, max_chars) int16
+        character ids, `vectors` (n, projection_dim) on the CPU, and whether they were computed
+        under autocast (and in which dtype). Empty when the weights changed since the cache
+        filled (its entries are stale then, and the next pass would drop them)."""
+        if not self._word_cache or not self._weights_unchanged():
             return {}
         keys = b"".join(self._word_cache)
         words = torch.frombuffer(bytearray(keys), dtype=torch.int16)
         return {
             "words": words.view(len(self._word_cache), -1).clone(),
             "vectors": torch.stack([v.detach().cpu() for v in self._word_cache.values()]),
+            "autocast": self._cache_key_context[1:],
         }
 
-    def load_cache_state(self, state: Dict[str, torch.Tensor]) -> None:
-        """Put back a `cache_state` taken with the current weights (a resumed run)."""
+    def load_cache_state(self, state: Dict[str, Any]) -> None:
+        """Put back a `cache_state` taken with the current weights (a resumed run); entries
+        computed under another autocast state are dropped at their first use, as ever."""
         device = self.projection.weight.device
         self._reset_cache(self._cache_context(device))
         if state:
+            self._cache_key_context = (str(device), *state["autocast"])
             keys = state["words"].to(torch.int16).numpy()
             for key, vector in zip(keys, state["vectors"].to(device)):
                 self._word_cache[key.tobytes()] = vector

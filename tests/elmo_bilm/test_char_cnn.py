@@ -93,3 +93,26 @@ def test_word_cache_is_keyed_by_autocast_and_holds_copies():
     assert (
         entry.untyped_storage().nbytes() == entry.numel() * entry.element_size()
     )  # not a view of the batch
+
+
+def test_the_word_cache_round_trips_through_a_checkpoint_and_never_saves_stale_entries(tmp_path):
+    """`cache_state` / `load_cache_state` (what `--recover` carries): a fresh encoder with the same
+    weights serves the saved bits; entries the weights no longer give are not saved."""
+    from elmo_bilm import batch_to_ids, load_bilm_tf
+    from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
+
+    first, second = (load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE).eval() for _ in range(2))
+    ids = batch_to_ids([["a", "cat", "sat", "on", "the", "mat"]])
+    with torch.no_grad():
+        first(ids)  # fills the cache
+        state = first.char_cnn.cache_state()
+        torch.save(state, tmp_path / "state.th")
+        second.char_cnn.load_cache_state(torch.load(tmp_path / "state.th"))  # weights_only
+        assert second.char_cnn._word_cache.keys() == first.char_cnn._word_cache.keys()
+        assert all(
+            torch.equal(second.char_cnn._word_cache[k], v)
+            for k, v in first.char_cnn._word_cache.items()
+        )
+        assert torch.equal(second(ids)["activations"][2], first(ids)["activations"][2])
+        first.char_cnn.projection.weight.add_(1.0)  # as an optimizer step: the entries are stale
+        assert first.char_cnn.cache_state() == {}
