@@ -70,3 +70,17 @@ def test_the_width_follows_the_options_file_in_force(monkeypatch):
         params = Params.from_file("conll2003_crf_tagger_elmo").as_dict()
         widths.append(params["model"]["encoder"]["input_size"])
     assert widths[1] - widths[0] == 2 * (64 - 16)  # the shipped biLM's projection, the fixture's
+
+
+def test_elmo_config_command_lists_and_finds_the_packaged_configs(capsys):
+    from elmo_plugin.commands.elmo_config import ElmoConfig
+    from tests.analysis.conftest import run_command
+
+    run_command(ElmoConfig, ["elmo-config"])
+    listed = capsys.readouterr().out.split()
+    assert listed == config_env.config_names() and "sst_bcn_elmo" in listed
+    run_command(ElmoConfig, ["elmo-config", "sst_bcn_elmo"])
+    path = capsys.readouterr().out.strip()
+    assert os.path.samefile(path, REPO_ROOT / "training_config" / "sst_bcn_elmo.jsonnet")
+    with pytest.raises(SystemExit, match="elmo-config: error: nope: no such config file"):
+        run_command(ElmoConfig, ["elmo-config", "nope"])
