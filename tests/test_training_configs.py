@@ -130,14 +130,7 @@ def test_ner_supplement_a7():
     assert params["trainer"]["grad_norm"] == 5.0
 
 
-ELMO_SWITCHES = (
-    "elmo_placement",
-    "elmo_lambda",
-    "elmo_layer_norm",
-    "elmo_dropout",
-    "elmo_layers",
-    "elmo_gamma",
-)
+ELMO_SWITCHES = ("placement", "l2_coefficient", "do_layer_norm", "dropout", "layers", "gamma")
 
 
 @pytest.mark.parametrize(
@@ -145,22 +138,24 @@ ELMO_SWITCHES = (
 )
 def test_elmo_configs_have_every_switch_and_a_seed(config, tmp_path, monkeypatch):
     text = config.read_text()
-    for switch in ELMO_SWITCHES:
-        assert f"local {switch} = " in text, switch
+    for switch in (*ELMO_SWITCHES, "seed"):
+        assert re.search(rf"^  {switch}=", text, re.MULTILINE), switch  # a top-level argument
     assert "5.5B" not in text  # the paper's biLM: the 1B Word Benchmark (Sec. 3.4)
-    # the switches reach the ELMo options: flip layers and gamma, and set the seed
-    flipped = text.replace('local elmo_layers = "all"', 'local elmo_layers = "top"').replace(
-        "local elmo_gamma = true", "local elmo_gamma = false"
-    )
-    (tmp_path / config.name).write_text(flipped)
-    for library in (REPO_ROOT / "training_config").glob("*.libsonnet"):
-        (tmp_path / library.name).write_text(library.read_text())
-    monkeypatch.setenv("SEED", "7")
-    params = Params.from_file(str(tmp_path / config.name)).as_dict()
+    # the arguments reach the ELMo options and the seeds; the rest keep the config's defaults
+    call = tmp_path / "call.jsonnet"
+    call.write_text(f'(import "{config}")(layers="top", gamma=false, seed=7)')
+    monkeypatch.setenv("SEED", "3")
+    default = Params.from_file(str(config)).as_dict()
+    params = Params.from_file(str(call)).as_dict()
     model = params["model"]
     options = model.get("elmo") or model["text_field_embedder"]
     assert (options["layers"], options["gamma"]) == ("top", False)
     assert (params["random_seed"], params["numpy_seed"], params["pytorch_seed"]) == (7, 7, 7)
+    assert default["random_seed"] == 3
+    default_options = default["model"].get("elmo") or default["model"]["text_field_embedder"]
+    assert {k: v for k, v in options.items() if k not in ("layers", "gamma")} == {
+        k: v for k, v in default_options.items() if k not in ("layers", "gamma")
+    }
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda path: path.name)

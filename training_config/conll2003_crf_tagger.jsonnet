@@ -3,7 +3,5 @@
 // Run: allennlp train training_config/conll2003_crf_tagger.jsonnet -s out/ner_base --include-package elmo_plugin
 local tagger = import "conll2003_crf_tagger.libsonnet";
 
-// The run's seed (all three of AllenNLP's seeds); another seed: SEED=2 allennlp train ...
-local seed = std.parseInt(std.extVar("SEED"));
-
-tagger(elmo=null, seed=seed)
+// The seed is the function's argument (all three of AllenNLP's seeds); another: SEED=2 allennlp train ...
+function(seed=std.parseInt(std.extVar("SEED"))) tagger(elmo=null, seed=seed)

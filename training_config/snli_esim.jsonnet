@@ -2,7 +2,5 @@
 // Run: allennlp train training_config/snli_esim.jsonnet -s out/esim --include-package elmo_plugin
 local esim = import "snli_esim.libsonnet";
 
-// The run's seed (all three of AllenNLP's seeds); another seed: SEED=2 allennlp train ...
-local seed = std.parseInt(std.extVar("SEED"));
-
-esim(elmo=null, seed=seed)
+// The seed is the function's argument (all three of AllenNLP's seeds); another: SEED=2 allennlp train ...
+function(seed=std.parseInt(std.extVar("SEED"))) esim(elmo=null, seed=seed)

@@ -3,7 +3,5 @@
 // --include-package elmo_plugin, with SQUAD_TRAIN / SQUAD_DEV pointing at SQuAD 1.1 json files.
 local squad = import "squad_bidaf_selfattn.libsonnet";
 
-// The run's seed (all three of AllenNLP's seeds); another seed: SEED=2 allennlp train ...
-local seed = std.parseInt(std.extVar("SEED"));
-
-squad(elmo=null, seed=seed)
+// The seed is the function's argument (all three of AllenNLP's seeds); another: SEED=2 allennlp train ...
+function(seed=std.parseInt(std.extVar("SEED"))) squad(elmo=null, seed=seed)

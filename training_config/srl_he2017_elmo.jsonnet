@@ -5,24 +5,19 @@
 // Run: allennlp train training_config/srl_he2017_elmo.jsonnet -s out/srl --include-package elmo_plugin
 local srl = import "srl_he2017.libsonnet";
 
-// ELMo settings: the Table 2 / Table 3 / Supplement A.2 ablations are a one-line change.
-local elmo_placement = "input";  // "input", "output" or "both"
-local elmo_lambda = 0.001;  // lambda in lambda * ||w||^2 (Sec. 3.2)
-local elmo_layer_norm = false;
-local elmo_dropout = 0.1;  // applies to every ELMo vector (the model has no dropout of its own on the embedded text)
-local elmo_layers = "all";  // "all": Eq. (1) over every biLM layer; "top": the last layer only
-local elmo_gamma = true;  // false: gamma fixed at 1
-// The run's seed (all three of AllenNLP's seeds); another seed: SEED=2 allennlp train ...
-local seed = std.parseInt(std.extVar("SEED"));
-
-srl(
-  elmo={
-    placement: elmo_placement,
-    l2_coefficient: elmo_lambda,
-    do_layer_norm: elmo_layer_norm,
-    dropout: elmo_dropout,
-    layers: elmo_layers,
-    gamma: elmo_gamma,
-  },
-  seed=seed,
+// The ELMo settings and the seed are this function's arguments (jsonnet's top-level arguments):
+// the Table 2 / Table 3 / Supplement A.2 ablations are a one-line change of a default here, or
+// `jsonnet --tla-str placement=input ...`; `allennlp elmo-sweep` calls it with each run's values.
+function(
+  placement="input",  // "input", "output" or "both"
+  l2_coefficient=0.001,  // lambda in lambda * ||w||^2 (Sec. 3.2)
+  do_layer_norm=false,
+  dropout=0.1,  // applies to every ELMo vector (the model has no dropout of its own on the embedded text)
+  layers="all",  // "all": Eq. (1) over every biLM layer; "top": the last layer only
+  gamma=true,  // false: gamma fixed at 1
+  seed=std.parseInt(std.extVar("SEED")),  // all three of AllenNLP's seeds; another: SEED=2 allennlp train ...
 )
+  srl(
+    elmo={ placement: placement, l2_coefficient: l2_coefficient, do_layer_norm: do_layer_norm, dropout: dropout, layers: layers, gamma: gamma },
+    seed=seed,
+  )

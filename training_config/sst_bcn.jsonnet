@@ -2,7 +2,5 @@
 // Run: allennlp train training_config/sst_bcn.jsonnet -s out/sst_base --include-package elmo_plugin
 local bcn = import "sst_bcn.libsonnet";
 
-// The run's seed (all three of AllenNLP's seeds); another seed: SEED=2 allennlp train ...
-local seed = std.parseInt(std.extVar("SEED"));
-
-bcn(elmo=null, seed=seed)
+// The seed is the function's argument (all three of AllenNLP's seeds); another: SEED=2 allennlp train ...
+function(seed=std.parseInt(std.extVar("SEED"))) bcn(elmo=null, seed=seed)

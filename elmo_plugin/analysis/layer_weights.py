@@ -14,7 +14,7 @@ def mix_weights(model) -> List[Dict]:
         id(mix): placement
         for module in model.modules()
         if isinstance(module, ElmoRepresentations)
-        for mix, placement in zip(module.scalar_mixes, module.placements)
+        for mix, placement in zip(module.scalar_mixes, module.placement.mixes)
     }
     return [
         {

@@ -75,11 +75,11 @@ def grid(
     return list(runs.values())
 
 
-def _set_local(text: str, name: str, value: str, config: str) -> str:
-    pattern = re.compile(rf"^local {name} = .*?;", re.MULTILINE)
-    if not pattern.search(text):
-        raise FormatError(f"{config}: no top-level `local {name} = ...;` switch to set")
-    return pattern.sub(f"local {name} = {value};", text, count=1)
+def baseline_config(elmo_config: str) -> str:
+    """The baseline sibling of a task's `_elmo` config (`X_elmo.jsonnet` -> `X.jsonnet`)."""
+    if not elmo_config.endswith("_elmo.jsonnet"):
+        raise FormatError(f"{elmo_config}: a sweep takes a task's `_elmo.jsonnet` config")
+    return elmo_config[: -len("_elmo.jsonnet")] + ".jsonnet"
 
 
 def run_config(
@@ -88,48 +88,38 @@ def run_config(
     fraction_batches_per_epoch: Optional[int] = None,
     subset_seed: Optional[int] = None,
 ) -> str:
-    """The jsonnet of one run: the `_elmo` config (or its baseline sibling) with the switches
-    set, imports made absolute, and the training reader wrapped in a seeded subset (drawn with
-    `subset_seed`, default the run's seed: one subset per seed, as in Figure 1). With
-    `fraction_batches_per_epoch`, an epoch of a run on a fraction < 1 is that many batches (the
-    loader cycles through the subset), so that patience and the epoch cap measure comparable
-    training on a small subset instead of a handful of updates."""
-    config = (
-        elmo_config
-        if run.placement != BASELINE
-        else elmo_config.replace("_elmo.jsonnet", ".jsonnet")
-    )
+    """The jsonnet of one run: a call of the `_elmo` config (or its baseline sibling), whose
+    top-level arguments are the ELMo settings and the seed, with the run's values; the training
+    reader wrapped in a seeded subset (drawn with `subset_seed`, default the run's seed: one subset
+    per seed, as in Figure 1). With `fraction_batches_per_epoch`, an epoch of a run on a fraction
+    < 1 is that many batches (the loader cycles through the subset), so that patience and the
+    epoch cap measure comparable training on a small subset instead of a handful of updates."""
+    config = elmo_config if run.placement != BASELINE else baseline_config(elmo_config)
     if not os.path.isfile(config):
         raise FileNotFoundError(f"{config}: no such config")
-    text = Path(config).read_text()
-    folder = os.path.dirname(os.path.abspath(config))
-    text = re.sub(r'import "([^/"][^"]*)"', lambda m: f'import "{folder}/{m.group(1)}"', text)
-    text = _set_local(text, "seed", str(run.seed), config)
+    arguments: Dict[str, object] = {"seed": run.seed}
     if run.placement != BASELINE:
-        for name, value in (
-            ("elmo_placement", None if run.placement is None else json.dumps(run.placement)),
-            ("elmo_lambda", None if run.l2_coefficient is None else repr(run.l2_coefficient)),
-            ("elmo_layers", None if run.layers is None else json.dumps(run.layers)),
-            ("elmo_gamma", None if run.gamma is None else json.dumps(run.gamma)),
-        ):
-            if value is not None:
-                text = _set_local(text, name, value, config)
-    if run.fraction < 1.0:
-        body = text.rstrip()
-        start = body.rfind("\n\n")  # the config's final expression follows its last blank line
-        head, expression = body[:start], body[start:]
-        text = (
-            f"{head}\nlocal base = {expression.strip()};\n"
-            "base + {\n"
-            '  dataset_reader: { type: "elmo_plugin_subset", reader: base.dataset_reader, '
-            f"fraction: {run.fraction}, seed: {run.seed if subset_seed is None else subset_seed} }},\n"
-            '  validation_dataset_reader: if std.objectHas(base, "validation_dataset_reader") '
-            "then base.validation_dataset_reader else base.dataset_reader,\n"
-        )
-        if fraction_batches_per_epoch is not None:
-            text += f"  data_loader+: {{ batches_per_epoch: {fraction_batches_per_epoch} }},\n"
-        text += "}\n"
-    return text
+        settings = {
+            "placement": run.placement,
+            "l2_coefficient": run.l2_coefficient,
+            "layers": run.layers,
+            "gamma": run.gamma,
+        }
+        arguments.update({key: value for key, value in settings.items() if value is not None})
+    call = ", ".join(f"{key}={json.dumps(value)}" for key, value in arguments.items())
+    text = f"local config = import {json.dumps(os.path.abspath(config))};\nlocal base = config({call});\n"
+    if run.fraction == 1.0:
+        return text + "base\n"
+    text += (
+        "base + {\n"
+        '  dataset_reader: { type: "elmo_plugin_subset", reader: base.dataset_reader, '
+        f"fraction: {run.fraction}, seed: {run.seed if subset_seed is None else subset_seed} }},\n"
+        '  validation_dataset_reader: if std.objectHas(base, "validation_dataset_reader") '
+        "then base.validation_dataset_reader else base.dataset_reader,\n"
+    )
+    if fraction_batches_per_epoch is not None:
+        text += f"  data_loader+: {{ batches_per_epoch: {fraction_batches_per_epoch} }},\n"
+    return text + "}\n"
 
 
 def train(run_dir: Path, config_text: str, overrides: Optional[str]) -> None:

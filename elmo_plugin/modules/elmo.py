@@ -10,43 +10,38 @@ from elmo_bilm.bilm import BiLm, frozen
 from elmo_plugin.modules.activation_cache import ActivationCache
 from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
 from elmo_plugin.modules.elmo_options import ElmoOptions
+from elmo_plugin.modules.placement import INPUT, Placement
 from elmo_plugin.modules.scalar_mix import ElmoScalarMix
 
 
 class ElmoRepresentations(nn.Module):
-    """Runs a (frozen by default) `BiLm` once and mixes its layers into `num_output_representations`
-    task-specific ELMo vectors, each with its own `softmax(w)`, `gamma`, and dropout (Sec. 3.2).
+    """Runs a (frozen by default) `BiLm` once and mixes its layers into one task-specific ELMo vector
+    per mix of its `placement`, each with its own `softmax(w)`, `gamma`, and dropout (Sec. 3.2).
 
     # Parameters
 
     options : `ElmoOptions`
         The biLM and how its layers are mixed (the same options for every mix).
-    num_output_representations : `int`, optional (default = `1`)
-        Independent mixes, e.g. 2 for ELMo at the input and the output of a task encoder.
+    placement : `Placement`, optional (default = `Placement("input")`)
+        Where the vectors enter the task model: one mix per name in `placement.mixes`, in that
+        order (e.g. 2 for ELMo at the input and the output of a task encoder).
     bilm : `BiLm`, optional
         A biLM already in memory, instead of the files named by `options`.
-    dropped_by_model : `Sequence[int]`, optional
-        Indices of the mixes whose vectors the task model drops with its own dropout: they skip
-        `options.dropout`, so that every ELMo vector is dropped once.
-    placements : `Sequence[str]`, optional
-        Where each mix's vector enters the task model (`"input"` / `"output"` of its encoder), one
-        per mix, for reports such as Figure 2 (`elmo-layer-weights`); empty if the owner does not say.
+    dropped_by_model : `Sequence[str]`, optional
+        The mixes (`"input"`, `"output"`) whose vectors the task model drops with its own dropout:
+        they skip `options.dropout`, so that every ELMo vector is dropped once.
     """
 
     def __init__(
         self,
         options: ElmoOptions,
-        num_output_representations: int = 1,
+        placement: Placement = Placement(INPUT),
         bilm: Optional[BiLm] = None,
-        dropped_by_model: Sequence[int] = (),
-        placements: Sequence[str] = (),
+        dropped_by_model: Sequence[str] = (),
     ) -> None:
         super().__init__()
-        if placements and len(placements) != num_output_representations:
-            raise ConfigurationError(
-                f"{len(placements)} placements for {num_output_representations} mixes: {list(placements)}"
-            )
-        self.placements = list(placements)
+        self.placement = placement
+        dropped = placement.indices(dropped_by_model)
         if bilm is None:
             bilm = load_bilm_or_archive(
                 options.options_file, options.weight_file, options.archive_file
@@ -69,15 +64,11 @@ class ElmoRepresentations(nn.Module):
                 trainable=mix_parameters is None,
                 trainable_gamma=options.gamma,
             )
-            for _ in range(num_output_representations)
+            for _ in placement.mixes
         )
-        if not set(dropped_by_model) <= set(range(num_output_representations)):
-            raise ConfigurationError(
-                f"dropped_by_model {list(dropped_by_model)} names a mix outside 0..{num_output_representations - 1}"
-            )
         self.dropouts = nn.ModuleList(
-            nn.Dropout(0.0 if index in dropped_by_model else options.dropout)
-            for index in range(num_output_representations)
+            nn.Dropout(0.0 if index in dropped else options.dropout)
+            for index in range(len(placement.mixes))
         )
         use_cache = options.cache_activations and not options.requires_grad
         self.cache = ActivationCache(options.cache_size_mb) if use_cache else None

@@ -19,10 +19,10 @@ def check_placement_contract(model: torch.nn.Module) -> None:
     and their widths must agree."""
     embedders = [m for m in model.modules() if isinstance(m, ElmoPlacementEmbedder)]
     wrappers = [m for m in model.modules() if isinstance(m, OutputElmoEncoder)]
-    with_output = [e for e in embedders if e.placement in ("output", "both")]
+    with_output = [e for e in embedders if e.placement.at_output]
     if with_output and not wrappers:
         raise ConfigurationError(
-            f"elmo_plugin_placement has placement {with_output[0].placement!r} but the model has no "
+            f"elmo_plugin_placement has placement {with_output[0].placement.name!r} but the model has no "
             "elmo_plugin_output_elmo encoder: wrap the task encoder in one (see elmo.libsonnet's "
             "encoder()), or use placement 'input'"
         )

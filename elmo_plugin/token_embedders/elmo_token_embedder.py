@@ -44,7 +44,7 @@ class ElmoPluginTokenEmbedder(TokenEmbedder):
         **elmo_options,
     ) -> None:
         super().__init__()
-        self.elmo = ElmoRepresentations(check_options(elmo_options), placements=["input"])
+        self.elmo = ElmoRepresentations(check_options(elmo_options))
         self.projection = (
             None
             if projection_dim is None

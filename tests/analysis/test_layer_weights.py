@@ -1,11 +1,8 @@
 """Figure 2's report (`mix_weights`) says where each ELMo mix goes, whatever model holds it."""
 
 import pytest
-from allennlp.common.checks import ConfigurationError
 
 from elmo_plugin.analysis.layer_weights import mix_weights
-from elmo_plugin.modules.elmo import ElmoRepresentations
-from elmo_plugin.modules.elmo_options import ElmoOptions
 from elmo_plugin.modules.text_field_embedders import ElmoPlacementEmbedder
 from elmo_plugin.token_embedders import ElmoPluginTokenEmbedder
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
@@ -25,10 +22,3 @@ def test_every_mix_of_a_placement_embedder_says_where_it_goes(placement, expecte
 
 def test_the_token_embedders_mix_is_an_input_mix():
     assert [mix["placement"] for mix in mix_weights(ElmoPluginTokenEmbedder(**FILES))] == ["input"]
-
-
-def test_placements_must_name_every_mix():
-    with pytest.raises(ConfigurationError, match="1 placements for 2 mixes"):
-        ElmoRepresentations(
-            ElmoOptions(**FILES), num_output_representations=2, placements=["input"]
-        )

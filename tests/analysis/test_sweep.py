@@ -6,6 +6,7 @@ import torch
 from allennlp.common import Params
 from allennlp.data import DatasetReader
 
+from elmo_bilm.files import FormatError
 from elmo_plugin.analysis import sweep
 from elmo_plugin.analysis.layer_weights import mix_weights
 from elmo_plugin.commands.analysis import ElmoLayerWeights, ElmoSweep
@@ -38,24 +39,33 @@ def test_seeded_subset_is_the_same_for_a_seed_and_differs_for_another():
     assert half == [s for s in everything if s in set(half)]  # original order
 
 
-def test_grid_and_run_configs():
+def test_grid_and_run_configs(tmp_path):
     runs = sweep.grid(["none", "input"], [0.1, 0.001], [None], [None], [0.5, 1.0], [1, 2])
     assert len(runs) == 4 + 8  # the baseline once per fraction and seed
-    text = sweep.run_config(NER, sweep.Run("both", 0.001, "top", False, 0.5, 7))
-    for line in (
-        'local elmo_placement = "both";',
-        "local elmo_lambda = 0.001;",
-        'local elmo_layers = "top";',
-        "local elmo_gamma = false;",
-        "local seed = 7;",
-    ):
-        assert line in text
-    assert "elmo_plugin_subset" in text and "fraction: 0.5, seed: 7" in text
-    baseline = sweep.run_config(NER, sweep.Run("none", None, None, None, 1.0, 3))
-    assert "tagger(elmo=null, seed=seed)" in baseline and "local seed = 3;" in baseline
+
+    def evaluated(run):
+        config = tmp_path / f"{run.name}.jsonnet"
+        config.write_text(sweep.run_config(NER, run))
+        return Params.from_file(str(config)).as_dict()
+
+    elmo = evaluated(sweep.Run("both", 0.001, "top", False, 0.5, 7))
+    embedder = elmo["model"]["text_field_embedder"]
+    assert (embedder["placement"], embedder["l2_coefficient"]) == ("both", 0.001)
+    assert (embedder["layers"], embedder["gamma"]) == ("top", False)
+    assert embedder["do_layer_norm"] is False  # the config's own default stays
+    assert (
+        elmo["random_seed"] == 7 and elmo["model"]["encoder"]["type"] == "elmo_plugin_output_elmo"
+    )
+    reader = elmo["dataset_reader"]
+    assert (reader["type"], reader["fraction"], reader["seed"]) == ("elmo_plugin_subset", 0.5, 7)
+    baseline = evaluated(sweep.Run("none", None, None, None, 1.0, 3))
+    assert baseline["random_seed"] == 3 and "type" not in baseline["model"]["text_field_embedder"]
+    assert "elmo" not in baseline["dataset_reader"]["token_indexers"]
     names = [sweep.label(run.group) for run in runs if run.seed == 1]
     assert "placement=none,fraction=0.5" in names
     assert "placement=input,lambda=0.001,fraction=1.0" in names  # the config's own: left out
+    with pytest.raises(FormatError, match="a sweep takes a task's `_elmo.jsonnet` config"):
+        sweep.run_config(NER.replace("_elmo", ""), runs[0])
 
 
 def test_fraction_runs_can_take_a_fixed_number_of_batches_per_epoch(tmp_path):

@@ -10,8 +10,7 @@ from allennlp.modules.token_embedders import TokenEmbedder
 
 from elmo_plugin.modules.elmo import ElmoRepresentations
 from elmo_plugin.modules.elmo_options import check_options, takes_elmo_options
-
-PLACEMENTS = ("input", "output", "both")
+from elmo_plugin.modules.placement import Placement
 
 
 @TextFieldEmbedder.register("elmo_plugin_placement")
@@ -57,26 +56,17 @@ class ElmoPlacementEmbedder(TextFieldEmbedder):
         **elmo_options,
     ) -> None:
         super().__init__()
-        if placement not in PLACEMENTS:
-            raise ConfigurationError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
         if elmo_key in token_embedders:
             raise ConfigurationError(
                 f"{elmo_key!r} is the ELMo key; do not also give it a token embedder"
             )
-        mixes = ["input", "output"] if placement == "both" else [placement]
-        unknown = sorted(set(dropped_by_model or []) - set(mixes))
-        if unknown:
-            raise ConfigurationError(
-                f"dropped_by_model names {unknown}, but ELMo with placement {placement!r} has only {mixes}"
-            )
-        self.placement = placement
+        self.placement = Placement(placement)
         self.elmo_key = elmo_key
         self.base = BasicTextFieldEmbedder(token_embedders)
         self.elmo = ElmoRepresentations(
             check_options(elmo_options),
-            num_output_representations=len(mixes),
-            dropped_by_model=[mixes.index(name) for name in dropped_by_model or []],
-            placements=mixes,
+            placement=self.placement,
+            dropped_by_model=dropped_by_model or [],
         )
 
     @property

@@ -12,8 +12,6 @@ from allennlp.nn import InitializerApplicator, util
 from allennlp.training.metrics import BooleanAccuracy, CategoricalAccuracy
 from allennlp_models.rc.metrics import SquadEmAndF1
 
-from elmo_plugin.modules.seq2seq_encoders.output_elmo_encoder import OutputElmoEncoder
-
 
 def best_span(
     start_log_probs: torch.Tensor,
@@ -115,6 +113,10 @@ class BidafSelfAttention(Model):
         )
         self._text_field_embedder = text_field_embedder
         self._phrase_layer = phrase_layer
+        # ELMo at the output (the embedder's placement says) joins the phrase layer's output last
+        placement = getattr(text_field_embedder, "placement", None)
+        at_output = placement is not None and placement.at_output
+        self._elmo_output_dim = text_field_embedder.elmo_dim if at_output else 0  # type: ignore[attr-defined]
         encoded = phrase_layer.get_output_dim()
         self._attention = LinearMatrixAttention(encoded, encoded, combination="x,y,x*y")
         self._attended = torch.nn.Linear(4 * encoded, hidden_dim)
@@ -145,9 +147,7 @@ class BidafSelfAttention(Model):
         """Embed, drop, run the phrase layer, drop its output. ELMo at the output of the phrase
         layer was dropped with the embedded text it rode in, so it is not dropped again."""
         encoded = self._phrase_layer(self._dropout(self._text_field_embedder(text)), mask)
-        own = encoded.shape[-1]
-        if isinstance(self._phrase_layer, OutputElmoEncoder):
-            own = self._phrase_layer.encoder.get_output_dim()
+        own = encoded.shape[-1] - self._elmo_output_dim
         return torch.cat([self._dropout(encoded[..., :own]), encoded[..., own:]], dim=-1)
 
     def forward(  # type: ignore

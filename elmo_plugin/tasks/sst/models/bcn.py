@@ -11,7 +11,7 @@ from allennlp_models.classification.models.biattentive_classification_network im
 
 from elmo_plugin.modules.elmo import ElmoRepresentations
 from elmo_plugin.modules.elmo_options import ElmoOptions
-from elmo_plugin.modules.text_field_embedders.elmo_placement_embedder import PLACEMENTS
+from elmo_plugin.modules.placement import INPUT, Placement
 
 # allennlp-models' BCN keys that `elmo_placement` replaces
 ALLENNLP_BCN_KEYS = ("use_input_elmo", "use_integrator_output_elmo", "num_output_representations")
@@ -64,18 +64,14 @@ class ElmoBcn(BiattentiveClassificationNetwork):
     def __init__(
         self, elmo_placement: Optional[str] = None, elmo: Optional[ElmoOptions] = None, **kwargs
     ) -> None:
+        placement = Placement.parse(elmo_placement)
         representations = None
-        if elmo_placement is not None:
-            if elmo_placement not in PLACEMENTS:
-                raise ConfigurationError(
-                    f"elmo_placement must be one of {PLACEMENTS} or null, got {elmo_placement!r}"
-                )
+        if placement is not None:
             representations = _BcnElmo(
                 elmo or ElmoOptions(),
-                num_output_representations=2 if elmo_placement == "both" else 1,
-                # mix 0 is the input ELMo for "input" and "both"
-                dropped_by_model=[0] if elmo_placement in ("input", "both") else [],
-                placements=["input", "output"] if elmo_placement == "both" else [elmo_placement],
+                placement=placement,
+                # BCN's embedding dropout drops the input ELMo
+                dropped_by_model=[INPUT] if placement.at_input else [],
             )
         elif elmo is not None:
             raise ConfigurationError(
@@ -83,7 +79,7 @@ class ElmoBcn(BiattentiveClassificationNetwork):
             )
         super().__init__(
             elmo=representations,
-            use_input_elmo=elmo_placement in ("input", "both"),
-            use_integrator_output_elmo=elmo_placement in ("output", "both"),
+            use_input_elmo=placement is not None and placement.at_input,
+            use_integrator_output_elmo=placement is not None and placement.at_output,
             **kwargs,
         )
