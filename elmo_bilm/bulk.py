@@ -1,6 +1,7 @@
-"""Embedding a file of sentences in bulk: read in chunks, batched by length, every biLM layer
-written to HDF5 in the layout of AllenNLP 0.9's `allennlp elmo` (the library behind the
-`elmo-embed` command and `ElmoEmbedder.embed_file`).
+"""Embedding a file of sentences in bulk: read in chunks, batched by length, the biLM layers
+written to HDF5 in the layout of AllenNLP 0.9's `allennlp elmo`, or to Parquet
+(`elmo_bilm.parquet`) (the library behind the `elmo-embed` command, `ElmoEmbedder.embed_file`
+and each worker of `elmo-embed-corpus`).
 
 Memory is bounded by the chunk size, not by the input: sentences are read in chunks, sorted by
 length within a chunk (similar lengths batch well; the biLM is stateless, so order is free) and
@@ -12,7 +13,8 @@ import json
 import os
 import shutil
 import sys
-from typing import Dict, Iterator, List, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import h5py
 import numpy
@@ -22,11 +24,47 @@ from tqdm import tqdm
 from elmo_bilm.bilm import BiLm
 from elmo_bilm.characters import batch_char_ids
 from elmo_bilm.files import FormatError, atomic_output, numbered_lines
+from elmo_bilm.parquet import DTYPES, EmbeddingWriter
 
 LAYER_CHOICES = ("all", "top", "average")
+FORMATS = ("hdf5", "parquet")
 # Sentences are length-sorted, so a batch pads little; at the paper size 128 rows per recurrent
 # step cut the biLM time by 10% against 64 (each step streams 40 MB of weights whatever the rows).
 DEFAULT_BATCH_SIZE = 128
+
+
+@dataclass(frozen=True)
+class Layers:
+    """What to keep of the biLM's layers: `"all"`, the `"top"`, their `"average"`, or with
+    `mix` (one weight per layer) a fixed Eq. (1) mix, `gamma * sum_j softmax(mix)_j * h_j`."""
+
+    name: str = "all"
+    mix: Optional[Tuple[float, ...]] = None
+    gamma: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.mix is not None:
+            object.__setattr__(self, "name", "mix")
+        elif self.name not in LAYER_CHOICES:
+            raise ValueError(f"layers must be one of {LAYER_CHOICES}, got {self.name!r}")
+
+    def depth(self, n_layers: int) -> int:
+        """The layers kept per sentence (checking a mix's length against the biLM's)."""
+        if self.mix is not None and len(self.mix) != n_layers:
+            raise ValueError(f"--mix has {len(self.mix)} weights, the biLM has {n_layers} layers")
+        return n_layers if self.name == "all" else 1
+
+    def select(self, activations: torch.Tensor) -> torch.Tensor:
+        """`(batch, n_layers, T, dim)` -> the kept layers (`(batch, T, dim)` unless "all")."""
+        if self.name == "top":
+            return activations[:, -1]
+        if self.name == "average":
+            return activations.mean(dim=1)
+        if self.mix is not None:
+            weights = torch.softmax(torch.tensor(self.mix, dtype=activations.dtype), dim=0)
+            weights = weights.to(activations.device)[None, :, None, None]
+            return self.gamma * (weights * activations).sum(dim=1)
+        return activations
 
 
 def count_sentences(input_file: str) -> Tuple[int, int]:
@@ -79,25 +117,33 @@ def embed_file(
     bilm: BiLm,
     input_file: str,
     output_file: str,
-    layers: str = "all",
+    layers: "str | Layers" = "all",
     batch_size: int = DEFAULT_BATCH_SIZE,
     cuda_device: int = -1,
     overwrite: bool = False,
     chunk_size: int = 10_000,
     sentence_index: bool = True,
     sentence_keys: bool = False,
+    output_format: str = "hdf5",
+    dtype: str = "float32",
 ) -> int:
-    """Write `allennlp elmo`'s HDF5 layout (AllenNLP 0.9): one float32 dataset per sentence,
-    named by its 0-based line, and `sentence_to_index`, a `(1,)` string dataset holding the JSON
-    of {stripped line: its last line's name}, unless not `sentence_index`; with `sentence_keys`,
+    """Write `allennlp elmo`'s HDF5 layout (AllenNLP 0.9): one dataset per sentence, named by
+    its 0-based line, and `sentence_to_index`, a `(1,)` string dataset holding the JSON of
+    {stripped line: its last line's name}, unless not `sentence_index`; with `sentence_keys`,
     each dataset is named by its stripped line and there is no index (a repeated sentence is
-    then an error, as in AllenNLP 0.9). Returns the number of sentences.
+    then an error, as in AllenNLP 0.9). With `output_format="parquet"`, one row per sentence
+    instead (`elmo_bilm.parquet`). Returns the number of sentences.
 
     The file appears only when complete (written to `OUTPUT.PID.partial`, then renamed); one
     that the disk's free space cannot hold is refused before any work, and a disk that fills
     up meanwhile ends the run with an error naming the output."""
-    if layers not in LAYER_CHOICES:
-        raise ValueError(f"layers must be one of {LAYER_CHOICES}, got {layers!r}")
+    layers = layers if isinstance(layers, Layers) else Layers(layers)
+    if output_format not in FORMATS:
+        raise ValueError(f"output format must be one of {FORMATS}, got {output_format!r}")
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    if output_format == "parquet" and sentence_keys:
+        raise ValueError("--use-sentence-keys names HDF5 datasets; Parquet rows carry their line")
     if chunk_size < 1 or batch_size < 1:
         raise ValueError("chunk_size and batch_size must be at least 1")
     if os.path.exists(output_file) and not overwrite:
@@ -110,59 +156,132 @@ def embed_file(
             "devices (-1: the CPU)"
         )
     total, tokens = count_sentences(input_file)
-    depth = bilm.num_layers if layers == "all" else 1
+    depth = layers.depth(bilm.num_layers)
+    width = numpy.dtype(dtype).itemsize
     # the vectors, HDF5's few hundred bytes a dataset, and the index's JSON
     index_bytes = os.path.getsize(input_file) + 16 * total if sentence_index else 0
     check_free_space(
-        output_file, 4 * depth * bilm.get_output_dim() * tokens + 512 * total + index_bytes
+        output_file, width * depth * bilm.get_output_dim() * tokens + 512 * total + index_bytes
     )
     device = torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
     bilm = bilm.to(device).eval()
-    sentence_to_index: Dict[str, str] = {}
     with atomic_output(output_file, overwrite) as partial, open(partial, "w+b") as raw:
         # through a Python file object: a full disk raises OSError here, where HDF5 writing to
         # the path itself crashed (segmentation fault in its cache flush)
-        with h5py.File(raw, "w") as out, torch.no_grad():
+        if output_format == "parquet":
+            sink: _Sink = _ParquetSink(raw, input_file, layers, depth, bilm, dtype)
+        else:
+            sink = _Hdf5Sink(raw, input_file, dtype, sentence_index, sentence_keys)
+        with sink, torch.no_grad():
             progress = tqdm(total=total, desc="elmo-embed", unit=" sentences", file=sys.stderr)
             for chunk in read_chunks(input_file, chunk_size):
-                for index, line, _ in chunk:
-                    if sentence_keys and line in sentence_to_index:
-                        raise FormatError(
-                            f"{input_file}:{index + 1}: repeats line "
-                            f"{int(sentence_to_index[line]) + 1}; sentences cannot name "
-                            "datasets twice (do not use sentence keys)"
-                        )
-                    if sentence_keys or sentence_index:
-                        sentence_to_index[line] = str(index)
+                sink.index(chunk)
                 chunk.sort(key=lambda item: len(item[2]))
                 for start in range(0, len(chunk), batch_size):
                     batch = chunk[start : start + batch_size]
                     host = batch_layers(bilm, [tokens for _, _, tokens in batch], device, layers)
-                    for row, (index, line, words) in enumerate(batch):
-                        name = line if sentence_keys else str(index)
-                        out.create_dataset(name, data=host[row, ..., : len(words), :])
+                    sink.write(batch, host)
                     progress.update(len(batch))
             progress.close()
-            if sentence_index and not sentence_keys:
-                dataset = out.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
-                dataset[0] = json.dumps(sentence_to_index)
     return total
 
 
+class _Sink:
+    """Where `embed_file` writes: `index` sees each chunk in file order, `write` each batch."""
+
+    def __enter__(self) -> "_Sink":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def index(self, chunk: List[Tuple[int, str, List[str]]]) -> None:
+        pass
+
+    def write(self, batch: List[Tuple[int, str, List[str]]], host: numpy.ndarray) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class _Hdf5Sink(_Sink):
+    """`allennlp elmo`'s layout: a dataset per sentence and the `sentence_to_index` JSON."""
+
+    def __init__(
+        self, raw: object, input_file: str, dtype: str, sentence_index: bool, sentence_keys: bool
+    ) -> None:
+        self.out = h5py.File(raw, "w")
+        self.input_file, self.dtype = input_file, dtype
+        self.sentence_index, self.sentence_keys = sentence_index, sentence_keys
+        self.sentence_to_index: Dict[str, str] = {}
+
+    def index(self, chunk: List[Tuple[int, str, List[str]]]) -> None:
+        for index, line, _ in chunk:
+            if self.sentence_keys and line in self.sentence_to_index:
+                raise FormatError(
+                    f"{self.input_file}:{index + 1}: repeats line "
+                    f"{int(self.sentence_to_index[line]) + 1}; sentences cannot name "
+                    "datasets twice (do not use sentence keys)"
+                )
+            if self.sentence_keys or self.sentence_index:
+                self.sentence_to_index[line] = str(index)
+
+    def write(self, batch: List[Tuple[int, str, List[str]]], host: numpy.ndarray) -> None:
+        for row, (index, line, words) in enumerate(batch):
+            name = line if self.sentence_keys else str(index)
+            data = host[row, ..., : len(words), :].astype(self.dtype, copy=False)
+            self.out.create_dataset(name, data=data)
+
+    def close(self) -> None:
+        if self.sentence_index and not self.sentence_keys:
+            dataset = self.out.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
+            dataset[0] = json.dumps(self.sentence_to_index)
+        self.out.close()
+
+
+class _ParquetSink(_Sink):
+    """One Parquet row per sentence, a row group per batch."""
+
+    def __init__(
+        self, raw: object, input_file: str, layers: Layers, depth: int, bilm: BiLm, dtype: str
+    ) -> None:
+        self.input_file = input_file
+        self.writer = EmbeddingWriter(
+            raw,  # type: ignore[arg-type]
+            layers.name,
+            depth,
+            bilm.get_output_dim(),
+            dtype,
+            metadata={"mix": layers.mix, "gamma": layers.gamma} if layers.mix else None,
+        )
+
+    def write(self, batch: List[Tuple[int, str, List[str]]], host: numpy.ndarray) -> None:
+        self.writer.write(
+            [self.input_file] * len(batch),
+            [index + 1 for index, _, _ in batch],
+            [words for _, _, words in batch],
+            host,
+        )
+
+    def close(self) -> None:
+        self.writer.close()
+
+
 def batch_layers(
-    bilm: BiLm, sentences: Sequence[Sequence[str]], device: torch.device, layers: str = "all"
+    bilm: BiLm,
+    sentences: Sequence[Sequence[str]],
+    device: torch.device,
+    layers: "str | Layers" = "all",
 ) -> numpy.ndarray:
     """The biLM layers of one batch on the host: `(batch, n_layers, T, dim)` for "all",
-    `(batch, T, dim)` for "top" / "average"; one device-to-host copy per batch."""
+    `(batch, T, dim)` otherwise; one device-to-host copy per batch."""
+    layers = layers if isinstance(layers, Layers) else Layers(layers)
     char_ids = batch_char_ids(sentences)
     if device.type == "cuda":
         char_ids = char_ids.pin_memory()
     activations = torch.stack(bilm(char_ids.to(device, non_blocking=True))["activations"], dim=1)
-    if layers == "top":
-        activations = activations[:, -1]
-    elif layers == "average":
-        activations = activations.mean(dim=1)
-    return activations.cpu().numpy()
+    return layers.select(activations).cpu().numpy()
 
 
 def sentence_layers(

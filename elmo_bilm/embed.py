@@ -11,7 +11,7 @@ import sys
 from typing import Optional, Sequence
 
 from elmo_bilm.bilm import BiLm
-from elmo_bilm.bulk import DEFAULT_BATCH_SIZE, LAYER_CHOICES, embed_file
+from elmo_bilm.bulk import DEFAULT_BATCH_SIZE, FORMATS, LAYER_CHOICES, Layers, embed_file
 from elmo_bilm.files import USER_ERRORS
 from elmo_bilm.loading import add_bilm_arguments, load_bilm
 
@@ -22,18 +22,17 @@ DESCRIPTION = (
     "to OUTPUT.hdf5 in the layout of AllenNLP 0.9's `allennlp elmo` (same arguments): one float32 "
     "dataset per line named by its 0-based line number, shape (n_layers, n_tokens, dim) with "
     "--all, (n_tokens, dim) with --top or --average, and 'sentence_to_index', a (1,) string "
-    "dataset holding the JSON of {sentence: its line's name}."
+    "dataset holding the JSON of {sentence: its line's name}. With --format parquet, one row per "
+    "sentence instead (file, line, tokens, embeddings; read back with elmo_bilm.read_embeddings)."
 )
 # the same vectors for any --batch-size / --chunk-size up to float32 rounding (another batch
 # sums the matrix products in another order), bit for bit for the same sizes on one machine
 SIZES_HELP = "equal up to float32 rounding whatever the size; bit for bit for the same size"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The arguments of `elmo-embed` (the console script and the `allennlp` subcommand): AllenNLP
-    0.9's `allennlp elmo` arguments, plus --overwrite and --chunk-size."""
-    parser.add_argument("input_file", help="text file, one tokenised sentence per line")
-    parser.add_argument("output_file", help="HDF5 file to write")
+def add_layer_arguments(parser: argparse.ArgumentParser) -> None:
+    """What to keep of the biLM's layers (--all / --top / --average / --layers / --mix with
+    --gamma) and their type on disk (--dtype); `elmo-embed` and `elmo-embed-corpus` share them."""
     layers = parser.add_mutually_exclusive_group()
     for choice, text in zip(
         LAYER_CHOICES, ("every layer (the default)", "the top layer", "the layers' average")
@@ -42,6 +41,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
             f"--{choice}", dest="layers", action="store_const", const=choice, help=text
         )
     layers.add_argument("--layers", choices=LAYER_CHOICES, help="the same, as one option")
+    layers.add_argument(
+        "--mix",
+        type=float,
+        nargs="+",
+        metavar="W",
+        help="a fixed Eq. (1) mix: one weight per biLM layer, gamma * sum_j softmax(W)_j * h_j",
+    )
+    parser.add_argument("--gamma", type=float, default=1.0, help="gamma of --mix (default 1)")
+    parser.add_argument(
+        "--dtype",
+        choices=("float32", "float16"),
+        default="float32",
+        help="the vectors' type on disk (float16: half the size)",
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The arguments of `elmo-embed` (the console script and the `allennlp` subcommand): AllenNLP
+    0.9's `allennlp elmo` arguments, plus --overwrite and --chunk-size."""
+    parser.add_argument("input_file", help="text file, one tokenised sentence per line")
+    parser.add_argument("output_file", help="HDF5 file to write")
+    add_layer_arguments(parser)
+    parser.add_argument(
+        "--format", choices=FORMATS, default="hdf5", help="hdf5 (allennlp elmo's) or parquet"
+    )
     add_bilm_arguments(parser, DEFAULT_BATCH_SIZE)
     parser.add_argument(
         "--forget-sentences",
@@ -64,6 +88,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return parser
 
 
+def layers_of(args: argparse.Namespace) -> Layers:
+    """The `Layers` that --all / --top / --average / --layers / --mix / --gamma ask for."""
+    return Layers(args.layers or "all", tuple(args.mix) if args.mix else None, args.gamma)
+
+
 def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
     """Embed as the parsed arguments say, with `bilm` or the one they name."""
     bilm = bilm or load_bilm(args.options_file, args.weight_file)
@@ -71,13 +100,15 @@ def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
         bilm,
         args.input_file,
         args.output_file,
-        layers=args.layers or "all",
+        layers=layers_of(args),
         batch_size=args.batch_size,
         cuda_device=args.cuda_device,
         overwrite=args.overwrite,
         chunk_size=args.chunk_size,
         sentence_index=not args.forget_sentences,
         sentence_keys=args.use_sentence_keys,
+        output_format=args.format,
+        dtype=args.dtype,
     )
     logger.info("Wrote %d sentences to %s", count, args.output_file)
 

@@ -186,11 +186,12 @@ def open_bytes(path: PathLike) -> BinaryIO:
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
-def _raw_lines(handle: BinaryIO, chunk_size: int = 1 << 20) -> Iterator[bytes]:
-    """The lines of a binary stream split as Python's text mode does (universal newlines: LF,
-    CRLF and CR-only, as old Mac files and some exports have), line ends removed; read in chunks,
-    so a file without any line end does not become one huge read."""
+def raw_lines(handle: BinaryIO, chunk_size: int = 1 << 20) -> Iterator[Tuple[int, bytes]]:
+    """`(byte offset, line)` of a binary stream's lines, split as Python's text mode splits them
+    (universal newlines: LF, CRLF and CR-only, as old Mac files and some exports have), line ends
+    removed; read in chunks, so a file without any line end does not become one huge read."""
     pending = b""
+    consumed = 0  # bytes of the stream before `pending`
     while True:
         chunk = handle.read(chunk_size)
         if not chunk:
@@ -200,11 +201,12 @@ def _raw_lines(handle: BinaryIO, chunk_size: int = 1 << 20) -> Iterator[bytes]:
         end = len(pending) - 1 if pending.endswith(b"\r") else len(pending)
         start = 0
         for match in _LINE_END.finditer(pending, 0, end):
-            yield pending[start : match.start()]
+            yield consumed + start, pending[start : match.start()]
             start = match.end()
         pending = pending[start:]
+        consumed += start
     if pending:  # the last line: no line end in it but perhaps a final CR
-        yield pending[:-1] if pending.endswith(b"\r") else pending
+        yield consumed, pending[:-1] if pending.endswith(b"\r") else pending
 
 
 def numbered_lines(path: PathLike) -> Iterator[Tuple[int, str]]:
@@ -214,7 +216,7 @@ def numbered_lines(path: PathLike) -> Iterator[Tuple[int, str]]:
     line_number = 0
     with open_bytes(path) as handle:
         try:
-            for line_number, raw in enumerate(_raw_lines(handle), start=1):
+            for line_number, (_, raw) in enumerate(raw_lines(handle), start=1):
                 if line_number == 1 and raw.startswith(codecs.BOM_UTF8):
                     raw = raw[len(codecs.BOM_UTF8) :]
                 try:

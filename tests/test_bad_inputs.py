@@ -289,10 +289,12 @@ def test_text_is_read_as_users_tools_read_it(tmp_path, content, lines):
 
 
 def test_a_crlf_split_across_read_chunks_is_one_line_end(tmp_path):
-    from elmo_bilm.files import _raw_lines
+    from elmo_bilm.files import raw_lines
 
-    handle = io.BytesIO(b"ab\r\ncd\r\n")
-    assert list(_raw_lines(handle, chunk_size=3)) == [b"ab", b"cd"]
+    data = b"ab\r\ncd\ref\ngh"
+    lines = list(raw_lines(io.BytesIO(data), chunk_size=3))
+    assert lines == [(0, b"ab"), (4, b"cd"), (7, b"ef"), (10, b"gh")]
+    assert all(data[at : at + len(line)] == line for at, line in lines)  # the offsets seek
 
 
 def test_the_word_cache_sees_edits_through_data():

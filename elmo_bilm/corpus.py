@@ -1,0 +1,458 @@
+"""`elmo-embed-corpus`: ELMo vectors for a corpus of text files, spread over Ray Data actors (one
+biLM each; local Ray by default, any Ray cluster by `--address`), written as Parquet shards
+(`elmo_bilm.parquet`). Needs `pip install "elmo-bilm[ray]"`.
+
+The driver reads the inputs once to plan shards of `--shard-lines` lines (byte ranges, so a
+worker seeks straight to its lines) and to check every line: an empty or non-UTF-8 line is one
+error naming FILE:LINE before any work, or with `--skip-bad-lines` skipped and counted. Each
+shard is one Parquet file, written to a partial file and moved into place when complete, so a
+re-run (same arguments; `_manifest.json` checks them) embeds only the shards that are missing.
+Ray restarts a worker that dies and retries its shard. A worker holds its shard's text and one
+batch of vectors: memory is bounded by `--batch-size`, not by the corpus.
+"""
+
+import argparse
+import dataclasses
+import gzip
+import io
+import json
+import logging
+import os
+import resource
+import sys
+import time
+import uuid
+from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy
+import torch
+from tqdm import tqdm
+
+from elmo_bilm.bulk import DEFAULT_BATCH_SIZE, Layers, batch_layers
+from elmo_bilm.embed import add_layer_arguments, layers_of
+from elmo_bilm.files import USER_ERRORS, FormatError, expand_paths, raw_lines
+from elmo_bilm.loading import add_bilm_arguments, load_bilm
+from elmo_bilm.parquet import DTYPES, EmbeddingWriter, require_pyarrow
+
+logger = logging.getLogger(__name__)
+
+EXTRA = 'pip install "elmo-bilm[ray]"'
+MANIFEST = "_manifest.json"
+SUMMARY = "_summary.json"
+BOM = b"\xef\xbb\xbf"
+
+
+def require_ray() -> Any:
+    """`ray` with Ray Data, or an `ImportError` naming the extra that installs it."""
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError as error:
+        raise ImportError(f"elmo-embed-corpus needs Ray Data: {EXTRA}") from error
+    return ray
+
+
+@dataclasses.dataclass
+class Shard:
+    """`lines` lines of `file` from `first_line` (1-based): bytes `start` to `end` (`end` -1:
+    to the end of the file; `start` -1: a gzip file, read from its start); `skipped`: the bad
+    lines left out (`--skip-bad-lines`); `tokens`: the tokens of the rest."""
+
+    name: str
+    file: str
+    first_line: int
+    lines: int = 0
+    start: int = 0
+    end: int = -1
+    skipped: List[int] = dataclasses.field(default_factory=list)
+    tokens: int = 0
+
+
+def filesystem(path: str) -> Tuple[Any, str]:
+    """The pyarrow file system of `path` (a local path, or a URI pyarrow opens: s3://, gs://,
+    hdfs://, file://) and the path on it."""
+    require_pyarrow()
+    import pyarrow.fs as pafs
+
+    if "://" in path:
+        return pafs.FileSystem.from_uri(path)
+    return pafs.LocalFileSystem(), os.path.abspath(path)
+
+
+def input_files(inputs: Sequence[str]) -> List[str]:
+    """Files, folders (their visible files) and globs, in the order given, each sorted."""
+    import pyarrow.fs as pafs
+
+    files: List[str] = []
+    for spec in inputs:
+        if "://" not in spec:
+            files += expand_paths(spec)
+            continue
+        fs, path = filesystem(spec)
+        info = fs.get_file_info(path)
+        if info.type == pafs.FileType.Directory:
+            scheme = spec.split("://", 1)[0]
+            listed = fs.get_file_info(pafs.FileSelector(path))
+            files += sorted(
+                f"{scheme}://{item.path}"
+                for item in listed
+                if item.type == pafs.FileType.File and not item.base_name.startswith(".")
+            )
+        else:
+            files.append(spec)
+    return files
+
+
+def _open(path: str) -> BinaryIO:
+    fs, location = filesystem(path)
+    try:
+        return fs.open_input_file(location)
+    except (OSError, FileNotFoundError) as error:
+        raise FormatError(f"{path}: cannot read ({error})") from error
+
+
+def _shard_prefix(file: str, files: Sequence[str]) -> str:
+    """A shard's name stem: the file's path below the inputs' common folder, '/' -> '__'."""
+    paths = [f.split("://", 1)[-1] for f in files]
+    common = os.path.commonpath([os.path.dirname(p) for p in paths]) if len(paths) > 1 else None
+    path = file.split("://", 1)[-1]
+    relative = os.path.relpath(path, common) if common else os.path.basename(path)
+    return relative.replace(os.sep, "__")
+
+
+def _check(file: str, number: int, raw: bytes) -> Optional[List[str]]:
+    """The tokens of line `number`, or None for a bad one (the reason as a `FormatError`)."""
+    if number == 1 and raw.startswith(BOM):
+        raw = raw[len(BOM) :]
+    try:
+        words = raw.decode("utf-8").split()
+    except UnicodeDecodeError as error:
+        raise FormatError(f"{file}:{number}: not UTF-8 text ({error.reason})") from error
+    if not words:
+        raise FormatError(f"{file}:{number}: empty line; one tokenised sentence per line")
+    return words
+
+
+def _lines(handle: BinaryIO) -> Iterator[Tuple[int, bytes]]:
+    """`(byte offset, line)`; a gzip file's lines have offset -1 (it cannot be seeked into)."""
+    gzipped = handle.read(2) == b"\x1f\x8b"
+    handle.seek(0)
+    if gzipped:
+        for _, raw in raw_lines(gzip.GzipFile(fileobj=handle)):  # type: ignore[arg-type]
+            yield -1, raw
+    else:
+        yield from raw_lines(handle)
+
+
+def plan(
+    inputs: Sequence[str], shard_lines: int, skip_bad_lines: bool = False
+) -> Tuple[List[Shard], int]:
+    """The shards of `inputs` and the number of bad lines skipped; every line checked (without
+    `skip_bad_lines`, the first bad one is a `FormatError` naming FILE:LINE)."""
+    files = input_files(inputs)
+    shards: List[Shard] = []
+    skipped = 0
+    for file in files:
+        prefix = _shard_prefix(file, files)
+        with _open(file) as handle:
+            count = 0
+            for count, (offset, raw) in enumerate(_lines(handle), start=1):
+                if (count - 1) % shard_lines == 0:
+                    if shards and shards[-1].file == file and offset >= 0:
+                        shards[-1].end = offset
+                    index = (count - 1) // shard_lines
+                    shards.append(Shard(f"{prefix}-{index:05d}", file, count, start=offset))
+                shard = shards[-1]
+                shard.lines += 1
+                try:
+                    words = _check(file, count, raw)
+                except FormatError:
+                    if not skip_bad_lines:
+                        raise
+                    shard.skipped.append(count)
+                    skipped += 1
+                    continue
+                shard.tokens += len(words or [])
+            if count == 0:
+                raise FormatError(f"{file}: no sentences")
+    return shards, skipped
+
+
+def shard_sentences(shard: Shard) -> Iterator[Tuple[int, List[str]]]:
+    """`(line number, tokens)` of the shard's lines, bad ones left out."""
+    skipped = set(shard.skipped)
+    with _open(shard.file) as handle:
+        if shard.start >= 0:
+            handle.seek(shard.start)
+            data = handle.read(shard.end - shard.start) if shard.end >= 0 else handle.read()
+            lines: Iterator[Tuple[int, bytes]] = raw_lines(io.BytesIO(data))
+            first = shard.first_line
+        else:
+            lines = _lines(handle)
+            first = 1
+        for number, (_, raw) in enumerate(lines, start=first):
+            if number >= shard.first_line + shard.lines:
+                break
+            if number < shard.first_line or number in skipped:
+                continue
+            yield number, _check(shard.file, number, raw) or []
+
+
+class ShardEmbedder:
+    """A Ray Data actor: one biLM, embedding whole shards into Parquet files under
+    `output_dir` (a partial file, moved into place when complete)."""
+
+    def __init__(
+        self,
+        options_file: Optional[str],
+        weight_file: Optional[str],
+        layers: Dict[str, Any],
+        dtype: str,
+        batch_size: int,
+        output_dir: str,
+        threads: int,
+    ) -> None:
+        torch.set_num_threads(threads)
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        self.bilm = load_bilm(options_file, weight_file).to(self.device).eval()
+        self.layers = Layers(**layers)
+        self.depth = self.layers.depth(self.bilm.num_layers)
+        self.dtype, self.batch_size = dtype, batch_size
+        self.fs, self.root = filesystem(output_dir)
+
+    def __call__(self, batch: Dict[str, numpy.ndarray]) -> Dict[str, numpy.ndarray]:
+        results = [self.embed(Shard(**json.loads(text))) for text in batch["shard"]]
+        return {key: numpy.array([result[key] for result in results]) for key in results[0]}
+
+    def embed(self, shard: Shard) -> Dict[str, Any]:
+        started = time.perf_counter()
+        sentences = sorted(shard_sentences(shard), key=lambda item: len(item[1]))
+        final = f"{self.root}/{shard.name}.parquet"
+        partial = f"{final}.{uuid.uuid4().hex}.partial"
+        try:
+            with self.fs.open_output_stream(partial) as out:
+                writer = EmbeddingWriter(
+                    out,
+                    self.layers.name,
+                    self.depth,
+                    self.bilm.get_output_dim(),
+                    self.dtype,
+                    metadata={"mix": self.layers.mix, "gamma": self.layers.gamma}
+                    if self.layers.mix
+                    else None,
+                )
+                with torch.no_grad():
+                    for start in range(0, len(sentences), self.batch_size):
+                        batch = sentences[start : start + self.batch_size]
+                        words = [tokens for _, tokens in batch]
+                        host = batch_layers(self.bilm, words, self.device, self.layers)
+                        writer.write([shard.file] * len(batch), [n for n, _ in batch], words, host)
+                writer.close()
+            self.fs.move(partial, final)
+        except BaseException:
+            try:
+                self.fs.delete_file(partial)
+            except OSError:
+                pass
+            raise
+        return {
+            "shard": shard.name,
+            "sentences": len(sentences),
+            "seconds": time.perf_counter() - started,
+            "pid": os.getpid(),
+            # ru_maxrss is KiB on Linux
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        }
+
+
+def _manifest(arguments: Dict[str, Any], shards: Sequence[Shard]) -> Dict[str, Any]:
+    return {
+        **arguments,
+        "shards": [[s.name, s.file, s.first_line, s.lines, s.skipped] for s in shards],
+    }
+
+
+def _check_manifest(fs: Any, root: str, manifest: Dict[str, Any]) -> None:
+    """Write the run's manifest, or compare it with the one a previous run left: a resumed run
+    must embed the same inputs the same way."""
+    path = f"{root}/{MANIFEST}"
+    try:
+        with fs.open_input_stream(path) as handle:
+            previous = json.loads(handle.read().decode("utf-8"))
+    except FileNotFoundError:
+        with fs.open_output_stream(path + ".partial") as out:
+            out.write(json.dumps(manifest, indent=1).encode("utf-8"))
+        fs.move(path + ".partial", path)
+        return
+    changed = sorted(key for key in manifest if previous.get(key) != manifest[key])
+    if changed:
+        raise ValueError(
+            f"{path}: this folder holds a run with other {', '.join(changed)}; resume it with "
+            "the same arguments or write elsewhere"
+        )
+
+
+def embed_corpus(
+    inputs: Sequence[str],
+    output_dir: str,
+    options_file: "Optional[str | os.PathLike[str]]" = None,
+    weight_file: "Optional[str | os.PathLike[str]]" = None,
+    layers: Layers = Layers(),
+    dtype: str = "float32",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    shard_lines: int = 1000,
+    num_workers: int = 1,
+    cpus_per_worker: int = 1,
+    gpus_per_worker: float = 0.0,
+    address: Optional[str] = None,
+    skip_bad_lines: bool = False,
+) -> Dict[str, Any]:
+    """Embed every line of `inputs` into Parquet shards under `output_dir` (see the module);
+    returns the run's summary (also written to `_summary.json`)."""
+    ray = require_ray()
+    import pyarrow.fs as pafs
+
+    options_file = os.fspath(options_file) if options_file else None
+    weight_file = os.fspath(weight_file) if weight_file else None
+
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    if min(batch_size, shard_lines, num_workers, cpus_per_worker) < 1 or gpus_per_worker < 0:
+        raise ValueError("sizes and worker counts must be at least 1 (GPUs per worker >= 0)")
+    shards, skipped = plan(inputs, shard_lines, skip_bad_lines)
+    fs, root = filesystem(output_dir)
+    fs.create_dir(root, recursive=True)
+    arguments = {
+        "options_file": options_file,
+        "weight_file": weight_file,
+        "layers": dataclasses.asdict(layers),
+        "dtype": dtype,
+        "shard_lines": shard_lines,
+    }
+    _check_manifest(fs, root, _manifest(arguments, shards))
+    present = {item.base_name for item in fs.get_file_info(pafs.FileSelector(root))}
+    for name in present:  # left by a killed run (one run per folder at a time)
+        if name.endswith(".partial"):
+            fs.delete_file(f"{root}/{name}")
+    pending = [s for s in shards if f"{s.name}.parquet" not in present]
+    workers: Dict[int, float] = {}
+    started = time.perf_counter()
+    if pending:
+        ready = ray.is_initialized()
+        if not ready:
+            ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING)
+        try:
+            context = ray.data.DataContext.get_current()
+            context.enable_progress_bars = False
+            dataset = ray.data.from_items(
+                [{"shard": json.dumps(dataclasses.asdict(s))} for s in pending],
+                override_num_blocks=len(pending),
+            )
+            results = dataset.map_batches(
+                ShardEmbedder,
+                fn_constructor_kwargs={
+                    "options_file": options_file,
+                    "weight_file": weight_file,
+                    "layers": dataclasses.asdict(layers),
+                    "dtype": dtype,
+                    "batch_size": batch_size,
+                    "output_dir": output_dir,
+                    "threads": cpus_per_worker,
+                },
+                batch_size=1,
+                batch_format="numpy",
+                concurrency=num_workers,
+                num_cpus=cpus_per_worker,
+                num_gpus=gpus_per_worker or None,
+            )
+            tokens = {s.name: s.tokens for s in pending}
+            progress = tqdm(
+                total=sum(tokens.values()), desc="elmo-embed-corpus", unit=" tok", file=sys.stderr
+            )
+            for row in results.iter_rows():
+                progress.update(tokens[str(row["shard"])])
+                pid = int(row["pid"])
+                workers[pid] = max(workers.get(pid, 0.0), float(row["peak_rss_mb"]))
+            progress.close()
+        finally:
+            if not ready:
+                ray.shutdown()
+    seconds = time.perf_counter() - started
+    embedded = sum(s.tokens for s in pending)
+    summary = {
+        "shards": len(shards),
+        "embedded_shards": len(pending),
+        "sentences": sum(s.lines - len(s.skipped) for s in shards),
+        "tokens": sum(s.tokens for s in shards),
+        "skipped_lines": skipped,
+        "seconds": round(seconds, 2),
+        "tokens_per_s": round(embedded / seconds, 1) if pending else None,
+        "worker_peak_rss_mb": sorted(round(rss, 1) for rss in workers.values()),
+    }
+    with fs.open_output_stream(f"{root}/{SUMMARY}.partial") as out:
+        out.write(json.dumps(summary, indent=1).encode("utf-8"))
+    fs.move(f"{root}/{SUMMARY}.partial", f"{root}/{SUMMARY}")
+    return summary
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("inputs", nargs="+", help="text files, folders or globs (or URIs)")
+    parser.add_argument("output_dir", help="folder of Parquet shards (or a URI)")
+    add_layer_arguments(parser)
+    add_bilm_arguments(parser)
+    parser.add_argument(
+        "--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="sentences per biLM batch"
+    )
+    parser.add_argument("--shard-lines", type=int, default=1000, help="lines per Parquet shard")
+    parser.add_argument("--num-workers", type=int, default=1, help="biLM actors (default 1)")
+    parser.add_argument("--cpus-per-worker", type=int, default=1, help="CPU threads per actor")
+    parser.add_argument("--gpus-per-worker", type=float, default=0.0, help="e.g. 1, or 0.5")
+    parser.add_argument(
+        "--address", help="a Ray cluster's address (default: a local Ray on this machine)"
+    )
+    parser.add_argument(
+        "--skip-bad-lines",
+        action="store_true",
+        help="skip (and count) empty or non-UTF-8 lines instead of stopping at the first",
+    )
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """The `elmo-embed-corpus` console script."""
+    parser = add_arguments(
+        argparse.ArgumentParser(
+            prog="elmo-embed-corpus", description=__doc__.split("\n\n")[0].strip("`")
+        )
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        summary = embed_corpus(
+            args.inputs,
+            args.output_dir,
+            args.options_file,
+            args.weight_file,
+            layers_of(args),
+            args.dtype,
+            args.batch_size,
+            args.shard_lines,
+            args.num_workers,
+            args.cpus_per_worker,
+            args.gpus_per_worker,
+            args.address,
+            args.skip_bad_lines,
+        )
+    except (*USER_ERRORS, ImportError) as error:
+        print(f"elmo-embed-corpus: error: {error}", file=sys.stderr)
+        return 1
+    logger.info("%s", json.dumps(summary))
+    return 0
+
+
+def console() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    console()

@@ -1,0 +1,151 @@
+"""ELMo vectors as Parquet: one row per sentence (`file`, `line`, `tokens`, `embeddings`), the
+vectors in float32 or float16, written by `elmo-embed --format parquet` and `elmo-embed-corpus`,
+read back as numpy arrays by `read_embeddings`. Needs pyarrow (`pip install "elmo-bilm[ray]"`).
+
+A row's `embeddings` is its vectors flattened, `(n_layers, n_tokens, dim)` for the layers "all"
+and `(n_tokens, dim)` otherwise (the shapes of `allennlp elmo`'s HDF5 datasets); the file's
+schema metadata (`elmo_bilm`) holds `layers`, `n_layers`, `dim` and `dtype` to shape it back.
+Rows are stored in the order they were embedded (by length within a chunk or shard); each names
+its source file and 1-based line.
+"""
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Sequence, Union
+
+import numpy
+
+EXTRA = 'pip install "elmo-bilm[ray]"'
+DTYPES = ("float32", "float16")
+METADATA_KEY = b"elmo_bilm"
+
+
+def require_pyarrow() -> Any:
+    """`pyarrow.parquet`, or an `ImportError` naming the extra that installs it."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as error:
+        raise ImportError(f"Parquet output needs pyarrow: {EXTRA}") from error
+    return pq
+
+
+@dataclass
+class EmbeddedSentence:
+    """One row: the source `file`, its 1-based `line`, the `tokens`, and their `embeddings`
+    (`(n_layers, n_tokens, dim)` for the layers "all", else `(n_tokens, dim)`)."""
+
+    file: str
+    line: int
+    tokens: List[str]
+    embeddings: numpy.ndarray
+
+
+class EmbeddingWriter:
+    """Parquet rows for batches of embedded sentences, one row group per `write`. `sink` is a
+    path or a writable binary stream (a partial file the caller publishes when complete)."""
+
+    def __init__(
+        self,
+        sink: Union[str, BinaryIO],
+        layers: str,
+        n_layers: int,
+        dim: int,
+        dtype: str = "float32",
+        metadata: Optional[Dict[str, Any]] = None,
+    ) -> None:
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+        pq = require_pyarrow()
+        import pyarrow as pa
+
+        self._pa = pa
+        self.dtype = numpy.dtype(dtype)
+        self.layers, self.n_layers, self.dim = layers, n_layers, dim
+        description = {"layers": layers, "n_layers": n_layers, "dim": dim, "dtype": dtype}
+        self.schema = pa.schema(
+            [
+                ("file", pa.string()),
+                ("line", pa.int64()),
+                ("tokens", pa.list_(pa.string())),
+                ("embeddings", pa.list_(pa.float16() if dtype == "float16" else pa.float32())),
+            ],
+            metadata={METADATA_KEY: json.dumps({**description, **(metadata or {})})},
+        )
+        # zstd: a few percent smaller than no compression on float vectors, at little cost
+        self._writer = pq.ParquetWriter(sink, self.schema, compression="zstd")
+        self.rows = 0
+
+    def write(
+        self,
+        files: Sequence[str],
+        lines: Sequence[int],
+        tokens: Sequence[Sequence[str]],
+        vectors: numpy.ndarray,
+    ) -> None:
+        """A batch: `vectors` padded, `(batch, n_layers, T, dim)` for "all", else
+        `(batch, T, dim)`; row `i` keeps its first `len(tokens[i])` positions."""
+        pa = self._pa
+        rows = [
+            numpy.ascontiguousarray(vectors[i, ..., : len(words), :], dtype=self.dtype).ravel()
+            for i, words in enumerate(tokens)
+        ]
+        offsets = numpy.zeros(len(rows) + 1, dtype=numpy.int32)
+        numpy.cumsum([row.size for row in rows], out=offsets[1:])
+        values = numpy.concatenate(rows) if rows else numpy.zeros(0, self.dtype)
+        table = pa.table(
+            [
+                pa.array(list(files), pa.string()),
+                pa.array(list(lines), pa.int64()),
+                pa.array([list(words) for words in tokens], pa.list_(pa.string())),
+                pa.ListArray.from_arrays(pa.array(offsets), pa.array(values)),
+            ],
+            schema=self.schema,
+        )
+        self._writer.write_table(table)
+        self.rows += len(rows)
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+def parquet_files(path: str) -> List[str]:
+    """`path` itself, or a folder's `*.parquet` files (the shards of `elmo-embed-corpus`) in
+    name order."""
+    if not os.path.isdir(path):
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path}: no such file or folder")
+        return [path]
+    files = sorted(
+        os.path.join(path, name) for name in os.listdir(path) if name.endswith(".parquet")
+    )
+    if not files:
+        raise FileNotFoundError(f"{path}: no .parquet files in that folder")
+    return files
+
+
+def read_embeddings(path: str) -> Iterator[EmbeddedSentence]:
+    """Every row of a Parquet file of ELMo vectors, or of a folder of shards, as
+    `EmbeddedSentence`s with numpy arrays (float32 or float16, as written); one row group in
+    memory at a time."""
+    pq = require_pyarrow()
+    for name in parquet_files(path):
+        handle = pq.ParquetFile(name)
+        metadata = (handle.schema_arrow.metadata or {}).get(METADATA_KEY)
+        if metadata is None:
+            raise ValueError(f"{name}: not a file of ELMo vectors (no elmo_bilm metadata)")
+        description = json.loads(metadata)
+        depth = description["n_layers"] if description["layers"] == "all" else None
+        dim = description["dim"]
+        for group in range(handle.num_row_groups):
+            table = handle.read_row_group(group)
+            embeddings = table.column("embeddings").combine_chunks()
+            values = embeddings.values.to_numpy(zero_copy_only=False)
+            offsets = embeddings.offsets.to_numpy()
+            files = table.column("file").to_pylist()
+            lines = table.column("line").to_pylist()
+            tokens = table.column("tokens").to_pylist()
+            for i, words in enumerate(tokens):
+                shape = (len(words), dim) if depth is None else (depth, len(words), dim)
+                vectors = values[offsets[i] : offsets[i + 1]].reshape(shape)
+                yield EmbeddedSentence(files[i], lines[i], words, vectors)

@@ -1,0 +1,153 @@
+"""`elmo-embed-corpus` on a local Ray (2 CPUs) and Parquet output: equal to `elmo-embed`, resumed
+after a kill, float16, malformed lines, the missing extra."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy
+import pytest
+
+from elmo_bilm import read_embeddings
+from elmo_bilm.bilm_tf import load_bilm_tf
+from elmo_bilm.bulk import Layers, embed_file
+from elmo_bilm.corpus import embed_corpus, main, plan
+from elmo_bilm.files import FormatError
+from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
+from tests.numerics import NETWORK, assert_float32_close
+
+ray = pytest.importorskip("ray")
+
+WORDS = "the cat sat on a mat while dogs ran far away from home".split()
+
+
+def write_corpus(folder, files=2, lines=23):
+    """Sentences of 1 to 13 tokens (different lengths batch differently from the file order)."""
+    folder.mkdir()
+    for f in range(files):
+        rows = [" ".join(WORDS[: 1 + (7 * i + f) % len(WORDS)]) for i in range(lines)]
+        (folder / f"part{f}.txt").write_text("\n".join(rows) + "\n")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def by_key(path):
+    return {(os.path.basename(r.file), r.line): r for r in read_embeddings(str(path))}
+
+
+@pytest.mark.slow
+def test_the_corpus_equals_elmo_embed_and_float16_stays_within_its_rounding(tmp_path, local_ray):
+    corpus = write_corpus(tmp_path / "in")
+    out = tmp_path / "out"
+    options = {"options_file": OPTIONS_FILE, "weight_file": WEIGHT_FILE}
+    summary = embed_corpus([str(corpus)], str(out), **options, shard_lines=5, num_workers=2)
+    assert (summary["shards"], summary["sentences"], summary["embedded_shards"]) == (10, 46, 10)
+    rows = by_key(out)
+    bilm = load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE)
+    for f in range(2):
+        source = corpus / f"part{f}.txt"
+        embed_file(bilm, str(source), str(tmp_path / f"{f}.hdf5"), batch_size=7)
+        with h5py.File(tmp_path / f"{f}.hdf5", "r") as reference:
+            for line in range(1, 24):
+                row = rows[(source.name, line)]
+                assert row.tokens == source.read_text().splitlines()[line - 1].split()
+                assert_float32_close(row.embeddings, reference[str(line - 1)][()], NETWORK)
+    # float16: each value within half a float16 unit in the last place of the float32 one
+    half = tmp_path / "half"
+    embed_corpus([str(corpus)], str(half), **options, shard_lines=5, dtype="float16")
+    for key, row in by_key(half).items():
+        assert row.embeddings.dtype == numpy.float16
+        exact = rows[key].embeddings
+        assert numpy.all(numpy.abs(row.embeddings - exact) <= numpy.spacing(exact.astype("f2")))
+    # a fixed Eq. (1) mix is gamma * softmax(w) . layers
+    mixed = tmp_path / "mixed"
+    layers = Layers(mix=(0.0, 1.0, 2.0), gamma=0.5)
+    embed_corpus([str(corpus)], str(mixed), **options, shard_lines=50, layers=layers)
+    weights = numpy.exp([0.0, 1.0, 2.0]) / numpy.exp([0.0, 1.0, 2.0]).sum()
+    for key, row in by_key(mixed).items():
+        expected = 0.5 * numpy.tensordot(weights, rows[key].embeddings, axes=1)
+        assert_float32_close(row.embeddings, expected.astype("f4"), NETWORK)
+
+
+@pytest.mark.slow
+def test_a_killed_run_resumes_with_the_missing_shards_only(tmp_path):
+    """Kill the command (SIGKILL, its whole process group) after its first shards, re-run it:
+    the finished shards are kept as they were, the rest done, and the result equals an
+    uninterrupted run's."""
+    corpus = write_corpus(tmp_path / "in", files=1, lines=600)
+    whole, resumed = tmp_path / "whole", tmp_path / "resumed"
+    arguments = [str(corpus), "--shard-lines", "10", "--batch-size", "4"]
+    arguments += ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
+    command = [sys.executable, "-m", "elmo_bilm.corpus", *arguments]
+    process = subprocess.Popen(
+        [*command, str(resumed)], start_new_session=True, stderr=subprocess.DEVNULL
+    )
+    deadline = time.time() + 240
+    while time.time() < deadline and len(list(resumed.glob("*.parquet"))) < 3:
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    kept = {p.name: p.stat().st_ino for p in resumed.glob("*.parquet")}
+    assert 3 <= len(kept) < 60, "the kill came too late to test a resume"
+    assert main([*arguments[:1], str(resumed), *arguments[1:]]) == 0
+    summary = json.loads((resumed / "_summary.json").read_text())
+    assert summary["embedded_shards"] == 60 - len(kept)
+    assert {p.name: p.stat().st_ino for p in resumed.glob("*.parquet") if p.name in kept} == kept
+    assert not list(resumed.glob("*.partial"))
+    assert main([*arguments[:1], str(whole), *arguments[1:]]) == 0
+    first, second = by_key(whole), by_key(resumed)
+    assert first.keys() == second.keys() and len(first) == 600
+    for key, row in first.items():
+        # to float32 rounding: the killed run's workers ran in another process environment
+        assert_float32_close(row.embeddings, second[key].embeddings, NETWORK)
+    # a resume with other arguments is refused, naming them
+    with pytest.raises(ValueError, match="other dtype"):
+        embed_corpus([str(corpus)], str(resumed), OPTIONS_FILE, WEIGHT_FILE, dtype="float16")
+
+
+def test_a_malformed_line_is_named_or_skipped_and_counted(tmp_path):
+    corpus = tmp_path / "in"
+    corpus.mkdir()
+    (corpus / "a.txt").write_bytes(b"one two\n\nthree\n\xff\xfe bad\nfour five\n")
+    with pytest.raises(FormatError, match=r"a.txt:2: empty line"):
+        plan([str(corpus)], 2)
+    shards, skipped = plan([str(corpus)], 2, skip_bad_lines=True)
+    assert skipped == 2 and [s.skipped for s in shards] == [[2], [4], []]
+    assert [s.tokens for s in shards] == [2, 1, 2]
+    (corpus / "a.txt").write_bytes(b"one\n\xff\n")
+    with pytest.raises(FormatError, match=r"a.txt:2: not UTF-8"):
+        plan([str(corpus)], 10)
+
+
+def test_the_missing_extra_is_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    (tmp_path / "a.txt").write_text("one two\n")
+    assert main([str(tmp_path / "a.txt"), str(tmp_path / "out")]) == 1
+    assert capsys.readouterr().err.strip() == (
+        'elmo-embed-corpus: error: elmo-embed-corpus needs Ray Data: pip install "elmo-bilm[ray]"'
+    )
+
+
+def test_elmo_embed_writes_parquet_equal_to_its_hdf5(tmp_path):
+    source = tmp_path / "s.txt"
+    source.write_text("the cat sat\na dog ran far away\nhome\n")
+    bilm = load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE)
+    embed_file(bilm, str(source), str(tmp_path / "o.hdf5"), batch_size=2)
+    embed_file(
+        bilm, str(source), str(tmp_path / "o.parquet"), batch_size=2, output_format="parquet"
+    )
+    rows = list(read_embeddings(str(tmp_path / "o.parquet")))
+    assert sorted(r.line for r in rows) == [1, 2, 3]
+    with h5py.File(tmp_path / "o.hdf5", "r") as reference:
+        for row in rows:
+            numpy.testing.assert_array_equal(row.embeddings, reference[str(row.line - 1)][()])
