@@ -18,6 +18,7 @@ RUNS = [
     ["benchmarks.bilm_training", "--config", "paper", "--batches", "2", "--device", DEVICE],
     ["benchmarks.shipped_bilm"],
     ["benchmarks.embed_cli"],
+    ["benchmarks.embed_corpus"],
 ]
 
 
@@ -105,6 +106,20 @@ def main() -> None:
         print(
             f"elmo-embed --layers top, {r['lines']} lines: {r['seconds']} s, peak RSS {r['peak_rss_mb']} MB"
         )
+
+    corpus = [r for r in records if r["bench"] == "embed_corpus"]
+    if corpus:
+        print(
+            "\n## elmo-embed-corpus on a local Ray against elmo-embed (WikiText test, one thread each)"
+        )
+        header = ["command", "tokens", "tok/s (wall)", "tok/s (workers busy)"]
+        print(row([*header, "peak RSS MB per process", "output MB"]))
+        print(row(["---", "---:", "---:", "---:", "---:", "---:"]))
+        for r in corpus:
+            rss = " / ".join(str(v) for v in r["peak_rss_mb"])
+            cells = [r["command"], r["tokens"], r["tokens_per_s"]]
+            cells += [r["embedding_tokens_per_s"] or "-", rss, r["output_mb"]]
+            print(row(cells))
 
 
 if __name__ == "__main__":
