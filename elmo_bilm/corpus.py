@@ -32,24 +32,19 @@ from elmo_bilm.bulk import DEFAULT_BATCH_SIZE, Layers, batch_layers
 from elmo_bilm.embed import add_layer_arguments, layers_of
 from elmo_bilm.files import USER_ERRORS, FormatError, expand_paths, raw_lines
 from elmo_bilm.loading import add_bilm_arguments, load_bilm
-from elmo_bilm.parquet import DTYPES, EmbeddingWriter, require_pyarrow
+from elmo_bilm.parquet import DTYPES, EmbeddingWriter, import_extra, require_pyarrow
 
 logger = logging.getLogger(__name__)
 
-EXTRA = 'pip install "elmo-bilm[ray]"'
 MANIFEST = "_manifest.json"
 SUMMARY = "_summary.json"
 BOM = b"\xef\xbb\xbf"
 
 
 def require_ray() -> Any:
-    """`ray` with Ray Data, or an `ImportError` naming the extra that installs it."""
-    try:
-        import ray
-        import ray.data  # noqa: F401
-    except ImportError as error:
-        raise ImportError(f"elmo-embed-corpus needs Ray Data: {EXTRA}") from error
-    return ray
+    """`ray` with Ray Data."""
+    import_extra("ray.data", "elmo-embed-corpus needs Ray Data")
+    return import_extra("ray", "elmo-embed-corpus needs Ray Data")
 
 
 @dataclasses.dataclass

@@ -9,6 +9,7 @@ Rows are stored in the order they were embedded (by length within a chunk or sha
 its source file and 1-based line.
 """
 
+import importlib
 import json
 import os
 from dataclasses import dataclass
@@ -21,13 +22,17 @@ DTYPES = ("float32", "float16")
 METADATA_KEY = b"elmo_bilm"
 
 
-def require_pyarrow() -> Any:
-    """`pyarrow.parquet`, or an `ImportError` naming the extra that installs it."""
+def import_extra(module: str, needs: str) -> Any:
+    """`module`, or an `ImportError` saying `needs` and the extra that installs it."""
     try:
-        import pyarrow.parquet as pq
+        return importlib.import_module(module)
     except ImportError as error:
-        raise ImportError(f"Parquet output needs pyarrow: {EXTRA}") from error
-    return pq
+        raise ImportError(f"{needs}: {EXTRA}") from error
+
+
+def require_pyarrow() -> Any:
+    """`pyarrow.parquet` (Parquet output and reading)."""
+    return import_extra("pyarrow.parquet", "Parquet output needs pyarrow")
 
 
 @dataclass
