@@ -192,8 +192,8 @@ class _Sink:
     def __enter__(self) -> "_Sink":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, error_type: object, *exc: object) -> None:
+        self.close(complete=error_type is None)
 
     def index(self, chunk: List[Tuple[int, str, List[str]]]) -> None:
         pass
@@ -201,8 +201,8 @@ class _Sink:
     def write(self, batch: List[Tuple[int, str, List[str]]], host: numpy.ndarray) -> None:
         raise NotImplementedError
 
-    def close(self) -> None:
-        pass
+    def close(self, complete: bool = True) -> None:
+        """Finish the file (`complete`), or only release it after an error."""
 
 
 class _Hdf5Sink(_Sink):
@@ -233,8 +233,8 @@ class _Hdf5Sink(_Sink):
             data = host[row, ..., : len(words), :].astype(self.dtype, copy=False)
             self.out.create_dataset(name, data=data)
 
-    def close(self) -> None:
-        if self.sentence_index and not self.sentence_keys:
+    def close(self, complete: bool = True) -> None:
+        if complete and self.sentence_index and not self.sentence_keys:
             dataset = self.out.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
             dataset[0] = json.dumps(self.sentence_to_index)
         self.out.close()
@@ -264,7 +264,7 @@ class _ParquetSink(_Sink):
             host,
         )
 
-    def close(self) -> None:
+    def close(self, complete: bool = True) -> None:
         self.writer.close()
 
 
