@@ -30,7 +30,7 @@ from tqdm import tqdm
 
 from elmo_bilm.bulk import DEFAULT_BATCH_SIZE, Layers, batch_layers
 from elmo_bilm.embed import add_layer_arguments, layers_of
-from elmo_bilm.files import USER_ERRORS, FormatError, expand_paths, raw_lines
+from elmo_bilm.files import USER_ERRORS, FormatError, decode_line, expand_paths, raw_lines
 from elmo_bilm.loading import add_bilm_arguments, load_bilm
 from elmo_bilm.parquet import DTYPES, EmbeddingWriter, import_extra, require_pyarrow
 
@@ -38,7 +38,6 @@ logger = logging.getLogger(__name__)
 
 MANIFEST = "_manifest.json"
 SUMMARY = "_summary.json"
-BOM = b"\xef\xbb\xbf"
 
 
 def require_ray() -> Any:
@@ -115,14 +114,9 @@ def _shard_prefix(file: str, files: Sequence[str]) -> str:
     return relative.replace(os.sep, "__")
 
 
-def _check(file: str, number: int, raw: bytes) -> Optional[List[str]]:
-    """The tokens of line `number`, or None for a bad one (the reason as a `FormatError`)."""
-    if number == 1 and raw.startswith(BOM):
-        raw = raw[len(BOM) :]
-    try:
-        words = raw.decode("utf-8").split()
-    except UnicodeDecodeError as error:
-        raise FormatError(f"{file}:{number}: not UTF-8 text ({error.reason})") from error
+def _check(file: str, number: int, raw: bytes) -> List[str]:
+    """The tokens of line `number`; a bad line is a `FormatError` naming FILE:LINE."""
+    words = decode_line(file, number, raw).split()
     if not words:
         raise FormatError(f"{file}:{number}: empty line; one tokenised sentence per line")
     return words
@@ -167,7 +161,7 @@ def plan(
                     shard.skipped.append(count)
                     skipped += 1
                     continue
-                shard.tokens += len(words or [])
+                shard.tokens += len(words)
             if count == 0:
                 raise FormatError(f"{file}: no sentences")
     return shards, skipped
@@ -190,7 +184,7 @@ def shard_sentences(shard: Shard) -> Iterator[Tuple[int, List[str]]]:
                 break
             if number < shard.first_line or number in skipped:
                 continue
-            yield number, _check(shard.file, number, raw) or []
+            yield number, _check(shard.file, number, raw)
 
 
 class ShardEmbedder:

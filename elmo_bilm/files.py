@@ -209,6 +209,17 @@ def raw_lines(handle: BinaryIO, chunk_size: int = 1 << 20) -> Iterator[Tuple[int
         yield consumed, pending[:-1] if pending.endswith(b"\r") else pending
 
 
+def decode_line(path: PathLike, line_number: int, raw: bytes) -> str:
+    """Line `line_number` of `path` as text: UTF-8, a byte-order mark on line 1 dropped (as
+    `utf-8-sig` does); anything else is a `FormatError` naming FILE:LINE."""
+    if line_number == 1 and raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8) :]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise FormatError(f"{path}:{line_number}: not UTF-8 text ({error.reason})") from error
+
+
 def numbered_lines(path: PathLike) -> Iterator[Tuple[int, str]]:
     """`(line_number, text)` of a UTF-8 (possibly gzip) file, lines split as Python's text mode
     splits them (LF, CRLF or CR), without their line ends; a UTF-8 byte-order mark at the start
@@ -217,13 +228,6 @@ def numbered_lines(path: PathLike) -> Iterator[Tuple[int, str]]:
     with open_bytes(path) as handle:
         try:
             for line_number, (_, raw) in enumerate(raw_lines(handle), start=1):
-                if line_number == 1 and raw.startswith(codecs.BOM_UTF8):
-                    raw = raw[len(codecs.BOM_UTF8) :]
-                try:
-                    yield line_number, raw.decode("utf-8")
-                except UnicodeDecodeError as error:
-                    raise FormatError(
-                        f"{path}:{line_number}: not UTF-8 text ({error.reason})"
-                    ) from error
+                yield line_number, decode_line(path, line_number, raw)
         except (OSError, EOFError) as error:
             raise FormatError(f"{path}:{line_number + 1}: read failed ({error})") from error

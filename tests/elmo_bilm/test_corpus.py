@@ -36,7 +36,8 @@ def write_corpus(folder, files=2, lines=23):
 
 @pytest.fixture(scope="module")
 def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # the local Ray on the loopback address: no test reaches beyond 127.0.0.1
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
     yield
     ray.shutdown()
 
@@ -151,3 +152,27 @@ def test_elmo_embed_writes_parquet_equal_to_its_hdf5(tmp_path):
     with h5py.File(tmp_path / "o.hdf5", "r") as reference:
         for row in rows:
             numpy.testing.assert_array_equal(row.embeddings, reference[str(row.line - 1)][()])
+
+
+def test_elmo_embed_flags_reach_the_output(tmp_path):
+    """--format parquet, --dtype float16, --mix/--gamma and --top change what is written."""
+    from elmo_bilm.embed import main as embed_main
+
+    source = tmp_path / "s.txt"
+    source.write_text("the cat sat\na dog ran far away\n")
+    files = ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
+    everything, mixed = tmp_path / "all.parquet", tmp_path / "mix.parquet"
+    assert embed_main([str(source), str(everything), "--format", "parquet", *files]) == 0
+    flags = ["--format", "parquet", "--dtype", "float16", "--mix", "0", "1", "2", "--gamma", "0.5"]
+    assert embed_main([str(source), str(mixed), *flags, *files]) == 0
+    weights = numpy.exp([0.0, 1.0, 2.0]) / numpy.exp([0.0, 1.0, 2.0]).sum()
+    layers = {row.line: row.embeddings for row in read_embeddings(str(everything))}
+    for row in read_embeddings(str(mixed)):
+        assert row.embeddings.dtype == numpy.float16 and row.embeddings.ndim == 2
+        expected = 0.5 * numpy.tensordot(weights, layers[row.line], axes=1)
+        assert numpy.allclose(row.embeddings, expected, rtol=1e-3, atol=1e-3)  # float16: 2**-11
+    top = tmp_path / "top.hdf5"
+    assert embed_main([str(source), str(top), "--top", "--dtype", "float16", *files]) == 0
+    with h5py.File(top, "r") as out:
+        assert out["0"].dtype == numpy.float16
+        numpy.testing.assert_allclose(out["0"][()], layers[1][-1], rtol=1e-3, atol=1e-3)
