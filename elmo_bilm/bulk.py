@@ -25,6 +25,7 @@ from elmo_bilm.bilm import BiLm
 from elmo_bilm.characters import batch_char_ids
 from elmo_bilm.files import FormatError, atomic_output, numbered_lines
 from elmo_bilm.parquet import DTYPES, EmbeddingWriter
+from elmo_bilm.scalar_mix import ScalarMix
 
 LAYER_CHOICES = ("all", "top", "average")
 FORMATS = ("hdf5", "parquet")
@@ -60,10 +61,10 @@ class Layers:
             return activations[:, -1]
         if self.name == "average":
             return activations.mean(dim=1)
-        if self.mix is not None:
-            weights = torch.softmax(torch.tensor(self.mix, dtype=activations.dtype), dim=0)
-            weights = weights.to(activations.device)[None, :, None, None]
-            return self.gamma * (weights * activations).sum(dim=1)
+        if self.mix is not None:  # the core's Eq. (1), with fixed weights and gamma
+            mix = ScalarMix(len(self.mix), initial_scalar_parameters=self.mix, trainable=False)
+            mix.gamma.data.fill_(self.gamma)
+            return mix.to(activations.device)(activations.unbind(dim=1))
         return activations
 
 
