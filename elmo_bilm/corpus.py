@@ -281,6 +281,18 @@ def _check_manifest(fs: Any, root: str, manifest: Dict[str, Any]) -> None:
         )
 
 
+def _remove_partials(fs: Any, root: str) -> List[str]:
+    """Delete the partial shard files under `root` (one run per folder at a time, so none is
+    being written) and return the names of the other files."""
+    import pyarrow.fs as pafs
+
+    names = [item.base_name for item in fs.get_file_info(pafs.FileSelector(root))]
+    for name in names:
+        if name.endswith(".partial"):
+            fs.delete_file(f"{root}/{name}")
+    return [name for name in names if not name.endswith(".partial")]
+
+
 def embed_corpus(
     inputs: Sequence[str],
     output_dir: str,
@@ -299,7 +311,6 @@ def embed_corpus(
     """Embed every line of `inputs` into Parquet shards under `output_dir` (see the module);
     returns the run's summary (also written to `_summary.json`)."""
     ray = require_ray()
-    import pyarrow.fs as pafs
 
     options_file = os.fspath(options_file) if options_file else None
     weight_file = os.fspath(weight_file) if weight_file else None
@@ -319,10 +330,7 @@ def embed_corpus(
         "shard_lines": shard_lines,
     }
     _check_manifest(fs, root, _manifest(arguments, shards))
-    present = {item.base_name for item in fs.get_file_info(pafs.FileSelector(root))}
-    for name in present:  # left by a killed run (one run per folder at a time)
-        if name.endswith(".partial"):
-            fs.delete_file(f"{root}/{name}")
+    present = set(_remove_partials(fs, root))  # left by a killed run
     pending = [s for s in shards if f"{s.name}.parquet" not in present]
     workers: Dict[int, float] = {}  # peak RSS of each worker process
     busy: Dict[int, float] = {}  # seconds each worker spent on its shards
@@ -365,6 +373,7 @@ def embed_corpus(
                 workers[pid] = max(workers.get(pid, 0.0), float(row["peak_rss_mb"]))
                 busy[pid] = busy.get(pid, 0.0) + float(row["seconds"])
             progress.close()
+            _remove_partials(fs, root)  # left by workers that died (their shards were redone)
         finally:
             if not ready:
                 ray.shutdown()

@@ -1,11 +1,12 @@
 """`elmo-embed-corpus` on a local Ray (2 CPUs) and Parquet output: equal to `elmo-embed`, resumed
-after a kill, float16, malformed lines, the missing extra."""
+after a kill, a dead worker retried, float16, malformed lines, the missing extra."""
 
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import h5py
@@ -114,6 +115,41 @@ def test_a_killed_run_resumes_with_the_missing_shards_only(tmp_path):
     # a resume with other arguments is refused, naming them
     with pytest.raises(ValueError, match="other dtype"):
         embed_corpus([str(corpus)], str(resumed), OPTIONS_FILE, WEIGHT_FILE, dtype="float16")
+
+
+@pytest.mark.slow
+def test_a_worker_that_dies_is_restarted_and_its_shard_redone(tmp_path, local_ray):
+    """SIGKILL a biLM actor once its first shard is written: Ray restarts it, its shard is done
+    again, and the run completes with every shard, equal to a run nobody killed."""
+    import psutil
+
+    corpus = write_corpus(tmp_path / "in", files=1, lines=400)
+    options = {"options_file": OPTIONS_FILE, "weight_file": WEIGHT_FILE, "batch_size": 4}
+    out, killed = tmp_path / "out", []
+
+    def kill_a_worker() -> None:
+        deadline = time.time() + 240
+        while time.time() < deadline and not list(out.glob("*.parquet")):
+            time.sleep(0.05)
+        for process in psutil.process_iter(["cmdline"]):
+            if "ShardEmbedder" in " ".join(process.info["cmdline"] or []):
+                process.kill()
+                killed.append(process.pid)
+                return
+
+    watcher = threading.Thread(target=kill_a_worker)
+    watcher.start()
+    summary = embed_corpus([str(corpus)], str(out), **options, shard_lines=10, num_workers=2)
+    watcher.join()
+    assert killed, "no worker was found to kill"
+    assert len(list(out.glob("*.parquet"))) == summary["shards"] == 40
+    assert not list(out.glob("*.partial"))
+    reference = tmp_path / "reference"
+    embed_corpus([str(corpus)], str(reference), **options, shard_lines=50)
+    first, second = by_key(reference), by_key(out)
+    assert first.keys() == second.keys() and len(first) == 400
+    for key, row in first.items():
+        assert_float32_close(row.embeddings, second[key].embeddings, NETWORK)
 
 
 def test_a_malformed_line_is_named_or_skipped_and_counted(tmp_path):
