@@ -57,6 +57,14 @@ class ElmoTable1(Subcommand):
             "wrote, instead of -s's (e.g. -s holds + ELMo with a larger biLM, trained with "
             "--rows elmo)",
         )
+        subparser.add_argument(
+            "--runs-from",
+            nargs="+",
+            default=[],
+            metavar="JSON",
+            help="table1.json files of earlier tables of this one (e.g. written on a machine whose "
+            "run folders are gone): their run records count for the runs no folder holds",
+        )
         subparser.set_defaults(func=_run)
         return subparser
 
@@ -71,11 +79,17 @@ def _run(args: argparse.Namespace) -> None:
             "--baselines-from tabulates another folder's baselines: train with --rows elmo "
             "(or tabulate with --no-train)"
         )
+    for path in args.runs_from:
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"--runs-from {path}: no such file")
     if args.no_train:
-        for folder in {args.serialization_dir, args.baselines_from or args.serialization_dir}:
+        folders = {args.serialization_dir, args.baselines_from or args.serialization_dir}
+        for folder in folders - ({args.serialization_dir} if args.runs_from else set()):
             if not os.path.exists(folder):
                 raise FileNotFoundError(f"{folder}: no such folder, so no Table 1 runs to tabulate")
-        result = table1.collect(args.serialization_dir, args.scale, args.seeds, args.baselines_from)
+        result = table1.collect(
+            args.serialization_dir, args.scale, args.seeds, args.baselines_from, args.runs_from
+        )
         if not result["table"]:
             raise ValueError(
                 f"{args.serialization_dir}: no finished Table 1 run of seeds "
@@ -95,6 +109,7 @@ def _run(args: argparse.Namespace) -> None:
             args.tasks,
             args.rows,
             baselines_from=args.baselines_from,
+            runs_from=args.runs_from,
         )
     table = table1.markdown(result["table"], args.scale, result["runs"], args.baselines_from)
     figure = table1.figure(result["table"]) if result["table"] else None

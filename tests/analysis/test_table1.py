@@ -142,6 +142,40 @@ def test_baselines_from_another_table(tmp_path):
     assert again["table"] == result["table"] and again["runs"] == result["runs"]
 
 
+def test_runs_from_an_earlier_table_count_and_are_not_trained_again(tmp_path):
+    """Seed 1 made on a machine whose folders are gone (its table1.json kept), seed 2 here."""
+    first = tmp_path / "first"
+    saved = tmp_path / "first_table1.json"
+    saved.write_text(
+        json.dumps(table1.run_table(str(first), "cpu", [1], ["sst"], train_run=FakeTraining()))
+    )
+    shutil.rmtree(first)
+    out = tmp_path / "again"
+    training = FakeTraining()
+    result = table1.run_table(
+        str(out), "cpu", [1, 2], ["sst"], train_run=training, runs_from=[str(saved)]
+    )
+    assert sorted(training.calls) == sorted(run.name for run in table1.runs([2], 1.0))
+    (row,) = result["table"]
+    assert (row["baseline_seeds"], row["elmo_seeds"]) == (2, 2)
+    assert row["baseline_mean"] == pytest.approx(41.0) and row["elmo_mean"] == pytest.approx(47.0)
+    assert row["train_size"] == 6
+    sources = [(r["placement"], r["seed"], r.get("from")) for r in result["runs"]["sst"]]
+    assert sources == [
+        ("none", 1, str(saved)),
+        ("none", 2, None),
+        (None, 1, str(saved)),
+        (None, 2, None),
+    ]
+    # tabulated from the file alone (no folder of this table on this machine)
+    argv = ["elmo-table1", "-s", str(tmp_path / "none"), "--seeds", "1", "--no-train"]
+    run_command(ElmoTable1, argv + ["--runs-from", str(saved), "--output-dir", str(out / "r")])
+    (row,) = json.loads((out / "r" / "table1.json").read_text())["table"]
+    assert (row["baseline_seeds"], row["elmo_seeds"], row["increase"]) == (1, 1, pytest.approx(6))
+    with pytest.raises(SystemExit, match="--runs-from .*nope.json: no such file"):
+        run_command(ElmoTable1, argv + ["--runs-from", str(tmp_path / "nope.json")])
+
+
 def test_eta_is_the_finished_runs_training_times(tmp_path):
     base, elmo = (table1.runs([2], 1.0)[i].name for i in (0, 1))
     assert base.startswith("placement=none,") and elmo.startswith("placement=config,")
@@ -237,3 +271,26 @@ def test_tabulating_nothing_is_an_error_and_writes_nothing(tmp_path, made):
         run_command(ElmoTable1, ["elmo-table1", "-s", str(folder), "--no-train"])
     assert "\n" not in str(error.value)
     assert folder.exists() == made and not list(tmp_path.glob("**/table1.*"))
+
+
+@pytest.mark.parametrize("scale", sorted(table1.SCALES))
+def test_every_scale_overrides_keys_the_configs_have(scale):
+    """AllenNLP's overrides add a key a config lacks, so a misspelt cap would be ignored
+    silently; every scale's override must name a key both rows' configs already have."""
+    from allennlp.common import Params
+
+    from elmo_plugin.common.config_env import CONFIG_DIR
+
+    for task, spec in table1.SCALES[scale].items():
+        elmo_config = CONFIG_DIR / table1.TASKS[task].config
+        for config in (elmo_config, Path(sweep.baseline_config(str(elmo_config)))):
+            keys = Params.from_file(str(config)).as_flat_dict()
+            assert set(spec.overrides) <= set(keys), (scale, task, config.name)
+    long, cpu = table1.SCALES["cpu_long"], table1.SCALES["cpu"]
+    raised = {t for t in cpu if long[t] != cpu[t]}
+    assert raised == {"squad", "snli", "coref"}
+    for task in raised:  # only the epoch cap (and SQuAD's patience) moves
+        assert long[task].overrides["trainer.num_epochs"] > 8
+        assert {k: v for k, v in long[task].overrides.items() if "trainer" not in k} == {
+            k: v for k, v in cpu[task].overrides.items() if "trainer" not in k
+        }
