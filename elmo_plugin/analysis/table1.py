@@ -9,7 +9,7 @@ import json
 import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from elmo_plugin.analysis import sweep
 from elmo_plugin.common.config_env import CONFIG_DIR
@@ -403,18 +403,23 @@ def collect(
     records: Dict[str, List[Dict]] = {}
     table = []
     own = Path(serialization_dir)
-    from_json: Optional[Dict[str, List[Dict]]] = None
-    if baselines_from is not None and Path(baselines_from).is_file():
-        from_json = json.loads(Path(baselines_from).read_text())["runs"]
-    earlier = [(path, json.loads(Path(path).read_text())) for path in runs_from]
-    other = Path(baselines_from) if baselines_from and from_json is None else own
+    baselines_json = baselines_from is not None and Path(baselines_from).is_file()
+    other = Path(baselines_from) if baselines_from and not baselines_json else own
     folders = {sweep.BASELINE: other, None: own}
+    # records of other tables' files, each (path, content, rows taken, marked with "from"): the
+    # baseline row of a `baselines_from` file as it is, every other row of `runs_from` files
+    saved: List[Tuple[str, Dict[str, Any], Set[Optional[str]], bool]] = []
+    if baselines_json:
+        content = json.loads(Path(str(baselines_from)).read_text())
+        saved.append((str(baselines_from), content, {sweep.BASELINE}, False))
+    rows: Set[Optional[str]] = {None} if baselines_json else {sweep.BASELINE, None}
+    saved += [(path, json.loads(Path(path).read_text()), rows, True) for path in runs_from]
     for task, spec in TASKS.items():
         finished = [
             (run, folders[run.placement] / task)
             for run in runs(seeds, SCALES[scale][task].fraction)
             if sweep.is_finished(folders[run.placement] / task / run.name)
-            and not (from_json is not None and run.placement == sweep.BASELINE)
+            and not (baselines_json and run.placement == sweep.BASELINE)
         ]
         task_records = [
             record
@@ -427,26 +432,20 @@ def collect(
                 subset_seed=SUBSET_SEED,
             )
         ]
-        if from_json is not None:
-            task_records = [
-                record
-                for record in from_json.get(task, [])
-                if record["placement"] == sweep.BASELINE and record["seed"] in seeds
-            ] + task_records
         own_runs = any(folder == own / task for _, folder in finished)
         sizes = [train_size(folder / run.name) for run, folder in finished[:1]]
-        for path, saved in earlier:
+        for path, content, taken, marked in saved:
             have = {(r["placement"], r["seed"]) for r in task_records}
             added = [
-                {**record, "from": record.get("from", path)}
-                for record in saved["runs"].get(task, [])
-                if record["seed"] in seeds
+                {**record, "from": record.get("from", path)} if marked else record
+                for record in content["runs"].get(task, [])
+                if record["placement"] in taken
+                and record["seed"] in seeds
                 and (record["placement"], record["seed"]) not in have
-                and not (from_json is not None and record["placement"] == sweep.BASELINE)
             ]
-            own_runs = own_runs or bool(added)  # runs of this table, made elsewhere
+            own_runs = own_runs or (marked and bool(added))  # runs of this table, made elsewhere
             task_records += added
-            sizes += [row["train_size"] for row in saved["table"] if row["task"] == task]
+            sizes += [row["train_size"] for row in content["table"] if row["task"] == task]
         if not own_runs:
             continue  # the task has no run of this table's own (other baselines alone: no row)
         task_records.sort(key=lambda r: (r["placement"] != sweep.BASELINE, r["seed"]))

@@ -294,3 +294,17 @@ def test_every_scale_overrides_keys_the_configs_have(scale):
         assert {k: v for k, v in long[task].overrides.items() if "trainer" not in k} == {
             k: v for k, v in cpu[task].overrides.items() if "trainer" not in k
         }
+
+
+def test_the_cpu_long_scale_reaches_the_runs_it_raises(tmp_path):
+    """`--scale cpu_long` trains SNLI with its 24-epoch cap (the `cpu` scale passes none)."""
+    passed = []
+
+    def training(run_dir: Path, config_text: str, overrides):
+        passed.append(json.loads(overrides) if overrides else {})
+        raise KeyboardInterrupt  # stop after the first run: only its arguments matter here
+
+    for scale in ("cpu_long", "cpu"):
+        with pytest.raises(KeyboardInterrupt):
+            table1.run_table(str(tmp_path / scale), scale, [1], ["snli"], train_run=training)
+    assert passed == [{"trainer.num_epochs": 24}, {}]
