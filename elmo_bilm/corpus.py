@@ -359,7 +359,7 @@ def embed_corpus(
                 },
                 batch_size=1,
                 batch_format="numpy",
-                concurrency=num_workers,
+                compute=ray.data.ActorPoolStrategy(size=num_workers),
                 num_cpus=cpus_per_worker,
                 num_gpus=gpus_per_worker or None,
             )

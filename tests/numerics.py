@@ -32,7 +32,11 @@ ArrayLike = Union[torch.Tensor, numpy.ndarray]
 
 
 def _as_tensor(value: ArrayLike) -> torch.Tensor:
-    return value.detach().cpu() if isinstance(value, torch.Tensor) else torch.as_tensor(value)
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, numpy.ndarray) and not value.flags.writeable:
+        value = value.copy()  # arrays read from Parquet are read-only; torch warns on those
+    return torch.as_tensor(value)
 
 
 def float32_atol(expected: ArrayLike, units: int) -> float:

@@ -81,10 +81,27 @@ def test_the_corpus_equals_elmo_embed_and_float16_stays_within_its_rounding(tmp_
         assert_float32_close(row.embeddings, expected.astype("f4"), NETWORK)
 
 
+def kill_every_process_of(marker: str) -> None:
+    """SIGKILL every process whose environment holds `ELMO_TEST_RUN=marker` and wait for them:
+    Ray's raylet and workers leave the command's process group, and a worker that outlives it
+    can still finish a shard."""
+    import psutil
+
+    marked = []
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get("ELMO_TEST_RUN") == marker:
+                process.kill()
+                marked.append(process)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            pass
+    psutil.wait_procs(marked, timeout=60)
+
+
 @pytest.mark.slow
 def test_a_killed_run_resumes_with_the_missing_shards_only(tmp_path):
-    """Kill the command (SIGKILL, its whole process group) after its first shards, re-run it:
-    the finished shards are kept as they were, the rest done, and the result equals an
+    """Kill the command and every process it started (SIGKILL) after its first shards, re-run
+    it: the finished shards are kept as they were, the rest done, and the result equals an
     uninterrupted run's."""
     corpus = write_corpus(tmp_path / "in", files=1, lines=600)
     whole, resumed = tmp_path / "whole", tmp_path / "resumed"
@@ -92,13 +109,17 @@ def test_a_killed_run_resumes_with_the_missing_shards_only(tmp_path):
     arguments += ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
     command = [sys.executable, "-m", "elmo_bilm.corpus", *arguments]
     process = subprocess.Popen(
-        [*command, str(resumed)], start_new_session=True, stderr=subprocess.DEVNULL
+        [*command, str(resumed)],
+        start_new_session=True,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "ELMO_TEST_RUN": str(tmp_path)},
     )
     deadline = time.time() + 240
     while time.time() < deadline and len(list(resumed.glob("*.parquet"))) < 3:
         time.sleep(0.05)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
+    kill_every_process_of(str(tmp_path))
     kept = {p.name: p.stat().st_ino for p in resumed.glob("*.parquet")}
     assert 3 <= len(kept) < 60, "the kill came too late to test a resume"
     assert main([*arguments[:1], str(resumed), *arguments[1:]]) == 0
