@@ -35,11 +35,14 @@ $(VENV)/nltk_data/tokenizers/punkt: $(BIN)/.installed
 # AMD CPUs (the same SGEMM bits either way) but honours it on Intel ones.
 AVX2 := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2
 
+# The suite in two processes of one thread each (pytest-xdist; a file's tests stay in one process,
+# so its module fixtures, such as the local Ray, start once): most of its time is single-threaded
+# (subprocess start-ups, small models), so two processes use two cores where one did not.
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy elmo_bilm elmo_plugin
-	$(BIN)/python -m pytest -q tests
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2 --dist loadfile tests
 	$(AVX2) $(BIN)/python -m pytest -q -m numerics tests
 	$(MAKE) docs
 
