@@ -23,10 +23,12 @@ from elmo_bilm.bilm_tf import load_bilm_tf
 from elmo_bilm.onnx import export_onnx
 
 
-def matmul_peak(device: torch.device, size: int = 2048, repeats: int = 10) -> float:
-    """FLOP/s of a large float32 matmul on this machine: the practical ceiling for the biLM."""
-    a = torch.randn(size, size, device=device)
-    b = torch.randn(size, size, device=device)
+def matmul_peak(
+    device: torch.device, size: int = 2048, repeats: int = 10, dtype: torch.dtype = torch.float32
+) -> float:
+    """FLOP/s of a large matmul in `dtype` on this machine: the practical ceiling for the biLM."""
+    a = torch.randn(size, size, device=device, dtype=dtype)
+    b = torch.randn(size, size, device=device, dtype=dtype)
     a @ b
 
     def work() -> None:

@@ -1,21 +1,25 @@
 """Prepare this checkout for a lent GPU machine, so that a lease starts measuring at once.
 
 The device machine has no package index and receives the working tree (tracked files and
-untracked ones git does not ignore) up to 64 MiB. This script:
+untracked ones git does not ignore) up to 64 MiB per call; its `/tmp` stays while the machine is
+warm (30 s after a call), a folder in the tree does not. This script:
 
-1. downloads, as Python 3.12 manylinux wheels, every package of this project's pins and their
+1. removes the two tracked biLM weight files from the working tree (46 MB `wikipedia_1024`, 17 MB
+   shipped `wikipedia`; `git checkout -- elmo_bilm/pretrained packaging` restores them), so that
+   wheels travel beside a 2 MiB tree. **Runs that read these weights from this checkout (the
+   editable install) fail to start meanwhile**: start none until they are back;
+2. downloads, as Python 3.12 manylinux wheels, every package of this project's pins and their
    dependencies that the device image lacks (`DEVICE_IMAGE`, read from the device tool's
    KINDS.md, 2026-11-17) or holds in another version that matters (`DEVICE_VERSIONS`), except
    what no GPU check needs (`NOT_ON_DEVICE`), and splits them into folders `.whl1/`, `.whl2/`, ...
-   (ignored by git through `.git/info/exclude`) that each travel with the tree within 64 MiB: the
-   first calls install one folder each into `.site/`, which stays on the warm machine;
-2. removes the 46 MB `packaging/elmo-bilm-wikipedia-1024/elmo_bilm_wikipedia_1024/weights.hdf5` from the working tree
-   (it is tracked: `git checkout -- packaging/elmo-bilm-wikipedia-1024` brings it back), so the
-   tree travels under the limit;
-3. prints what travels, its size, and the `run` command that installs the wheels there and runs
-   `gpu_check` and the batch-size sweep.
+   (ignored by git through `.git/info/exclude`) that each travel within the limit;
+3. packs the bundled data the checks and the task configs read into `.devdata/data.tar.xz`;
+4. prints the device calls: each installs one folder into `/tmp/siteK` and merges it into
+   `/tmp/site` (`pip --target` skips a folder that exists, so two installs into one target lose
+   the second's part of a namespace package such as `google`); the last also runs `gpu_check`
+   and the sweeps; then, with the shipped weights restored here, `gpu_tasks`.
 
-    python -m benchmarks.device_prep            # then call the device tool with the printed command
+    python -m benchmarks.device_prep            # then call the device tool with the printed commands
 """
 
 import argparse
@@ -29,7 +33,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Dict, Iterable, Set
 
-from benchmarks.common import REPO_ROOT
+from benchmarks.common import DATA, REPO_ROOT
+
+# the task configs' word-vector variables: empty there (random vectors of the same shapes)
+TASK_PREFIXES = ("CONLL2003", "SST", "SNLI", "SQUAD", "SRL", "COREF")
 
 # The device image's packages (the device tool's KINDS.md, "Python packages already there").
 DEVICE_IMAGE = set(
@@ -67,9 +74,18 @@ LARGE_TRACKED = (
     / "packaging"
     / "elmo-bilm-wikipedia-1024"
     / "elmo_bilm_wikipedia_1024"
-    / "weights.hdf5"
+    / "weights.hdf5",
+    REPO_ROOT / "elmo_bilm" / "pretrained" / "wikipedia" / "weights.hdf5",
 )
 LIMIT = 64 * 2**20
+# the bundled data folders gpu_check, gpu_sweep and gpu_tasks read (ELMO_PLUGIN_DATA there)
+DATA_FOLDERS = (
+    "elmo_fixture", "conll2003", "sst", "snli_eval", "squad", "propbank_ewt", "litbank"
+)  # fmt: skip
+ENV = (
+    "export PYTHONPATH=/tmp/site:$PWD HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 NLTK_DATA=/tmp/nltk "
+    "ELMO_PLUGIN_DATA=/tmp/d PYTHONUNBUFFERED=1"
+)
 
 
 def canonical(name: str) -> str:
@@ -159,51 +175,67 @@ def split(wheels, budget: int):
     return [files for _, files in groups]
 
 
+def pack_data(target: Path) -> int:
+    """The data folders the GPU checks read, as one xz tarball (about 6 MB); returns its size."""
+    target.parent.mkdir(exist_ok=True)
+    subprocess.run(["tar", "-cJf", str(target), "-C", str(DATA), *DATA_FOLDERS], check=True)
+    return target.stat().st_size
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--keep-large-weights", action="store_true", help="skip step 2")
+    parser.add_argument("--keep-large-weights", action="store_true", help="skip step 1")
     args = parser.parse_args()
     start = time.perf_counter()
     exclude = REPO_ROOT / ".git" / "info" / "exclude"
     exclude.parent.mkdir(exist_ok=True)
     ignored = exclude.read_text() if exclude.exists() else ""
     with open(exclude, "a") as handle:
-        for line in ("/.whl*/", "/.site/"):
+        for line in ("/.whl*/", "/.devdata/"):
             if line not in ignored:
                 handle.write(line + "\n")
-    if not args.keep_large_weights and LARGE_TRACKED.exists():
-        LARGE_TRACKED.unlink()
-        print(f"removed {LARGE_TRACKED.relative_to(REPO_ROOT)} from the working tree "
-              "(git checkout -- packaging/elmo-bilm-wikipedia-1024 restores it)")  # fmt: skip
+    for large in LARGE_TRACKED if not args.keep_large_weights else ():
+        if large.exists():
+            large.unlink()
+            print(f"removed {large.relative_to(REPO_ROOT)} from the working tree")
+    data = pack_data(REPO_ROOT / ".devdata" / "data.tar.xz")
     packages = needed(pins())
     download_dir = Path(tempfile.mkdtemp())
     missing = download(packages, download_dir)
     tree = travelling_bytes()
-    budget = LIMIT - tree - 2**20
+    budget = LIMIT - tree - data - 2**20
     for old in REPO_ROOT.glob(".whl*"):
         shutil.rmtree(old)
     groups = split(list(download_dir.glob("*.whl")), budget)
-    commands = []
     for k, group in enumerate(groups, start=1):
         folder = REPO_ROOT / f".whl{k}"
         folder.mkdir()
         for wheel in group:
             shutil.move(str(wheel), folder / wheel.name)
-        commands.append(
-            f'carry [".whl{k}"]: python3 -m pip install -q --no-index --no-deps --no-compile '
-            f"--target .site .whl{k}/*.whl"
-        )
     print(f"{len(packages)} packages, {len(missing)} without a wheel: {sorted(missing)}")
     print(
-        f"tree {tree / 2**20:.1f} MiB; {len(groups)} wheel folder(s) within {budget / 2**20:.1f} MiB each"
+        f"tree {tree / 2**20:.1f} MiB, data {data / 2**20:.1f} MiB; {len(groups)} wheel folder(s) "
+        f"within {budget / 2**20:.1f} MiB each"
     )
-    print(f"prepared in {time.perf_counter() - start:.0f} s; the device calls, in order:")
-    for command in commands:
-        print("  " + command)
+    print(f"prepared in {time.perf_counter() - start:.0f} s; the device calls, in order, each")
+    print("within 30 s of the last (the machine and its /tmp go back when idle):")
+    install = "python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site{k} "
+    install += ".whl{k}/*.whl && cp -a --update=none /tmp/site{k}/. /tmp/site/"
+    for k in range(1, len(groups)):
+        print(f'  carry [".whl{k}"]: ' + install.format(k=k))
+    last = len(groups)
     print(
-        "  then: export PYTHONPATH=$PWD/.site:$PWD HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 && "
-        "python3 -m benchmarks.gpu_check --device cuda && python3 -m benchmarks.gpu_sweep --device cuda"
+        f'  carry [".whl{last}", ".devdata"]: '
+        + install.format(k=last)
+        + " && mkdir -p /tmp/d /tmp/nltk/tokenizers/punkt && tar -xJf .devdata/data.tar.xz -C "
+        f"/tmp/d && {ENV} && python3 -m benchmarks.gpu_check --device cuda; "
+        "python3 -m benchmarks.gpu_sweep --device cuda; "
+        "python3 -m benchmarks.gpu_sweep --device cuda --dtype bfloat16"
     )
+    print("  here: git checkout -- elmo_bilm/pretrained (the task configs' default biLM), then")
+    vectors = " ".join(f"{task}_WORD_VECTORS=" for task in TASK_PREFIXES)
+    print(f"  carry []: {ENV} {vectors} && python3 -m benchmarks.gpu_tasks --device cuda")
+    print("  here, after the lease: git checkout -- packaging")
     if budget < 8 * 2**20:
         sys.exit("the tree alone leaves under 8 MiB for wheels: leave more files behind")
 

@@ -1,7 +1,10 @@
 """The GPU benchmark's batch-size sweep and the device preparation, exercised on the CPU (CI has
 no GPU): tiny sizes, every row's schema."""
 
+from unittest import mock
+
 import pytest
+import torch
 
 from benchmarks import device_prep, gpu_sweep
 
@@ -28,6 +31,30 @@ def test_sweep_measures_inference_and_training_at_each_batch_size(capsys):
     ]  # fmt: skip
     assert all(r["tokens"] > 0 and r["memory"] > 0 and 0 < r["fraction"] < 1 for r in rows)
     assert "| inference | 4 |" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_the_bf16_sweep_runs_under_autocast_and_measures_the_bf16_matmul_rate():
+    # the ceiling is measured in the asked dtype (a bf16 matmul on a CPU without bf16 units takes
+    # minutes at the benchmark's 2048 x 2048, so it is replaced here by a fixed rate)
+    peaks, autocast = [], []
+    real_autocast = torch.autocast
+
+    def recording_autocast(device_type, dtype):
+        autocast.append(dtype)
+        return real_autocast(device_type, dtype=dtype)
+
+    with (
+        mock.patch.object(gpu_sweep, "matmul_peak", lambda d, dtype: peaks.append(dtype) or 1e12),
+        mock.patch.object(torch, "autocast", recording_autocast),
+    ):
+        rows = gpu_sweep.main(
+            ["--device", "cpu", "--config", "tiny", "--batch-sizes", "2", "--batches", "1"]
+            + ["--num-samples", "0", "--dtype", "bfloat16"]
+        )
+    assert peaks == [torch.bfloat16]
+    assert autocast and set(autocast) == {torch.bfloat16}
+    assert [r["mode"] for r in rows] == ["inference", "training"] and rows[1]["tokens"] > 0
 
 
 def test_device_prep_carries_the_pins_the_image_lacks_in_groups_under_the_limit(tmp_path):
