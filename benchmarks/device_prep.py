@@ -220,7 +220,7 @@ def main() -> None:
     print(f"prepared in {time.perf_counter() - start:.0f} s; the device calls, in order, each")
     print("within 30 s of the last (the machine and its /tmp go back when idle):")
     install = "python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site{k} "
-    install += ".whl{k}/*.whl && cp -a --update=none /tmp/site{k}/. /tmp/site/"
+    install += ".whl{k}/*.whl && cp -a -n /tmp/site{k}/. /tmp/site/"
     for k in range(1, len(groups)):
         print(f'  carry [".whl{k}"]: ' + install.format(k=k))
     last = len(groups)
