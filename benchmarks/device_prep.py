@@ -23,6 +23,7 @@ warm (30 s after a call), a folder in the tree does not. This script:
 """
 
 import argparse
+import gzip
 import re
 import shutil
 import subprocess
@@ -31,7 +32,7 @@ import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Dict, Iterable, Set
+from typing import Dict, Iterable, List, Sequence, Set
 
 from benchmarks.common import DATA, REPO_ROOT
 
@@ -182,27 +183,100 @@ def pack_data(target: Path) -> int:
     return target.stat().st_size
 
 
+def task_words(task: str) -> Set[str]:
+    """The words of `task`'s word-embedding namespace (`tokens`): the vocabulary AllenNLP builds
+    for its + ELMo config at the full size (train, dev and test), a superset of any Table 1 run's."""
+    from allennlp.common import Params
+    from allennlp.training.util import make_vocab_from_params
+
+    import elmo_plugin  # noqa: F401  (the config's readers and ext_vars)
+    from elmo_plugin.analysis import table1
+
+    params = Params.from_file(str(table1.CONFIG_DIR / table1.TASKS[task].config))
+    with tempfile.TemporaryDirectory() as folder:
+        vocab = make_vocab_from_params(params, f"{folder}/run", print_statistics=False)
+    return set(vocab.get_token_to_index_vocabulary("tokens"))
+
+
+def trim_vectors(source: str, output: Path, words: Set[str]) -> int:
+    """The lines of the vectors file `source` whose word is in `words`, gzipped into `output`;
+    returns how many. AllenNLP's `Embedding` reads only its vocabulary's words from the file and
+    draws the others from their mean and spread, so a run whose vocabulary is within `words`
+    builds the same matrix from the trimmed file as from the whole one
+    (`tests/test_gpu_sweep.py` checks this with AllenNLP)."""
+    opener = gzip.open if source.endswith(".gz") else open
+    kept = 0
+    with opener(source, "rt", encoding="utf-8") as lines, gzip.open(output, "wt") as out:
+        for line in lines:
+            if line.split(" ", 1)[0] in words:
+                out.write(line)
+                kept += 1
+    return kept
+
+
+def table1_payload(tasks: Sequence[str], budget: int) -> List[List[Path]]:
+    """`.devbilm/` (the `wikipedia_1024` biLM, read from git) and `.devvecK/` folders of each
+    task's word vectors trimmed to its words, each folder within `budget` bytes."""
+    from elmo_plugin.analysis import table1
+    from elmo_plugin.data.word_vectors import vector_defaults
+
+    bilm = REPO_ROOT / ".devbilm"
+    shutil.rmtree(bilm, ignore_errors=True)
+    bilm.mkdir()
+    source = "packaging/elmo-bilm-wikipedia-1024/elmo_bilm_wikipedia_1024"
+    for name in ("options.json", "weights.hdf5"):
+        blob = subprocess.run(
+            ["git", "show", f"HEAD:{source}/{name}"], cwd=REPO_ROOT, capture_output=True, check=True
+        ).stdout
+        (bilm / name).write_bytes(blob)
+    staging = Path(tempfile.mkdtemp())
+    for task in tasks:
+        variable = table1.TASKS[task].word_vectors
+        kept = trim_vectors(
+            vector_defaults()[variable], staging / f"{variable}.txt.gz", task_words(task)
+        )
+        print(f"{task}: {kept} vectors kept for {variable}")
+    for old in REPO_ROOT.glob(".devvec*"):
+        shutil.rmtree(old)
+    groups = split(list(staging.glob("*.txt.gz")), budget)
+    for k, group in enumerate(groups, start=1):
+        folder = REPO_ROOT / f".devvec{k}"
+        folder.mkdir()
+        for path in group:
+            shutil.move(str(path), folder / path.name)
+    return groups
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep-large-weights", action="store_true", help="skip step 1")
+    parser.add_argument(
+        "--table1",
+        nargs="+",
+        metavar="TASK",
+        help="also carry what + ELMo runs of these Table 1 tasks need (the wikipedia_1024 biLM, "
+        "their word vectors trimmed to their words), and print the call that trains them",
+    )
+    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3], help="with --table1")
     args = parser.parse_args()
     start = time.perf_counter()
     exclude = REPO_ROOT / ".git" / "info" / "exclude"
     exclude.parent.mkdir(exist_ok=True)
     ignored = exclude.read_text() if exclude.exists() else ""
     with open(exclude, "a") as handle:
-        for line in ("/.whl*/", "/.devdata/"):
+        for line in ("/.whl*/", "/.devdata/", "/.devbilm/", "/.devvec*/"):
             if line not in ignored:
                 handle.write(line + "\n")
     for large in LARGE_TRACKED if not args.keep_large_weights else ():
         if large.exists():
             large.unlink()
             print(f"removed {large.relative_to(REPO_ROOT)} from the working tree")
+    tree = travelling_bytes()
+    payload = table1_payload(args.table1, LIMIT - tree - 2**20) if args.table1 else []
     data = pack_data(REPO_ROOT / ".devdata" / "data.tar.xz")
     packages = needed(pins())
     download_dir = Path(tempfile.mkdtemp())
     missing = download(packages, download_dir)
-    tree = travelling_bytes()
     budget = LIMIT - tree - data - 2**20
     for old in REPO_ROOT.glob(".whl*"):
         shutil.rmtree(old)
@@ -232,12 +306,39 @@ def main() -> None:
         "python3 -m benchmarks.gpu_sweep --device cuda; "
         "python3 -m benchmarks.gpu_sweep --device cuda --dtype bfloat16"
     )
+    if args.table1:
+        print_table1_calls(args.table1, args.seeds, len(payload))
     print("  here: git checkout -- elmo_bilm/pretrained (the task configs' default biLM), then")
     vectors = " ".join(f"{task}_WORD_VECTORS=" for task in TASK_PREFIXES)
     print(f"  carry []: {ENV} {vectors} && python3 -m benchmarks.gpu_tasks --device cuda")
     print("  here, after the lease: git checkout -- packaging")
     if budget < 8 * 2**20:
         sys.exit("the tree alone leaves under 8 MiB for wheels: leave more files behind")
+
+
+def print_table1_calls(tasks: Sequence[str], seeds: Sequence[int], vector_folders: int) -> None:
+    """The calls that carry the biLM and the vectors into /tmp and train the runs, all at once
+    (one `elmo-table1` per run), then write their records to $OUT/table1/table1.json for
+    `elmo-table1 --runs-from` here."""
+    from elmo_plugin.analysis import table1
+
+    print('  carry [".devbilm"]: mkdir -p /tmp/bilm && cp .devbilm/* /tmp/bilm/')
+    for k in range(1, vector_folders + 1):
+        print(f'  carry [".devvec{k}"]: mkdir -p /tmp/vec && cp .devvec{k}/* /tmp/vec/')
+    variables = " ".join(
+        f"{table1.TASKS[t].word_vectors}=/tmp/vec/{table1.TASKS[t].word_vectors}.txt.gz"
+        for t in tasks
+    )
+    seeds_text = " ".join(map(str, seeds))
+    table = "python3 -m allennlp elmo-table1 -s /tmp/runs --rows elmo --include-package elmo_plugin"
+    print(
+        "  carry []: ln -sf /tmp/site/bin/allennlp /opt/torch/.venv/bin/allennlp; "
+        f"{ENV} ELMO_OPTIONS_FILE=/tmp/bilm/options.json ELMO_WEIGHT_FILE=/tmp/bilm/weights.hdf5 "
+        f"{variables} && for t in {' '.join(tasks)}; do for s in {seeds_text}; do "
+        f"timeout 520 {table} --cuda-device 0 --tasks $t --seeds $s > /tmp/t1_$t$s.log 2>&1 & "
+        f"done; done; wait; {table} --no-train --seeds {seeds_text} --output-dir $OUT/table1; "
+        "tar -czf $OUT/logs.tgz /tmp/t1_*.log /tmp/runs/*/*.log"
+    )
 
 
 if __name__ == "__main__":

@@ -69,3 +69,36 @@ def test_device_prep_carries_the_pins_the_image_lacks_in_groups_under_the_limit(
     groups = device_prep.split(wheels, budget=40)
     assert sorted(w.name for g in groups for w in g) == sorted(f"{n}.whl" for n in sizes)
     assert all(sum(w.stat().st_size for w in g) <= 40 for g in groups) and len(groups) == 2
+
+
+@pytest.mark.slow
+def test_vectors_trimmed_to_a_tasks_words_give_allennlp_the_same_embedding(tmp_path):
+    from allennlp.common import Params
+    from allennlp.modules.token_embedders import Embedding
+    from allennlp.training.util import make_vocab_from_params
+
+    from elmo_plugin.analysis import table1
+
+    words = device_prep.task_words("sst")
+    params = Params.from_file(str(table1.CONFIG_DIR / table1.TASKS["sst"].config))
+    vocab = make_vocab_from_params(params, str(tmp_path / "vocab"), print_statistics=False)
+    assert words == set(vocab.get_token_to_index_vocabulary("tokens")) and "good" in words
+    # a vectors file of the task's words (a third of them) and as many others, in mixed order
+    generator = torch.Generator().manual_seed(0)
+    inside = sorted(words)[::3]
+    outside = [f"zz{k}" for k in range(len(inside))] + ["Good", "GOOD"]  # other casings too
+    lines = [
+        word + " " + " ".join(f"{v:.6f}" for v in torch.randn(4, generator=generator).tolist())
+        for pair in zip(inside, outside)
+        for word in pair
+    ]
+    whole = tmp_path / "whole.txt"
+    whole.write_text("\n".join(lines) + "\n")
+    kept = device_prep.trim_vectors(str(whole), tmp_path / "trimmed.txt.gz", words)
+    assert kept == len(inside)
+
+    def embedding(path) -> torch.Tensor:
+        torch.manual_seed(1)  # the words the file lacks are drawn at random
+        return Embedding(4, vocab=vocab, pretrained_file=str(path)).weight.detach()
+
+    assert torch.equal(embedding(whole), embedding(tmp_path / "trimmed.txt.gz"))

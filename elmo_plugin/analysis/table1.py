@@ -329,11 +329,13 @@ def run_table(
     train_run=sweep.train,
     baselines_from: Optional[str] = None,
     runs_from: Sequence[str] = (),
+    cuda_device: int = -1,
 ) -> Dict[str, Any]:
     """Train (or resume) every run of `tasks` not finished yet, in task order, with a progress bar
     whose ETA is the finished runs' training times (`seconds_left`); then tabulate every task of
     the table that has runs in `serialization_dir` (finished runs of other tasks are reported,
-    never dropped). A run that a `runs_from` file records is not trained again."""
+    never dropped). A run that a `runs_from` file records is not trained again. `cuda_device`
+    >= 0 trains on that GPU (the scale's settings are the same on any device)."""
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; one of {sorted(SCALES)}")
     unknown = sorted(set(tasks) - set(TASKS))
@@ -370,13 +372,17 @@ def run_table(
         if run_dir not in progress.unfinished:
             continue
         spec = SCALES[scale][task]
+        overrides = {
+            **spec.overrides,
+            **({"trainer.cuda_device": cuda_device} if cuda_device >= 0 else {}),
+        }
         progress.start(run_dir, f"{task} {run.name}")
         next(
             sweep.sweep(
                 str(CONFIG_DIR / TASKS[task].config),
                 str(out / task),
                 [run],
-                json.dumps(spec.overrides) if spec.overrides else None,
+                json.dumps(overrides) if overrides else None,
                 train_run=train_run,
                 fraction_batches_per_epoch=spec.fraction_batches_per_epoch,
                 subset_seed=SUBSET_SEED,

@@ -65,6 +65,12 @@ class ElmoTable1(Subcommand):
             help="table1.json files of earlier tables of this one (e.g. written on a machine whose "
             "run folders are gone): their run records count for the runs no folder holds",
         )
+        subparser.add_argument(
+            "--cuda-device",
+            type=int,
+            default=-1,
+            help="train on this GPU (default -1: the CPU); the scale's settings stay the same",
+        )
         subparser.set_defaults(func=_run)
         return subparser
 
@@ -110,6 +116,7 @@ def _run(args: argparse.Namespace) -> None:
             args.rows,
             baselines_from=args.baselines_from,
             runs_from=args.runs_from,
+            cuda_device=args.cuda_device,
         )
     table = table1.markdown(result["table"], args.scale, result["runs"], args.baselines_from)
     figure = table1.figure(result["table"]) if result["table"] else None

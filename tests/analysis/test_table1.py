@@ -48,6 +48,19 @@ class FakeTraining:
         assert '"elmo_plugin_subset"' not in config_text  # SST at the cpu scale: the whole set
 
 
+def test_a_cuda_device_reaches_every_run_and_the_cpu_default_adds_nothing(tmp_path):
+    seen = []
+
+    def training(run_dir: Path, config_text: str, overrides) -> None:
+        seen.append(json.loads(overrides))
+        FakeTraining()(run_dir, config_text, overrides)
+
+    table1.run_table(str(tmp_path / "gpu"), "cpu", [1], ["sst"], train_run=training, cuda_device=0)
+    table1.run_table(str(tmp_path / "cpu"), "cpu", [1], ["sst"], train_run=training)
+    assert [o.get("trainer.cuda_device") for o in seen] == [0, 0, None, None]
+    assert all(o["trainer.num_epochs"] == 12 for o in seen)  # the scale's overrides kept
+
+
 def test_grid_resume_and_report(tmp_path):
     out = str(tmp_path / "t1")
     # a run killed while archiving (metrics.json written, no model.tar.gz) is not finished
