@@ -183,6 +183,20 @@ def pack_data(target: Path) -> int:
     return target.stat().st_size
 
 
+def into_folders(files: List[Path], budget: int, prefix: str) -> List[List[Path]]:
+    """`files` moved into folders `PREFIX1/`, `PREFIX2/`, ... of this checkout (the old ones
+    replaced), each within `budget` bytes (`split`)."""
+    for old in REPO_ROOT.glob(f"{prefix}*"):
+        shutil.rmtree(old)
+    groups = split(files, budget)
+    for k, group in enumerate(groups, start=1):
+        folder = REPO_ROOT / f"{prefix}{k}"
+        folder.mkdir()
+        for path in group:
+            shutil.move(str(path), folder / path.name)
+    return groups
+
+
 def task_words(task: str) -> Set[str]:
     """The words of `task`'s word-embedding namespace (`tokens`): the vocabulary AllenNLP builds
     for its + ELMo config at the full size (train, dev and test), a superset of any Table 1 run's."""
@@ -236,15 +250,7 @@ def table1_payload(tasks: Sequence[str], budget: int) -> List[List[Path]]:
             vector_defaults()[variable], staging / f"{variable}.txt.gz", task_words(task)
         )
         print(f"{task}: {kept} vectors kept for {variable}")
-    for old in REPO_ROOT.glob(".devvec*"):
-        shutil.rmtree(old)
-    groups = split(list(staging.glob("*.txt.gz")), budget)
-    for k, group in enumerate(groups, start=1):
-        folder = REPO_ROOT / f".devvec{k}"
-        folder.mkdir()
-        for path in group:
-            shutil.move(str(path), folder / path.name)
-    return groups
+    return into_folders(list(staging.glob("*.txt.gz")), budget, ".devvec")
 
 
 def main() -> None:
@@ -278,14 +284,7 @@ def main() -> None:
     download_dir = Path(tempfile.mkdtemp())
     missing = download(packages, download_dir)
     budget = LIMIT - tree - data - 2**20
-    for old in REPO_ROOT.glob(".whl*"):
-        shutil.rmtree(old)
-    groups = split(list(download_dir.glob("*.whl")), budget)
-    for k, group in enumerate(groups, start=1):
-        folder = REPO_ROOT / f".whl{k}"
-        folder.mkdir()
-        for wheel in group:
-            shutil.move(str(wheel), folder / wheel.name)
+    groups = into_folders(list(download_dir.glob("*.whl")), budget, ".whl")
     print(f"{len(packages)} packages, {len(missing)} without a wheel: {sorted(missing)}")
     print(
         f"tree {tree / 2**20:.1f} MiB, data {data / 2**20:.1f} MiB; {len(groups)} wheel folder(s) "
