@@ -321,3 +321,27 @@ def test_the_cpu_long_scale_reaches_the_runs_it_raises(tmp_path):
         with pytest.raises(KeyboardInterrupt):
             table1.run_table(str(tmp_path / scale), scale, [1], ["snli"], train_run=training)
     assert passed == [{"trainer.num_epochs": 24}, {}]
+
+
+def test_the_cuda_device_option_reaches_run_table(tmp_path, monkeypatch):
+    import argparse
+
+    from elmo_plugin.commands import elmo_table1
+
+    seen = {}
+
+    def fake_run_table(*args, **kwargs):
+        seen.update(kwargs)
+        return {"table": [], "runs": {}}
+
+    monkeypatch.setattr(table1, "run_table", fake_run_table)
+    monkeypatch.setattr(table1, "markdown", lambda *a, **k: "")
+    monkeypatch.setattr(report, "write_report", lambda *a, **k: [])
+    parser = argparse.ArgumentParser()
+    ElmoTable1().add_subparser(parser.add_subparsers())
+    args = parser.parse_args(
+        ["elmo-table1", "-s", str(tmp_path / "t"), "--tasks", "sst", "--cuda-device", "0"]
+    )
+    monkeypatch.setenv("SST_WORD_VECTORS", "")
+    elmo_table1._run(args)
+    assert seen["cuda_device"] == 0
