@@ -79,6 +79,7 @@ LARGE_TRACKED = (
     REPO_ROOT / "elmo_bilm" / "pretrained" / "wikipedia" / "weights.hdf5",
 )
 LIMIT = 64 * 2**20
+DEVICE_CORES = 16  # the device machines' CPU cores, shared by the runs of one call
 # the bundled data folders gpu_check, gpu_sweep and gpu_tasks read (ELMO_PLUGIN_DATA there)
 DATA_FOLDERS = (
     "elmo_fixture", "conll2003", "sst", "snli_eval", "squad", "propbank_ewt", "litbank"
@@ -264,7 +265,22 @@ def main() -> None:
         "their word vectors trimmed to their words), and print the call that trains them",
     )
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3], help="with --table1")
+    parser.add_argument(
+        "--scale", default="cpu", help="with --table1: elmo-table1's scale (cpu, cpu_long, full)"
+    )
+    parser.add_argument(
+        "--rows",
+        nargs="+",
+        choices=["baseline", "elmo"],
+        default=["elmo"],
+        help="with --table1: the rows to train (+ ELMo from wikipedia_1024, the baseline)",
+    )
     args = parser.parse_args()
+    if args.table1:
+        from elmo_plugin.analysis import table1
+
+        if args.scale not in table1.SCALES:
+            parser.error(f"--scale {args.scale}: not one of {sorted(table1.SCALES)}")
     start = time.perf_counter()
     exclude = REPO_ROOT / ".git" / "info" / "exclude"
     exclude.parent.mkdir(exist_ok=True)
@@ -306,7 +322,7 @@ def main() -> None:
         "python3 -m benchmarks.gpu_sweep --device cuda --dtype bfloat16"
     )
     if args.table1:
-        print_table1_calls(args.table1, args.seeds, len(payload))
+        print_table1_calls(args.table1, args.seeds, len(payload), args.scale, args.rows)
     print("  here: git checkout -- elmo_bilm/pretrained (the task configs' default biLM), then")
     vectors = " ".join(f"{task}_WORD_VECTORS=" for task in TASK_PREFIXES)
     print(f"  carry []: {ENV} {vectors} && python3 -m benchmarks.gpu_tasks --device cuda")
@@ -315,29 +331,48 @@ def main() -> None:
         sys.exit("the tree alone leaves under 8 MiB for wheels: leave more files behind")
 
 
-def print_table1_calls(tasks: Sequence[str], seeds: Sequence[int], vector_folders: int) -> None:
-    """The calls that carry the biLM and the vectors into /tmp and train the runs, all at once
-    (one `elmo-table1` per run), then write their records to $OUT/table1/table1.json for
-    `elmo-table1 --runs-from` here."""
+def table1_call(
+    tasks: Sequence[str], seeds: Sequence[int], scale: str = "cpu", rows: Sequence[str] = ("elmo",)
+) -> str:
+    """The device call that trains these Table 1 runs all at once (one `elmo-table1` per task,
+    row and seed, each stopped after 520 s so that the call's 600 s leave room for the rest),
+    then writes the finished runs' records to $OUT/table1/table1.json for `elmo-table1
+    --runs-from` here, and their logs to $OUT/logs.tgz."""
     from elmo_plugin.analysis import table1
 
-    print('  carry [".devbilm"]: mkdir -p /tmp/bilm && cp .devbilm/* /tmp/bilm/')
-    for k in range(1, vector_folders + 1):
-        print(f'  carry [".devvec{k}"]: mkdir -p /tmp/vec && cp .devvec{k}/* /tmp/vec/')
     variables = " ".join(
         f"{table1.TASKS[t].word_vectors}=/tmp/vec/{table1.TASKS[t].word_vectors}.txt.gz"
         for t in tasks
     )
     seeds_text = " ".join(map(str, seeds))
-    table = "python3 -m allennlp elmo-table1 -s /tmp/runs --rows elmo --include-package elmo_plugin"
-    print(
-        "  carry []: ln -sf /tmp/site/bin/allennlp /opt/torch/.venv/bin/allennlp; "
-        f"{ENV} ELMO_OPTIONS_FILE=/tmp/bilm/options.json ELMO_WEIGHT_FILE=/tmp/bilm/weights.hdf5 "
-        f"{variables} && for t in {' '.join(tasks)}; do for s in {seeds_text}; do "
-        f"timeout 520 {table} --cuda-device 0 --tasks $t --seeds $s > /tmp/t1_$t$s.log 2>&1 & "
-        f"done; done; wait; {table} --no-train --seeds {seeds_text} --output-dir $OUT/table1; "
-        "tar -czf $OUT/logs.tgz /tmp/t1_*.log /tmp/runs/*/*.log"
+    threads = max(1, DEVICE_CORES // (len(tasks) * len(rows) * len(seeds)))
+    table = (
+        f"python3 -m allennlp elmo-table1 -s /tmp/runs_{scale} --scale {scale} "
+        "--include-package elmo_plugin"
     )
+    return (
+        "ln -sf /tmp/site/bin/allennlp /opt/torch/.venv/bin/allennlp; "
+        f"{ENV} ELMO_OPTIONS_FILE=/tmp/bilm/options.json ELMO_WEIGHT_FILE=/tmp/bilm/weights.hdf5 "
+        f"OMP_NUM_THREADS={threads} {variables} && for t in {' '.join(tasks)}; do for r in {' '.join(rows)}; do "
+        f"for s in {seeds_text}; do timeout 520 {table} --cuda-device 0 --rows $r --tasks $t "
+        "--seeds $s > /tmp/t1_$t$r$s.log 2>&1 & done; done; done; wait; "
+        f"{table} --no-train --tasks {' '.join(tasks)} --seeds {seeds_text} "
+        "--output-dir $OUT/table1; tar -czf $OUT/logs.tgz /tmp/t1_*.log /tmp/runs_*/*/*.log"
+    )
+
+
+def print_table1_calls(
+    tasks: Sequence[str],
+    seeds: Sequence[int],
+    vector_folders: int,
+    scale: str,
+    rows: Sequence[str],
+) -> None:
+    """The calls that carry the biLM and the vectors into /tmp, then `table1_call`."""
+    print('  carry [".devbilm"]: mkdir -p /tmp/bilm && cp .devbilm/* /tmp/bilm/')
+    for k in range(1, vector_folders + 1):
+        print(f'  carry [".devvec{k}"]: mkdir -p /tmp/vec && cp .devvec{k}/* /tmp/vec/')
+    print("  carry []: " + table1_call(tasks, seeds, scale, rows))
 
 
 if __name__ == "__main__":

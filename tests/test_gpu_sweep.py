@@ -1,6 +1,7 @@
 """The GPU benchmark's batch-size sweep and the device preparation, exercised on the CPU (CI has
 no GPU): tiny sizes, every row's schema."""
 
+import subprocess
 from unittest import mock
 
 import pytest
@@ -102,3 +103,16 @@ def test_vectors_trimmed_to_a_tasks_words_give_allennlp_the_same_embedding(tmp_p
         return Embedding(4, vocab=vocab, pretrained_file=str(path)).weight.detach()
 
     assert torch.equal(embedding(whole), embedding(tmp_path / "trimmed.txt.gz"))
+
+
+def test_the_printed_table1_call_trains_the_scale_rows_and_seeds_asked_within_the_tools_limit():
+    call = device_prep.table1_call(["snli", "coref"], [1, 2, 3], "cpu_long", ["baseline", "elmo"])
+    assert len(call) <= 2000  # the device tool's limit on a command
+    assert subprocess.run(["bash", "-n", "-c", call]).returncode == 0
+    assert "--scale cpu_long" in call and "-s /tmp/runs_cpu_long" in call
+    assert "for r in baseline elmo; do for s in 1 2 3;" in call and "--rows $r" in call
+    assert "OMP_NUM_THREADS=1 " in call  # 12 runs share 16 cores
+    assert "SNLI_WORD_VECTORS=/tmp/vec/" in call and "COREF_WORD_VECTORS=/tmp/vec/" in call
+    default = device_prep.table1_call(["sst"], [3])
+    assert "--scale cpu " in default and "for r in elmo;" in default
+    assert "OMP_NUM_THREADS=16 " in default
