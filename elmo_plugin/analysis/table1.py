@@ -6,6 +6,7 @@ and metrics are written), so an interrupted table continues where it stopped.
 """
 
 import json
+import math
 import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -248,6 +249,66 @@ def markdown(
         + markdown_table(header, body)
         + total
         + runs_section
+    )
+
+
+def compare_elmo(
+    records: Dict[str, List[Dict[str, Any]]], other: Dict[str, Any]
+) -> List[Dict[str, Any]]:
+    """Per task, this table's + ELMo row against the + ELMo row of `other` (another
+    `table1.json`'s content, e.g. the same tasks with another biLM): both means, their
+    difference and Welch's t-test (two-sided p; it does not assume the two rows' spreads equal,
+    and with 2-3 seeds a row only a large difference reaches a small p)."""
+    from scipy import stats
+
+    def tests(task_records: Sequence[Dict[str, Any]]) -> List[float]:
+        return [
+            100.0 * r["test"]
+            for r in task_records
+            if r["placement"] is None and r["test"] is not None
+        ]
+
+    compared = []
+    for task, task_records in records.items():
+        ours, theirs = tests(task_records), tests(other["runs"].get(task, []))
+        if not ours or not theirs:
+            continue
+        welch = None
+        if len(ours) > 1 and len(theirs) > 1:
+            welch = float(stats.ttest_ind(ours, theirs, equal_var=False).pvalue)
+            welch = None if math.isnan(welch) else welch  # both rows without spread
+        compared.append(
+            {
+                "task": task,
+                "elmo_mean": statistics.mean(ours),
+                "elmo_seeds": len(ours),
+                "other_mean": statistics.mean(theirs),
+                "other_seeds": len(theirs),
+                "difference": statistics.mean(ours) - statistics.mean(theirs),
+                "welch_p": welch,
+            }
+        )
+    return compared
+
+
+def comparison_markdown(compared: Sequence[Dict[str, Any]], other_path: str) -> str:
+    """`compare_elmo`'s rows as a markdown section."""
+    from elmo_plugin.analysis.report import markdown_table
+
+    body = [
+        [
+            row["task"],
+            f"{row['elmo_mean']:.2f} ({row['elmo_seeds']})",
+            f"{row['other_mean']:.2f} ({row['other_seeds']})",
+            f"{row['difference']:+.2f}",
+            "-" if row["welch_p"] is None else f"{row['welch_p']:.3f}",
+        ]
+        for row in compared
+    ]
+    header = ["task", "+ ELMo here (seeds)", "+ ELMo there (seeds)", "difference", "Welch p"]
+    return (
+        f"\n+ ELMo here against + ELMo of `{other_path}` (test means; Welch's t-test, two-sided)\n\n"
+        + markdown_table(header, body)
     )
 
 

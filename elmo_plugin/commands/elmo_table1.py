@@ -1,7 +1,9 @@
 """`allennlp elmo-table1`: the paper's Table 1 (six tasks, baseline vs + ELMo, over seeds)."""
 
 import argparse
+import json
 import os
+from pathlib import Path
 
 from allennlp.commands.subcommand import Subcommand
 
@@ -66,6 +68,12 @@ class ElmoTable1(Subcommand):
             "run folders are gone): their run records count for the runs no folder holds",
         )
         subparser.add_argument(
+            "--compare-elmo-with",
+            metavar="JSON",
+            help="another table1.json (e.g. the same tasks with another biLM): compare its + ELMo "
+            "row with this table's, per task (means, difference, Welch's t-test)",
+        )
+        subparser.add_argument(
             "--cuda-device",
             type=int,
             default=-1,
@@ -85,9 +93,11 @@ def _run(args: argparse.Namespace) -> None:
             "--baselines-from tabulates another folder's baselines: train with --rows elmo "
             "(or tabulate with --no-train)"
         )
-    for path in args.runs_from:
+    named = [("--runs-from", path) for path in args.runs_from]
+    named += [("--compare-elmo-with", args.compare_elmo_with)] if args.compare_elmo_with else []
+    for flag, path in named:
         if not os.path.isfile(path):
-            raise FileNotFoundError(f"--runs-from {path}: no such file")
+            raise FileNotFoundError(f"{flag} {path}: no such file")
     if args.no_train:
         folders = {args.serialization_dir, args.baselines_from or args.serialization_dir}
         for folder in folders - ({args.serialization_dir} if args.runs_from else set()):
@@ -119,6 +129,11 @@ def _run(args: argparse.Namespace) -> None:
             cuda_device=args.cuda_device,
         )
     table = table1.markdown(result["table"], args.scale, result["runs"], args.baselines_from)
+    if args.compare_elmo_with:
+        other = json.loads(Path(args.compare_elmo_with).read_text())
+        result["elmo_comparison"] = table1.compare_elmo(result["runs"], other)
+        result["elmo_compared_with"] = args.compare_elmo_with
+        table += table1.comparison_markdown(result["elmo_comparison"], args.compare_elmo_with)
     figure = table1.figure(result["table"]) if result["table"] else None
     output_dir = args.output_dir or args.serialization_dir
     os.makedirs(output_dir, exist_ok=True)

@@ -7,6 +7,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from scipy import stats
 
 from elmo_plugin.analysis import report, sweep, table1
 from elmo_plugin.commands.elmo_table1 import ElmoTable1
@@ -59,6 +60,31 @@ def test_a_cuda_device_reaches_every_run_and_the_cpu_default_adds_nothing(tmp_pa
     table1.run_table(str(tmp_path / "cpu"), "cpu", [1], ["sst"], train_run=training)
     assert [o.get("trainer.cuda_device") for o in seen] == [0, 0, None, None]
     assert all(o["trainer.num_epochs"] == 12 for o in seen)  # the scale's overrides kept
+
+
+def test_compare_elmo_with_another_table_gives_welchs_test_per_task(tmp_path):
+    """+ ELMo here (46 / 48) against + ELMo of another table (e.g. another biLM: 40 / 41 / 45)."""
+    out = tmp_path / "t1"
+    table1.run_table(str(out), "cpu", [1, 2], ["sst"], train_run=FakeTraining())
+    other = tmp_path / "other.json"
+    runs = [{"placement": None, "seed": s, "test": v} for s, v in ((1, 0.40), (2, 0.41), (3, 0.45))]
+    runs.append({"placement": "none", "seed": 1, "test": 0.10})  # a baseline: not compared
+    other.write_text(json.dumps({"runs": {"sst": runs, "ner": runs}}))
+    argv = ["elmo-table1", "-s", str(out), "--seeds", "1", "2", "--no-train"]
+    run_command(ElmoTable1, argv + ["--compare-elmo-with", str(other)])
+    result = json.loads((out / "table1.json").read_text())
+    (row,) = result["elmo_comparison"]  # no ner row: no + ELMo run of ner here
+    assert (row["task"], row["elmo_seeds"], row["other_seeds"]) == ("sst", 2, 3)
+    assert row["difference"] == pytest.approx(47.0 - 42.0)
+    # Welch's test by hand: unequal variances (2 and 7), Welch-Satterthwaite degrees of freedom
+    se2 = 2.0 / 2 + 7.0 / 3
+    df = se2**2 / ((2.0 / 2) ** 2 / 1 + (7.0 / 3) ** 2 / 2)
+    t = 5.0 / se2**0.5
+    assert row["welch_p"] == pytest.approx(2 * stats.t.sf(t, df), rel=1e-6)
+    assert result["elmo_compared_with"] == str(other)
+    assert f"+ ELMo of `{other}`" in (out / "table1.md").read_text()
+    with pytest.raises(SystemExit, match="--compare-elmo-with .*nope.json: no such file"):
+        run_command(ElmoTable1, argv + ["--compare-elmo-with", str(tmp_path / "nope.json")])
 
 
 def test_grid_resume_and_report(tmp_path):
