@@ -17,7 +17,9 @@ warm (30 s after a call), a folder in the tree does not. This script:
 4. prints the device calls: each installs one folder into `/tmp/siteK` and merges it into
    `/tmp/site` (`pip --target` skips a folder that exists, so two installs into one target lose
    the second's part of a namespace package such as `google`); the last also runs `gpu_check`
-   and the sweeps; then, with the shipped weights restored here, `gpu_tasks`.
+   and the sweeps; then, with the shipped weights restored here, `gpu_tasks`. With `--table1`:
+   the calls that carry the biLM and the vectors, the one that starts the runs (in a new process
+   session, which outlives a call while the machine stays warm) and the one that waits for them.
 
     python -m benchmarks.device_prep            # then call the device tool with the printed commands
 """
@@ -275,6 +277,13 @@ def main() -> None:
         default=["elmo"],
         help="with --table1: the rows to train (+ ELMo from wikipedia_1024, the baseline)",
     )
+    parser.add_argument(
+        "--run-seconds",
+        type=int,
+        default=520,
+        help="with --table1: each run stops after this long (the runs outlive a call; a lease "
+        "holds 900 s of device time in all)",
+    )
     args = parser.parse_args()
     if args.table1:
         from elmo_plugin.analysis import table1
@@ -322,7 +331,9 @@ def main() -> None:
         "python3 -m benchmarks.gpu_sweep --device cuda --dtype bfloat16"
     )
     if args.table1:
-        print_table1_calls(args.table1, args.seeds, len(payload), args.scale, args.rows)
+        print_table1_calls(
+            args.table1, args.seeds, len(payload), args.scale, args.rows, args.run_seconds
+        )
     print("  here: git checkout -- elmo_bilm/pretrained (the task configs' default biLM), then")
     vectors = " ".join(f"{task}_WORD_VECTORS=" for task in TASK_PREFIXES)
     print(f"  carry []: {ENV} {vectors} && python3 -m benchmarks.gpu_tasks --device cuda")
@@ -331,33 +342,65 @@ def main() -> None:
         sys.exit("the tree alone leaves under 8 MiB for wheels: leave more files behind")
 
 
-def table1_call(
-    tasks: Sequence[str], seeds: Sequence[int], scale: str = "cpu", rows: Sequence[str] = ("elmo",)
-) -> str:
-    """The device call that trains these Table 1 runs all at once (one `elmo-table1` per task,
-    row and seed, each stopped after 520 s so that the call's 600 s leave room for the rest),
-    then writes the finished runs' records to $OUT/table1/table1.json for `elmo-table1
-    --runs-from` here, and their logs to $OUT/logs.tgz."""
+def _table1_parts(tasks: Sequence[str], seeds: Sequence[int], scale: str, rows: Sequence[str]):
+    """The environment every Table 1 device call sets, and its `elmo-table1` command."""
     from elmo_plugin.analysis import table1
 
     variables = " ".join(
         f"{table1.TASKS[t].word_vectors}=/tmp/vec/{table1.TASKS[t].word_vectors}.txt.gz"
         for t in tasks
     )
-    seeds_text = " ".join(map(str, seeds))
     threads = max(1, DEVICE_CORES // (len(tasks) * len(rows) * len(seeds)))
+    env = (
+        "ln -sf /tmp/site/bin/allennlp /opt/torch/.venv/bin/allennlp; "
+        f"{ENV} ELMO_OPTIONS_FILE=/tmp/bilm/options.json ELMO_WEIGHT_FILE=/tmp/bilm/weights.hdf5 "
+        f"OMP_NUM_THREADS={threads} {variables}"
+    )
     table = (
         f"python3 -m allennlp elmo-table1 -s /tmp/runs_{scale} --scale {scale} "
         "--include-package elmo_plugin"
     )
+    return env, table
+
+
+def _table1_wait(tasks: Sequence[str], seeds: Sequence[int], table: str) -> str:
+    """Wait (at most 560 s, a call's 600 s less the rest) for the runs to end, then tabulate the
+    finished ones into $OUT/table1/table1.json and pack the logs into $OUT/logs.tgz."""
     return (
-        "ln -sf /tmp/site/bin/allennlp /opt/torch/.venv/bin/allennlp; "
-        f"{ENV} ELMO_OPTIONS_FILE=/tmp/bilm/options.json ELMO_WEIGHT_FILE=/tmp/bilm/weights.hdf5 "
-        f"OMP_NUM_THREADS={threads} {variables} && for t in {' '.join(tasks)}; do for r in {' '.join(rows)}; do "
-        f"for s in {seeds_text}; do timeout 520 {table} --cuda-device 0 --rows $r --tasks $t "
-        "--seeds $s > /tmp/t1_$t$r$s.log 2>&1 & done; done; done; wait; "
-        f"{table} --no-train --tasks {' '.join(tasks)} --seeds {seeds_text} "
+        "for i in $(seq 560); do [ -e /tmp/t1_done ] && break; sleep 1; done; "
+        f"{table} --no-train --tasks {' '.join(tasks)} --seeds {' '.join(map(str, seeds))} "
         "--output-dir $OUT/table1; tar -czf $OUT/logs.tgz /tmp/t1_*.log /tmp/runs_*/*/*.log"
+    )
+
+
+def table1_wait_call(tasks: Sequence[str], seeds: Sequence[int], scale: str = "cpu") -> str:
+    """A device call that waits for the runs `table1_call` started and writes the finished runs'
+    records for `elmo-table1 --runs-from` here: call it again, within 30 s, while runs go on."""
+    env, table = _table1_parts(tasks, seeds, scale, ["elmo"])
+    return f"{env}; {_table1_wait(tasks, seeds, table)}"
+
+
+def table1_call(
+    tasks: Sequence[str],
+    seeds: Sequence[int],
+    scale: str = "cpu",
+    rows: Sequence[str] = ("elmo",),
+    seconds: int = 520,
+) -> str:
+    """The device call that starts these Table 1 runs all at once (one `elmo-table1` per task,
+    row and seed, each stopped after `seconds`) in a new process session, which outlives the
+    call while the machine stays warm, then does what `table1_wait_call` does. Runs longer
+    than one call's 600 s go on through repeated wait calls."""
+    env, table = _table1_parts(tasks, seeds, scale, rows)
+    launch = (
+        f"for t in {' '.join(tasks)}; do for r in {' '.join(rows)}; do "
+        f"for s in {' '.join(map(str, seeds))}; do timeout {seconds} {table} --cuda-device 0 "
+        "--rows $r --tasks $t --seeds $s > /tmp/t1_$t$r$s.log 2>&1 & done; done; done; wait; "
+        "touch /tmp/t1_done"
+    )
+    return (
+        f"{env} && rm -f /tmp/t1_done && setsid bash -c '{launch}' > /dev/null 2>&1 & "
+        + _table1_wait(tasks, seeds, table)
     )
 
 
@@ -367,12 +410,16 @@ def print_table1_calls(
     vector_folders: int,
     scale: str,
     rows: Sequence[str],
+    seconds: int,
 ) -> None:
-    """The calls that carry the biLM and the vectors into /tmp, then `table1_call`."""
+    """The calls that carry the biLM and the vectors into /tmp, then `table1_call` and
+    `table1_wait_call`."""
     print('  carry [".devbilm"]: mkdir -p /tmp/bilm && cp .devbilm/* /tmp/bilm/')
     for k in range(1, vector_folders + 1):
         print(f'  carry [".devvec{k}"]: mkdir -p /tmp/vec && cp .devvec{k}/* /tmp/vec/')
-    print("  carry []: " + table1_call(tasks, seeds, scale, rows))
+    print("  carry []: " + table1_call(tasks, seeds, scale, rows, seconds))
+    print("  while runs go on (the last call's output lists them), each within 30 s of the last:")
+    print("  carry []: " + table1_wait_call(tasks, seeds, scale))
 
 
 if __name__ == "__main__":

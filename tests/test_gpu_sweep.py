@@ -105,14 +105,23 @@ def test_vectors_trimmed_to_a_tasks_words_give_allennlp_the_same_embedding(tmp_p
     assert torch.equal(embedding(whole), embedding(tmp_path / "trimmed.txt.gz"))
 
 
-def test_the_printed_table1_call_trains_the_scale_rows_and_seeds_asked_within_the_tools_limit():
+def test_the_printed_table1_calls_train_the_scale_rows_and_seeds_asked_within_the_tools_limit():
     call = device_prep.table1_call(["snli", "coref"], [1, 2, 3], "cpu_long", ["baseline", "elmo"])
-    assert len(call) <= 2000  # the device tool's limit on a command
-    assert subprocess.run(["bash", "-n", "-c", call]).returncode == 0
-    assert "--scale cpu_long" in call and "-s /tmp/runs_cpu_long" in call
+    wait = device_prep.table1_wait_call(["snli", "coref"], [1, 2, 3], "cpu_long")
+    for command in (call, wait):
+        assert len(command) <= 2000  # the device tool's limit on a command
+        assert subprocess.run(["bash", "-n", "-c", command]).returncode == 0
+        assert (
+            "SNLI_WORD_VECTORS=/tmp/vec/" in command and "COREF_WORD_VECTORS=/tmp/vec/" in command
+        )
+        assert "-s /tmp/runs_cpu_long --scale cpu_long" in command
+        assert "--no-train --tasks snli coref --seeds 1 2 3 --output-dir $OUT/table1" in command
     assert "for r in baseline elmo; do for s in 1 2 3;" in call and "--rows $r" in call
     assert "OMP_NUM_THREADS=1 " in call  # 12 runs share 16 cores
-    assert "SNLI_WORD_VECTORS=/tmp/vec/" in call and "COREF_WORD_VECTORS=/tmp/vec/" in call
-    default = device_prep.table1_call(["sst"], [3])
+    # the runs outlive the call (a new session), each bounded; the call waits for them
+    assert "setsid bash -c 'for t in snli coref;" in call and "timeout 520 " in call
+    assert call.index("touch /tmp/t1_done") < call.index("[ -e /tmp/t1_done ]")
+    assert "--cuda-device 0" not in wait and "setsid" not in wait
+    default = device_prep.table1_call(["sst"], [3], seconds=700)
     assert "--scale cpu " in default and "for r in elmo;" in default
-    assert "OMP_NUM_THREADS=16 " in default
+    assert "OMP_NUM_THREADS=16 " in default and "timeout 700 " in default
