@@ -98,6 +98,21 @@ def _run(args: argparse.Namespace) -> None:
     for flag, path in named:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"{flag} {path}: no such file")
+    # read before any training, so that a bad file stops the command at once
+    other = None
+    if args.compare_elmo_with:
+        try:
+            other = json.loads(Path(args.compare_elmo_with).read_text())
+        except json.JSONDecodeError as error:
+            raise ValueError(
+                f"--compare-elmo-with {args.compare_elmo_with}, line {error.lineno}: not a "
+                f"table1.json ({error.msg})"
+            ) from None
+        if not isinstance(other, dict) or not isinstance(other.get("runs"), dict):
+            raise ValueError(
+                f'--compare-elmo-with {args.compare_elmo_with}: no "runs" object, not a '
+                "table1.json (elmo-table1 writes one beside table1.md)"
+            )
     if args.no_train:
         folders = {args.serialization_dir, args.baselines_from or args.serialization_dir}
         for folder in folders - ({args.serialization_dir} if args.runs_from else set()):
@@ -129,8 +144,7 @@ def _run(args: argparse.Namespace) -> None:
             cuda_device=args.cuda_device,
         )
     table = table1.markdown(result["table"], args.scale, result["runs"], args.baselines_from)
-    if args.compare_elmo_with:
-        other = json.loads(Path(args.compare_elmo_with).read_text())
+    if other is not None:
         result["elmo_comparison"] = table1.compare_elmo(result["runs"], other)
         result["elmo_compared_with"] = args.compare_elmo_with
         table += table1.comparison_markdown(result["elmo_comparison"], args.compare_elmo_with)

@@ -85,6 +85,13 @@ def test_compare_elmo_with_another_table_gives_welchs_test_per_task(tmp_path):
     assert f"+ ELMo of `{other}`" in (out / "table1.md").read_text()
     with pytest.raises(SystemExit, match="--compare-elmo-with .*nope.json: no such file"):
         run_command(ElmoTable1, argv + ["--compare-elmo-with", str(tmp_path / "nope.json")])
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"runs": ')
+    with pytest.raises(SystemExit, match="bad.json, line 1: not a table1.json"):
+        run_command(ElmoTable1, argv + ["--compare-elmo-with", str(bad)])
+    bad.write_text('{"table": []}')
+    with pytest.raises(SystemExit, match='bad.json: no "runs" object, not a table1.json'):
+        run_command(ElmoTable1, argv + ["--compare-elmo-with", str(bad)])
 
 
 def test_grid_resume_and_report(tmp_path):
