@@ -115,16 +115,20 @@ def error_reduction(baseline: float, elmo: float) -> float:
     return 100.0 * (elmo - baseline) / (100.0 - baseline)
 
 
+def row_results(records: Sequence[Dict[str, Any]], placement: Optional[str]) -> List[float]:
+    """The test figures of one row's runs (`placement`: `sweep.BASELINE` or None, + ELMo), in
+    percent as Table 1 (AllenNLP reports fractions)."""
+    return [
+        100.0 * r["test"] for r in records if r["placement"] == placement and r["test"] is not None
+    ]
+
+
 def summarise(task: str, records: Sequence[Dict[str, Any]], train_size: Optional[int]) -> Dict:
     """One Table 1 row from a task's run records: mean and standard deviation over seeds."""
     spec = TASKS[task]
     row: Dict[str, Any] = {"task": task, "metric": spec.metric, "train_size": train_size}
     for key, placement in (("baseline", sweep.BASELINE), ("elmo", None)):
-        values: List[float] = [
-            100.0 * r["test"]  # AllenNLP's fractions, in percent as Table 1
-            for r in records
-            if r["placement"] == placement and r["test"] is not None
-        ]
+        values = row_results(records, placement)
         row[f"{key}_seeds"] = len(values)
         row[f"{key}_mean"] = statistics.mean(values) if values else None
         row[f"{key}_std"] = statistics.stdev(values) if len(values) > 1 else None
@@ -261,16 +265,10 @@ def compare_elmo(
     and with 2-3 seeds a row only a large difference reaches a small p)."""
     from scipy import stats
 
-    def tests(task_records: Sequence[Dict[str, Any]]) -> List[float]:
-        return [
-            100.0 * r["test"]
-            for r in task_records
-            if r["placement"] is None and r["test"] is not None
-        ]
-
     compared = []
     for task, task_records in records.items():
-        ours, theirs = tests(task_records), tests(other["runs"].get(task, []))
+        ours = row_results(task_records, None)
+        theirs = row_results(other["runs"].get(task, []), None)
         if not ours or not theirs:
             continue
         welch = None
