@@ -263,8 +263,8 @@ def main() -> None:
         "--table1",
         nargs="+",
         metavar="TASK",
-        help="also carry what + ELMo runs of these Table 1 tasks need (the wikipedia_1024 biLM, "
-        "their word vectors trimmed to their words), and print the call that trains them",
+        help="also carry what Table 1 runs of these tasks need (the wikipedia_1024 biLM, their "
+        "word vectors trimmed to their words), and print the calls that train them",
     )
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3], help="with --table1")
     parser.add_argument(
