@@ -399,7 +399,9 @@ def table1_call(
         "touch /tmp/t1_done"
     )
     return (
-        f"{env} && rm -f /tmp/t1_done && setsid bash -c '{launch}' > /dev/null 2>&1 & "
+        # `;`, not `&&`: an and-list before the `&` would put the exports in the background
+        # subshell too, and the tabulation after it would run without them
+        f"{env}; rm -f /tmp/t1_done; setsid bash -c '{launch}' > /dev/null 2>&1 & "
         + _table1_wait(tasks, seeds, table)
     )
 

@@ -2,6 +2,7 @@
 no GPU): tiny sizes, every row's schema."""
 
 import subprocess
+from pathlib import Path
 from unittest import mock
 
 import pytest
@@ -154,3 +155,32 @@ def test_device_prep_passes_its_table1_options_to_the_printed_calls(tmp_path, mo
     with pytest.raises(SystemExit):
         device_prep.main()
     assert "--scale huge: not one of" in capsys.readouterr().err
+
+
+def test_the_table1_launch_call_runs_and_tabulates_with_its_environment(tmp_path):
+    """The launch call, run by bash with a stand-in `python3` that records what it was given:
+    every run and the tabulation after them see the exports (an and-list before the call's `&`
+    once sent the exports into the background with the runs, and the tabulation found no
+    AllenNLP on the device)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    record = tmp_path / "calls.txt"
+    fake = bin_dir / "python3"
+    fake.write_text(f'#!/bin/sh\necho "$PYTHONPATH|$ELMO_OPTIONS_FILE|$*" >> {record}\n')
+    fake.chmod(0o755)
+    out = tmp_path / "out"
+    out.mkdir()
+    call = device_prep.table1_call(["snli"], [4], "cpu_long", ["baseline"], seconds=30)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "OUT": str(out), "HOME": str(tmp_path)}
+    try:
+        subprocess.run(["bash", "-c", call], env=env, cwd=tmp_path, timeout=60, check=False)
+        calls = record.read_text().splitlines()
+    finally:
+        for name in ("t1_done", "t1_snlibaseline4.log"):
+            Path("/tmp", name).unlink(missing_ok=True)
+    runs = [line for line in calls if "--cuda-device 0" in line]
+    tables = [line for line in calls if "--no-train" in line]
+    assert len(runs) == 1 and "--rows baseline --tasks snli --seeds 4" in runs[0]
+    assert len(tables) == 1 and f"--output-dir {out}/table1" in tables[0]
+    for line in runs + tables:
+        assert line.startswith("/tmp/site:") and "|/tmp/bilm/options.json|" in line
