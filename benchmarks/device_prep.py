@@ -342,7 +342,7 @@ def main() -> None:
         sys.exit("the tree alone leaves under 8 MiB for wheels: leave more files behind")
 
 
-def _table1_parts(tasks: Sequence[str], seeds: Sequence[int], scale: str, rows: Sequence[str]):
+def _table1_parts(tasks: Sequence[str], scale: str):
     """The environment every Table 1 device call sets, and its `elmo-table1` command."""
     from elmo_plugin.analysis import table1
 
@@ -350,11 +350,10 @@ def _table1_parts(tasks: Sequence[str], seeds: Sequence[int], scale: str, rows: 
         f"{table1.TASKS[t].word_vectors}=/tmp/vec/{table1.TASKS[t].word_vectors}.txt.gz"
         for t in tasks
     )
-    threads = max(1, DEVICE_CORES // (len(tasks) * len(rows) * len(seeds)))
     env = (
         "ln -sf /tmp/site/bin/allennlp /opt/torch/.venv/bin/allennlp; "
         f"{ENV} ELMO_OPTIONS_FILE=/tmp/bilm/options.json ELMO_WEIGHT_FILE=/tmp/bilm/weights.hdf5 "
-        f"OMP_NUM_THREADS={threads} {variables}"
+        f"{variables}"
     )
     table = (
         f"python3 -m allennlp elmo-table1 -s /tmp/runs_{scale} --scale {scale} "
@@ -376,7 +375,7 @@ def _table1_wait(tasks: Sequence[str], seeds: Sequence[int], table: str) -> str:
 def table1_wait_call(tasks: Sequence[str], seeds: Sequence[int], scale: str = "cpu") -> str:
     """A device call that waits for the runs `table1_call` started and writes the finished runs'
     records for `elmo-table1 --runs-from` here: call it again, within 30 s, while runs go on."""
-    env, table = _table1_parts(tasks, seeds, scale, ["elmo"])
+    env, table = _table1_parts(tasks, scale)
     return f"{env}; {_table1_wait(tasks, seeds, table)}"
 
 
@@ -391,10 +390,12 @@ def table1_call(
     row and seed, each stopped after `seconds`) in a new process session, which outlives the
     call while the machine stays warm, then does what `table1_wait_call` does. Runs longer
     than one call's 600 s go on through repeated wait calls."""
-    env, table = _table1_parts(tasks, seeds, scale, rows)
+    env, table = _table1_parts(tasks, scale)
+    threads = max(1, DEVICE_CORES // (len(tasks) * len(rows) * len(seeds)))  # a share each
     launch = (
         f"for t in {' '.join(tasks)}; do for r in {' '.join(rows)}; do "
-        f"for s in {' '.join(map(str, seeds))}; do timeout {seconds} {table} --cuda-device 0 "
+        f"for s in {' '.join(map(str, seeds))}; do OMP_NUM_THREADS={threads} timeout {seconds} "
+        f"{table} --cuda-device 0 "
         "--rows $r --tasks $t --seeds $s > /tmp/t1_$t$r$s.log 2>&1 & done; done; done; wait; "
         "touch /tmp/t1_done"
     )
