@@ -6,13 +6,16 @@ interrupted: the random generators (dropout, sampled-softmax negatives, and the 
 shuffling, which the replay draws from generators in another state), the model's metric
 accumulators (the resumed epoch's perplexity counts only the batches after the checkpoint), and
 the epoch's `training_loss` (AllenNLP sums the losses of the batches after the checkpoint and
-divides by all of them). This callback saves what is needed with every checkpoint and puts it
-back at the right moment of the replay.
+divides by all of them), and `training_duration` (AllenNLP counts only the last process). This
+callback saves what is needed with every checkpoint and puts it back at the right moment of the
+replay.
 """
 
 import logging
 import os
 import random
+from datetime import timedelta
+from time import monotonic
 from typing import Any, Dict, Iterator, List, Optional, Set
 
 import numpy
@@ -154,7 +157,8 @@ class ExactRecovery(TrainerCallback):
     sums, and the frozen biLM's caches. On `--recover` each replayed epoch's loader starts from
     its epoch's states (so it shuffles as it did), and right before the first batch after the
     checkpoint the generators, metrics and caches are put back; the epoch's `training_loss` then
-    counts every batch (`metrics_epoch_N.json` is rewritten with it).
+    counts every batch (`metrics_epoch_N.json` is rewritten with it), and `training_duration`
+    adds the training time before the checkpoint to this process's.
 
     Assumes one training process, one batch per optimizer step, and a data loader whose draws
     come from Python's, numpy's or torch's global generators in the training process
@@ -173,10 +177,13 @@ class ExactRecovery(TrainerCallback):
         self._carried: Optional[Dict[str, float]] = None  # a resumed epoch's sums before it
         self._sums = {"loss": 0.0, "reg_loss": 0.0}  # the epoch's loss sums so far
         self._trainer: Any = None
+        self._started = monotonic()  # when this process began (or resumed) training
+        self._earlier: Optional[float] = None  # seconds trained up to the resumed checkpoint
 
     def on_start(self, trainer: Any, is_primary: bool = True, **kwargs: Any) -> None:
         super().on_start(trainer, is_primary=is_primary, **kwargs)
         self._trainer = trainer
+        self._started = monotonic()
         if getattr(trainer.data_loader, "num_workers", 0):
             logger.warning(
                 "The data loader reads in worker processes, whose random draws a checkpoint does "
@@ -214,14 +221,17 @@ class ExactRecovery(TrainerCallback):
         is_primary: bool = True,
         **kwargs: Any,
     ) -> None:
-        if self._carried is not None and self._batches:
+        resumed_epoch = self._carried is not None and self._batches > 0
+        if resumed_epoch:
             # AllenNLP divided the sums since the restart by all the epoch's batches
-            for key, carried in self._carried.items():
+            for key, carried in (self._carried or {}).items():
                 if f"training_{key}" in metrics:
                     metrics[f"training_{key}"] += carried / self._batches
-            if is_primary and self.serialization_dir:
-                path = os.path.join(self.serialization_dir, f"metrics_epoch_{epoch}.json")
-                dump_metrics(path, metrics)
+        if self._earlier is not None:
+            metrics["training_duration"] = str(timedelta(seconds=self._elapsed()))
+        if (resumed_epoch or self._earlier is not None) and is_primary and self.serialization_dir:
+            path = os.path.join(self.serialization_dir, f"metrics_epoch_{epoch}.json")
+            dump_metrics(path, metrics)
         self._epoch = epoch + 1
         self._batches = 0
         self._carried = None
@@ -235,9 +245,14 @@ class ExactRecovery(TrainerCallback):
             "batches": self._batches,
             "rng": rng_state(),
             "sums": dict(self._sums),
+            "elapsed": self._elapsed(),
             "metrics": metric_state(model) if model is not None else None,
             "caches": cache_state(model) if model is not None else {},
         }
+
+    def _elapsed(self) -> float:
+        """Seconds of training so far, earlier processes included."""
+        return (self._earlier or 0.0) + monotonic() - self._started
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
         if "epoch_starts" not in state_dict:
@@ -270,6 +285,8 @@ class ExactRecovery(TrainerCallback):
         set_cache_state(self._trainer.model, state.get("caches", {}))
         self._carried = dict(state["sums"])
         self._sums = dict(state["sums"])
+        if "elapsed" in state:  # absent from checkpoints of earlier versions
+            self._earlier, self._started = state["elapsed"], monotonic()  # the replay not counted
         logger.info("Resumed exactly after batch %d of epoch %d", state["batches"], state["epoch"])
 
 

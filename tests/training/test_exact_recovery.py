@@ -161,3 +161,51 @@ def test_recover_retraces_a_task_run_with_elmo_caches(tmp_path, repo_root):
     reference = torch.load(tmp_path / "straight" / "model_state_e2_b0.th")
     differ = [name for name in reference if not torch.equal(recovered[name], reference[name])]
     assert not differ
+
+
+def test_training_duration_counts_the_time_before_the_checkpoint(tmp_path, monkeypatch):
+    """After `--recover`, `training_duration` is the training time up to the checkpoint plus this
+    process's after it (the replay of the skipped batches not counted), in the epoch's metrics and
+    in the next checkpoint; a run never stopped keeps AllenNLP's own figure."""
+    from types import SimpleNamespace
+
+    from elmo_plugin.training import exact_recovery
+
+    now = [1000.0]
+    monkeypatch.setattr(exact_recovery, "monotonic", lambda: now[0])
+
+    def trainer():
+        return SimpleNamespace(
+            data_loader=[{"batch": 1}, {"batch": 2}], model=torch.nn.Linear(2, 2)
+        )
+
+    first = exact_recovery.ExactRecovery(str(tmp_path / "first"))
+    first.on_start(trainer())
+    now[0] = 1600.0  # killed after 600 s, with a checkpoint before any batch of epoch 0
+    torch.save(first.state_dict(), tmp_path / "state.th")
+
+    (tmp_path / "second").mkdir()
+    second = exact_recovery.ExactRecovery(str(tmp_path / "second"))
+    resumed = trainer()
+    now[0] = 5000.0
+    second.on_start(resumed)
+    second.load_state_dict(torch.load(tmp_path / "state.th"))
+    replay = iter(resumed.data_loader)
+    now[0] = 5200.0  # 200 s of replaying before the first batch after the checkpoint
+    assert list(replay) == [{"batch": 1}, {"batch": 2}]
+    now[0] = 5500.0
+    metrics = {"training_duration": "0:05:00"}  # AllenNLP's: this process only
+    second.on_epoch(resumed, metrics=metrics, epoch=0)
+    assert metrics["training_duration"] == "0:15:00"  # 600 s before, 300 s after
+    written = json.loads((tmp_path / "second" / "metrics_epoch_0.json").read_text())
+    assert written["training_duration"] == "0:15:00"
+    now[0] = 5600.0
+    assert second.state_dict()["elapsed"] == pytest.approx(1000.0)  # a second --recover adds on
+
+    (tmp_path / "plain").mkdir()
+    plain = exact_recovery.ExactRecovery(str(tmp_path / "plain"))
+    plain.on_start(trainer())
+    metrics = {"training_duration": "0:05:00"}
+    plain.on_epoch(plain.trainer, metrics=metrics, epoch=0)
+    assert metrics["training_duration"] == "0:05:00"
+    assert not (tmp_path / "plain" / "metrics_epoch_0.json").exists()
