@@ -156,9 +156,10 @@ class ExactRecovery(TrainerCallback):
     of every epoch so far and at the checkpoint, the model's running metrics and the epoch's loss
     sums, and the frozen biLM's caches. On `--recover` each replayed epoch's loader starts from
     its epoch's states (so it shuffles as it did), and right before the first batch after the
-    checkpoint the generators, metrics and caches are put back; the epoch's `training_loss` then
-    counts every batch (`metrics_epoch_N.json` is rewritten with it), and `training_duration`
-    adds the training time before the checkpoint to this process's.
+    checkpoint the generators, metrics and caches are put back; the epoch's `training_loss` (and
+    the progress bar's running `loss`) then counts every batch (`metrics_epoch_N.json` is
+    rewritten with it), and `training_duration` adds the training time before the checkpoint to
+    this process's.
 
     Assumes one training process, one batch per optimizer step, and a data loader whose draws
     come from Python's, numpy's or torch's global generators in the training process
@@ -212,6 +213,8 @@ class ExactRecovery(TrainerCallback):
         for key in self._sums:
             if key in batch_metrics:
                 self._sums[key] = carried.get(key, 0.0) + batch_metrics[key] * batch_number
+                if self._carried is not None:  # the progress bar shows this dict after us
+                    batch_metrics[key] = self._sums[key] / batch_number
 
     def on_epoch(
         self,

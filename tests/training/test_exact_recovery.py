@@ -5,6 +5,8 @@ import json
 import os
 import signal
 import subprocess
+from functools import partial
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -167,18 +169,11 @@ def test_training_duration_counts_the_time_before_the_checkpoint(tmp_path, monke
     """After `--recover`, `training_duration` is the training time up to the checkpoint plus this
     process's after it (the replay of the skipped batches not counted), in the epoch's metrics and
     in the next checkpoint; a run never stopped keeps AllenNLP's own figure."""
-    from types import SimpleNamespace
-
     from elmo_plugin.training import exact_recovery
 
     now = [1000.0]
     monkeypatch.setattr(exact_recovery, "monotonic", lambda: now[0])
-
-    def trainer():
-        return SimpleNamespace(
-            data_loader=[{"batch": 1}, {"batch": 2}], model=torch.nn.Linear(2, 2)
-        )
-
+    trainer = partial(a_trainer, 2)
     first = exact_recovery.ExactRecovery(str(tmp_path / "first"))
     first.on_start(trainer())
     now[0] = 1600.0  # killed after 600 s, with a checkpoint before any batch of epoch 0
@@ -209,3 +204,34 @@ def test_training_duration_counts_the_time_before_the_checkpoint(tmp_path, monke
     plain.on_epoch(plain.trainer, metrics=metrics, epoch=0)
     assert metrics["training_duration"] == "0:05:00"
     assert not (tmp_path / "plain" / "metrics_epoch_0.json").exists()
+
+
+def a_trainer(batches: int) -> SimpleNamespace:
+    """What the callback reads of a trainer: its loader (`batches` batches) and its model."""
+    loader = [{"batch": k} for k in range(1, batches + 1)]
+    return SimpleNamespace(data_loader=loader, model=torch.nn.Linear(2, 2))
+
+
+def test_the_running_loss_after_recover_counts_the_batches_before_the_checkpoint(tmp_path):
+    """AllenNLP's progress bar shows the running `loss` of the dict the callbacks get, which after
+    `--recover` sums only the batches since the restart; the callback corrects it in place."""
+    from elmo_plugin.training.exact_recovery import ExactRecovery
+
+    first = ExactRecovery(str(tmp_path))
+    first.on_start(a_trainer(5))
+    for batch, running in enumerate([4.0, 7.0 / 2, 10.0 / 3], start=1):  # batch losses 4, 3, 3
+        shown = {"loss": running}
+        first.on_batch(first.trainer, [], [], shown, epoch=0, batch_number=batch, is_training=True)
+        assert shown == {"loss": running}  # a run never stopped: AllenNLP's own figure
+    state = first.state_dict()  # the checkpoint after batch 3
+
+    second = ExactRecovery(str(tmp_path))
+    resumed = a_trainer(5)
+    second.on_start(resumed)
+    second.load_state_dict(state)
+    replay = iter(resumed.data_loader)
+    assert next(replay) == {"batch": 1}  # batches 1-3 are replayed, then the state comes back
+    assert [next(replay) for _ in range(3)] == [{"batch": 2}, {"batch": 3}, {"batch": 4}]
+    shown = {"loss": 2.0 / 4}  # batch 4's loss 2 over the epoch's 4 batches
+    second.on_batch(resumed, [], [], shown, epoch=0, batch_number=4, is_training=True)
+    assert shown["loss"] == pytest.approx(12.0 / 4)
