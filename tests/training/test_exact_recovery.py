@@ -5,7 +5,6 @@ import json
 import os
 import signal
 import subprocess
-from functools import partial
 from types import SimpleNamespace
 
 import pytest
@@ -173,15 +172,14 @@ def test_training_duration_counts_the_time_before_the_checkpoint(tmp_path, monke
 
     now = [1000.0]
     monkeypatch.setattr(exact_recovery, "monotonic", lambda: now[0])
-    trainer = partial(a_trainer, 2)
     first = exact_recovery.ExactRecovery(str(tmp_path / "first"))
-    first.on_start(trainer())
+    first.on_start(a_trainer(2))
     now[0] = 1600.0  # killed after 600 s, with a checkpoint before any batch of epoch 0
     torch.save(first.state_dict(), tmp_path / "state.th")
 
     (tmp_path / "second").mkdir()
     second = exact_recovery.ExactRecovery(str(tmp_path / "second"))
-    resumed = trainer()
+    resumed = a_trainer(2)
     now[0] = 5000.0
     second.on_start(resumed)
     second.load_state_dict(torch.load(tmp_path / "state.th"))
@@ -199,7 +197,7 @@ def test_training_duration_counts_the_time_before_the_checkpoint(tmp_path, monke
 
     (tmp_path / "plain").mkdir()
     plain = exact_recovery.ExactRecovery(str(tmp_path / "plain"))
-    plain.on_start(trainer())
+    plain.on_start(a_trainer(2))
     metrics = {"training_duration": "0:05:00"}
     plain.on_epoch(plain.trainer, metrics=metrics, epoch=0)
     assert metrics["training_duration"] == "0:05:00"
