@@ -18,7 +18,8 @@ class ActivationCache:
     entry equals a recomputation in another batch up to rounding, not bit for bit (`state` /
     `load_state` carry the entries through a checkpoint, so a resumed run serves the same bits).
     The task's scalar mixes, layer norm and dropout run on the cached layers afterwards, every
-    time. Keys are the sentence's content, so shuffling and re-batching do not matter. Entries are kept on the
+    time. Keys are the sentence's content, so shuffling and re-batching do not matter, and a
+    sentence repeated within one batch runs through the biLM once. Entries are kept on the
     CPU in the layers' dtype until `max_megabytes` is reached; after that, new sentences are
     computed but not stored (in epoch order an LRU policy would only thrash).
     """
@@ -29,6 +30,7 @@ class ActivationCache:
         self._entries: Dict[bytes, torch.Tensor] = {}
         self.hits = 0
         self.misses = 0
+        self.repeats = 0  # rows served by a repeat of the sentence earlier in the same batch
         self._full_warned = False
 
     def __len__(self) -> int:
@@ -45,10 +47,17 @@ class ActivationCache:
         lengths = mask.sum(-1).tolist()
         host_ids = char_ids.cpu().numpy()
         keys = [host_ids[row, :length].tobytes() for row, length in enumerate(lengths)]
-        missing = [row for row, key in enumerate(keys) if key not in self._entries]
         hits = [row for row, key in enumerate(keys) if key in self._entries]
+        # a sentence that recurs in the batch (a SQuAD paragraph under each of its questions)
+        # runs through the biLM once; its other rows copy that result
+        first_rows: Dict[bytes, int] = {}
+        for row, key in enumerate(keys):
+            if key not in self._entries:
+                first_rows.setdefault(key, row)
+        missing = list(first_rows.values())
         self.hits += len(hits)
         self.misses += len(missing)
+        self.repeats += len(keys) - len(hits) - len(missing)
         stacked = None
         if missing:
             sub_ids = char_ids[missing][:, : max(lengths[row] for row in missing)]
@@ -58,6 +67,9 @@ class ActivationCache:
             n_layers, dim = activations.shape[1], activations.shape[-1]
             stacked = activations.new_zeros((len(keys), n_layers, char_ids.shape[1], dim))
             stacked[missing, :, : activations.shape[2]] = activations
+            repeated = [row for row, key in enumerate(keys) if first_rows.get(key, row) != row]
+            if repeated:
+                stacked[repeated] = stacked[[first_rows[keys[row]] for row in repeated]]
             host = activations.detach().cpu()
             for position, row in enumerate(missing):
                 self._store(keys[row], host[position, :, : lengths[row]])

@@ -52,6 +52,28 @@ def test_cached_layers_equal_uncached_under_reshuffling(fixture_sentences):
         assert_float32_close(a, b, NETWORK)
 
 
+def test_a_sentence_repeated_in_a_batch_runs_through_the_bilm_once(fixture_sentences):
+    # a SQuAD batch holds a paragraph once per question: the biLM sees each paragraph once
+    first, second = fixture_sentences[0][0], fixture_sentences[0][1]
+    batch = [first, second, first, first, second]
+    cached, calls = counting_elmo()
+    plain, _ = counting_elmo(cache_activations=False)
+    ids = batch_to_ids(batch)
+    got = cached.bilm_layers(ids)
+    assert calls == [2] and len(cached.cache) == 2
+    assert (cached.cache.misses, cached.cache.repeats, cached.cache.hits) == (2, 3, 0)
+    expected = plain.bilm_layers(ids)
+    for a, b in zip(got["activations"], expected["activations"]):
+        assert_float32_close(a, b, NETWORK)
+        assert torch.equal(a[2], a[0]) and torch.equal(a[3], a[0]) and torch.equal(a[4], a[1])
+    # with the cache full, repeats are still computed once (and nothing is stored)
+    full, calls = counting_elmo(cache_size_mb=0.0)
+    got = full.bilm_layers(ids)
+    assert calls == [2] and len(full.cache) == 0
+    for a, b in zip(got["activations"], expected["activations"]):
+        assert_float32_close(a, b, NETWORK)
+
+
 def test_cache_respects_its_memory_bound(fixture_sentences):
     elmo, calls = counting_elmo(cache_size_mb=0.01)
     ids = batch_to_ids(fixture_sentences[2])
