@@ -62,6 +62,9 @@ def test_a_sentence_repeated_in_a_batch_runs_through_the_bilm_once(fixture_sente
     got = cached.bilm_layers(ids)
     assert calls == [2] and len(cached.cache) == 2
     assert (cached.cache.misses, cached.cache.repeats, cached.cache.hits) == (2, 3, 0)
+    # the memory bound counts each entry once (a repeat stored again counted its bytes twice)
+    stored = cached.cache.state()["layers"]
+    assert cached.cache.bytes == stored.numel() * stored.element_size()
     expected = plain.bilm_layers(ids)
     for a, b in zip(got["activations"], expected["activations"]):
         assert_float32_close(a, b, NETWORK)
