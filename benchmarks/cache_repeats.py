@@ -1,12 +1,13 @@
-"""A first epoch's biLM work on SQuAD with the activation cache: every question's instance holds its
-paragraph, and the bucketed batches (sorted by passage length) put a paragraph's questions
-together, so one batch holds the same passage several times. The cache runs each distinct
-sentence of a batch through the biLM once; this counts what that saves over computing every row
-not cached yet, and times the cached path against the uncached one over the same batches.
+"""The biLM's work in a first pass over SQuAD with the activation cache: every question's instance
+holds its paragraph, and the evaluation batches (bucketed by passage length, no padding noise) put
+a paragraph's questions together, so one batch holds the same passage several times (training
+batches, with padding noise, mostly mix paragraphs). The cache runs each distinct sentence of a
+batch through the biLM once; this counts what that saves over computing every row not cached yet,
+and times the cached path against the uncached one over the same batches.
 
-`python -m benchmarks.cache_repeats [--batches N]` (one thread; `$ELMO_PLUGIN_DATA` as for the
-configs; the SQuAD config's reader, training slice, bucketing and batch size; the biLM of
-`--options-file`); prints one `BENCH {...}` line.
+`python -m benchmarks.cache_repeats [--split validation] [--batches N]` (one thread;
+`$ELMO_PLUGIN_DATA` as for the configs; the SQuAD config's reader, data slice, bucketing and batch
+size of the split; the biLM of `--options-file`); prints one `BENCH {...}` line.
 """
 
 import argparse
