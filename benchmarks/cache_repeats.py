@@ -55,8 +55,9 @@ def measure(split: str, batches: int, options_file: Optional[str]) -> Dict[str, 
     seconds = {"cached": 0.0, "uncached": 0.0}
     random.seed(0)  # the bucket sampler's shuffling
     for batch in islice(iter(loader), batches):
+        fields: Dict[str, Any] = batch  # a TextField's tensors are nested dicts
         for field in ("passage", "question"):
-            ids = batch[field]["elmo"]["elmo_tokens"]
+            ids = fields[field]["elmo"]["elmo_tokens"]
             lengths = (ids > 0).any(-1).sum(-1)
             rows += ids.shape[0]
             tokens += int(lengths.sum())
