@@ -343,7 +343,8 @@ def test_every_scale_overrides_keys_the_configs_have(scale):
 
 
 def test_the_cpu_long_scale_reaches_the_runs_it_raises(tmp_path):
-    """`--scale cpu_long` trains SNLI with its 24-epoch cap (the `cpu` scale passes none)."""
+    """`--scale cpu_long` trains SNLI with its 24-epoch cap and SQuAD with 26 epochs, patience 3
+    (the `cpu` scale passes none for SNLI, 4 and 2 for SQuAD)."""
     passed = []
 
     def training(run_dir: Path, config_text: str, overrides):
@@ -351,9 +352,15 @@ def test_the_cpu_long_scale_reaches_the_runs_it_raises(tmp_path):
         raise KeyboardInterrupt  # stop after the first run: only its arguments matter here
 
     for scale in ("cpu_long", "cpu"):
-        with pytest.raises(KeyboardInterrupt):
-            table1.run_table(str(tmp_path / scale), scale, [1], ["snli"], train_run=training)
-    assert passed == [{"trainer.num_epochs": 24}, {}]
+        for task in ("snli", "squad"):
+            with pytest.raises(KeyboardInterrupt):
+                table1.run_table(str(tmp_path / scale), scale, [1], [task], train_run=training)
+    assert passed == [
+        {"trainer.num_epochs": 24},
+        {"trainer.num_epochs": 26, "trainer.patience": 3},
+        {},
+        {"trainer.num_epochs": 4, "trainer.patience": 2},
+    ]
 
 
 def test_the_cuda_device_option_reaches_run_table(tmp_path, monkeypatch):
