@@ -1,7 +1,7 @@
 """Per-sentence cache of a frozen biLM's layers, so task epochs after the first skip the biLM."""
 
 import logging
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, List
 
 import torch
 
@@ -47,17 +47,22 @@ class ActivationCache:
         lengths = mask.sum(-1).tolist()
         host_ids = char_ids.cpu().numpy()
         keys = [host_ids[row, :length].tobytes() for row, length in enumerate(lengths)]
-        hits = [row for row, key in enumerate(keys) if key in self._entries]
         # a sentence that recurs in the batch (a SQuAD paragraph under each of its questions)
         # runs through the biLM once; its other rows copy that result
+        hits: List[int] = []
+        repeated: List[int] = []
         first_rows: Dict[bytes, int] = {}
         for row, key in enumerate(keys):
-            if key not in self._entries:
-                first_rows.setdefault(key, row)
+            if key in self._entries:
+                hits.append(row)
+            elif key in first_rows:
+                repeated.append(row)
+            else:
+                first_rows[key] = row
         missing = list(first_rows.values())
         self.hits += len(hits)
         self.misses += len(missing)
-        self.repeats += len(keys) - len(hits) - len(missing)
+        self.repeats += len(repeated)
         stacked = None
         if missing:
             sub_ids = char_ids[missing][:, : max(lengths[row] for row in missing)]
@@ -67,7 +72,6 @@ class ActivationCache:
             n_layers, dim = activations.shape[1], activations.shape[-1]
             stacked = activations.new_zeros((len(keys), n_layers, char_ids.shape[1], dim))
             stacked[missing, :, : activations.shape[2]] = activations
-            repeated = [row for row, key in enumerate(keys) if first_rows.get(key, row) != row]
             if repeated:
                 stacked[repeated] = stacked[[first_rows[keys[row]] for row in repeated]]
             host = activations.detach().cpu()
