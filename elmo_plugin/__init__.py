@@ -17,7 +17,11 @@ from elmo_plugin.data.subset_reader import SubsetReader  # noqa: E402,F401
 from elmo_plugin.data.token_indexers import CappedCharactersIndexer  # noqa: E402,F401
 from elmo_plugin.data.tokenizers import SpacyBlankTokenizer  # noqa: E402,F401
 from elmo_plugin.lm import BiLmLanguageModel, BilmTfVocabulary, LmCorpusReader  # noqa: E402,F401
-from elmo_plugin.modules.seq2seq_encoders import OutputElmoEncoder  # noqa: E402,F401
+from elmo_plugin.modules.seq2seq_encoders import (  # noqa: E402,F401
+    OutputElmoEncoder,
+    PaddedGruEncoder,
+    PaddedLstmEncoder,
+)
 from elmo_plugin.modules.text_field_embedders import ElmoPlacementEmbedder  # noqa: E402,F401
 from elmo_plugin.token_embedders import ElmoPluginTokenEmbedder  # noqa: E402,F401
 from elmo_plugin.training import ReduceOnPlateauScheduler, SafeCheckpointer, ValidateBeforeTraining  # noqa: E402,F401

@@ -47,7 +47,7 @@ def test_squad_supplement_a4():
     )
     assert model["phrase_layer"]["type"] == "elmo_plugin_output_elmo"
     assert (
-        model["phrase_layer"]["encoder"]["type"] == "gru"
+        model["phrase_layer"]["encoder"]["type"] == "elmo_plugin_gru"
         and model["phrase_layer"]["encoder"]["hidden_size"] == 90
     )
     assert (model["hidden_dim"], model["dropout"], model["max_span_length"]) == (180, 0.2, 17)

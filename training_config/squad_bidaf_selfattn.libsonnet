@@ -37,7 +37,7 @@ function(elmo=null, seed=13370)
       encoder: { type: "cnn", embedding_dim: 20, num_filters: char_filters, ngram_filter_sizes: [5] },
     },
   };
-  local bigru(input_size) = { type: "gru", input_size: input_size, hidden_size: gru, num_layers: 1, bidirectional: true };
+  local bigru(input_size) = { type: "elmo_plugin_gru", input_size: input_size, hidden_size: gru, num_layers: 1, bidirectional: true };
   common.seeds(seed) + {
     dataset_reader: { type: "elmo_plugin_squad", token_indexers: indexers, passage_length_limit: 400, question_length_limit: 50 },
     // evaluation: every question whose answer text is in the passage, whole passages
