@@ -44,7 +44,7 @@ function(elmo=null, seed=13370)
     },
   };
   local lstm = {
-    type: "lstm",
+    type: "elmo_plugin_lstm",
     input_size: word_dim + char_dim + (if elmo_lib.at_input(elmo) then elmo_dim else 0),
     hidden_size: 200,
     num_layers: 1,

@@ -24,7 +24,7 @@ function(elmo=null, seed=13370)
       [if word_vectors != "" then "pretrained_file"]: word_vectors,
     },
   };
-  local lstm = { type: "lstm", input_size: dim + (if elmo_in then elmo_dim else 0), hidden_size: dim, num_layers: 1, bidirectional: true };
+  local lstm = { type: "elmo_plugin_lstm", input_size: dim + (if elmo_in then elmo_dim else 0), hidden_size: dim, num_layers: 1, bidirectional: true };
   local encoded = 2 * dim + (if elmo_out then elmo_dim else 0);
   common.seeds(seed) + {
     dataset_reader: {
@@ -43,7 +43,7 @@ function(elmo=null, seed=13370)
       encoder: elmo_lib.encoder(lstm, elmo),
       matrix_attention: { type: "dot_product" },
       projection_feedforward: { input_dim: 4 * encoded, hidden_dims: dim, num_layers: 1, activations: "relu" },
-      inference_encoder: { type: "lstm", input_size: dim, hidden_size: dim, num_layers: 1, bidirectional: true },
+      inference_encoder: { type: "elmo_plugin_lstm", input_size: dim, hidden_size: dim, num_layers: 1, bidirectional: true },
       output_feedforward: { input_dim: 8 * dim, num_layers: 1, hidden_dims: dim, activations: "relu", dropout: 0.5 },
       output_logit: { input_dim: dim, num_layers: 1, hidden_dims: 3, activations: "linear" },
       initializer: {

@@ -4,7 +4,9 @@ from typing import List
 
 import torch
 from allennlp.modules.input_variational_dropout import InputVariationalDropout
-from allennlp.modules.seq2seq_encoders import LstmSeq2SeqEncoder, Seq2SeqEncoder
+from allennlp.modules.seq2seq_encoders import Seq2SeqEncoder
+
+from elmo_plugin.modules.seq2seq_encoders.padded_rnn import PaddedLstmEncoder
 
 
 @Seq2SeqEncoder.register("elmo_plugin_stacked_bilstm")
@@ -15,8 +17,8 @@ class StackedBiLstmEncoder(Seq2SeqEncoder):
     The paper's NER tagger (Supplement A.7) needs it: "two biLSTM layers, the first with 200
     hidden units and the second with 100 ... variational dropout is added to the input of both
     biLSTM layers". AllenNLP's `lstm` encoder has one width for all layers and plain dropout
-    between them only. Each layer is AllenNLP's `LstmSeq2SeqEncoder` (torch's fused LSTM, padding
-    packed away).
+    between them only. Each layer is an `elmo_plugin_lstm` (torch's fused LSTM on the padded batch;
+    its parameters have the names of AllenNLP's `LstmSeq2SeqEncoder`).
 
     Registered as a `Seq2SeqEncoder` with name "elmo_plugin_stacked_bilstm".
 
@@ -38,7 +40,7 @@ class StackedBiLstmEncoder(Seq2SeqEncoder):
         self.dropout = InputVariationalDropout(dropout)
         in_sizes = [input_size] + [2 * size for size in hidden_sizes[:-1]]
         self.layers = torch.nn.ModuleList(
-            LstmSeq2SeqEncoder(in_size, size, bidirectional=True)
+            PaddedLstmEncoder(in_size, size, bidirectional=True)
             for in_size, size in zip(in_sizes, hidden_sizes)
         )
 
