@@ -19,6 +19,7 @@ from elmo_plugin.data.tokenizers import SpacyBlankTokenizer  # noqa: E402,F401
 from elmo_plugin.lm import BiLmLanguageModel, BilmTfVocabulary, LmCorpusReader  # noqa: E402,F401
 from elmo_plugin.modules.seq2seq_encoders import (  # noqa: E402,F401
     OutputElmoEncoder,
+    PaddedAlternatingLstmEncoder,
     PaddedGruEncoder,
     PaddedLstmEncoder,
 )

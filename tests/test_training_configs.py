@@ -62,7 +62,7 @@ def test_srl_supplement_a5():
     assert model["text_field_embedder"]["placement"] == "input"
     encoder = model["encoder"]
     assert encoder == {
-        "type": "alternating_lstm",
+        "type": "elmo_plugin_alternating_lstm",
         "input_size": 100
         + 100
         + 2 * int(os.environ["ELMO_PROJECTION_DIM"]),  # words + predicate + ELMo

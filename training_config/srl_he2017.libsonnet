@@ -27,7 +27,7 @@ function(elmo=null, seed=13370, hidden_size=300, num_layers=8)
     },
   };
   local lstm = {
-    type: "alternating_lstm",
+    type: "elmo_plugin_alternating_lstm",
     input_size: word_dim + predicate_dim + (if elmo_lib.at_input(elmo) then elmo_lib.dim(elmo) else 0),
     hidden_size: hidden_size,
     num_layers: num_layers,

@@ -107,3 +107,49 @@ def test_refuses_an_initial_state():
     inputs, mask = _batch(4)
     with pytest.raises(ValueError, match="zero state"):
         encoder(inputs, mask, hidden_state=torch.zeros(1, 5, 3))
+
+
+@pytest.mark.parametrize("params", [{}, {"use_highway": False, "use_input_projection_bias": False}])
+def test_alternating_lstm_matches_allennlps(params):
+    """He et al.'s encoder, 3 layers (forwards, backwards, forwards), in evaluation: recurrent
+    dropout set but off, as AllenNLP's applies its mask in training only."""
+    params = {"input_size": 6, "hidden_size": 5, "num_layers": 3, **params}
+    params["recurrent_dropout_probability"] = 0.3
+    torch.manual_seed(7)
+    ours = Seq2SeqEncoder.from_params(Params({"type": "elmo_plugin_alternating_lstm", **params}))
+    theirs = Seq2SeqEncoder.from_params(Params({"type": "alternating_lstm", **params}))
+    theirs.load_state_dict(ours.state_dict())
+    assert set(ours.state_dict()) == set(theirs.state_dict())
+    assert (ours.get_output_dim(), ours.is_bidirectional()) == (5, False)
+    results = []
+    for encoder in (ours.eval(), theirs.eval()):
+        inputs, mask = _batch(6)
+        inputs.requires_grad_(True)
+        output = encoder(inputs, mask)
+        (output * torch.linspace(-1, 1, 5)).sum().backward()
+        results.append((output, inputs.grad, {n: p.grad for n, p in encoder.named_parameters()}))
+    (ours_out, ours_in, ours_w), (theirs_out, theirs_in, theirs_w) = results
+    assert ours_out[~_batch(6)[1]].abs().max() == 0
+    torch.testing.assert_close(ours_out, theirs_out, atol=TOLERANCE, rtol=0)
+    torch.testing.assert_close(ours_in, theirs_in, atol=TOLERANCE, rtol=0)
+    for name in ours_w:
+        torch.testing.assert_close(ours_w[name], theirs_w[name], atol=TOLERANCE, rtol=TOLERANCE)
+
+
+def test_alternating_lstm_drops_its_recurrent_state_in_training_only():
+    torch.manual_seed(7)
+    params = {"input_size": 4, "hidden_size": 3, "num_layers": 2}
+    encoder = Seq2SeqEncoder.from_params(
+        Params(
+            {"type": "elmo_plugin_alternating_lstm", "recurrent_dropout_probability": 0.5, **params}
+        )
+    )
+    inputs, mask = _batch(4)
+    encoder.eval()
+    evaluated = encoder(inputs, mask)
+    encoder.train()
+    torch.manual_seed(0)
+    first = encoder(inputs, mask)
+    torch.manual_seed(1)
+    assert not torch.equal(first, encoder(inputs, mask))
+    assert not torch.equal(first, evaluated)

@@ -1,2 +1,6 @@
 from elmo_plugin.modules.seq2seq_encoders.output_elmo_encoder import OutputElmoEncoder
-from elmo_plugin.modules.seq2seq_encoders.padded_rnn import PaddedGruEncoder, PaddedLstmEncoder
+from elmo_plugin.modules.seq2seq_encoders.padded_rnn import (
+    PaddedAlternatingLstmEncoder,
+    PaddedGruEncoder,
+    PaddedLstmEncoder,
+)

@@ -1,10 +1,12 @@
-"""GRU and LSTM encoders that run torch's fused RNN over the padded batch, without packing it.
+"""GRU and LSTM encoders that run over the padded batch, without packing it.
 
 AllenNLP's `gru` and `lstm` encoders pack the batch (`PackedSequence`). On the CPU, torch's packed
 RNN takes one slice of the input projections per time step, and the backward pass of each slice
 writes a zero tensor the size of all the projections: training time grows with the square of
 the sequence length. For SQuAD's passages of up to 400 tokens that is most of a training step
-(`python -m benchmarks.padded_rnn`: 4.4x on a batch of 45 x 400 tokens). These encoders compute
+(`python -m benchmarks.padded_rnn`: 5.1x on a batch of 45 x 400 tokens). AllenNLP's
+`alternating_lstm` (He et al.'s SRL encoder) loops over time steps in Python, and it too slices
+its whole input, and writes its whole output, once per step. These encoders compute
 the same function: the forward direction runs over the padded batch (padding comes after every
 position it could change), the backward direction over each sequence reversed within its own
 length, and the padded positions of the output are zero.
@@ -13,8 +15,25 @@ length, and the padded positions of the output are zero.
 from typing import Callable, Dict, List, Optional, cast
 
 import torch
+from allennlp.modules.augmented_lstm import AugmentedLstm
 from allennlp.modules.seq2seq_encoders import Seq2SeqEncoder
+from allennlp.modules.stacked_alternating_lstm import StackedAlternatingLstm
+from allennlp.nn.util import get_dropout_mask
 from torch.func import functional_call
+
+
+def _reversal(mask: torch.BoolTensor) -> torch.Tensor:
+    """(batch, time, 1) indices that reverse each row of `mask`'s shape within its valid steps
+    (each row's valid steps first) and leave its padded steps where they are; the map is its own
+    inverse."""
+    steps = torch.arange(mask.size(1), device=mask.device).unsqueeze(0)
+    reverse = mask.sum(dim=1, keepdim=True) - 1 - steps
+    return torch.where(reverse >= 0, reverse, steps).unsqueeze(-1)
+
+
+def _reorder(tensor: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """`tensor` (batch, time, features) with its time steps taken in `_reversal`'s order."""
+    return tensor.gather(1, index.expand(-1, -1, tensor.size(-1)))
 
 
 class PaddedRnnEncoder(Seq2SeqEncoder):
@@ -82,20 +101,15 @@ class PaddedRnnEncoder(Seq2SeqEncoder):
         first; returns (batch, time, output_dim), zero at the padded steps."""
         if hidden_state is not None:
             raise ValueError("PaddedRnnEncoder starts every sequence from a zero state")
-        steps = torch.arange(inputs.size(1), device=inputs.device)
-        lengths = mask.sum(dim=1, keepdim=True)
-        # position t of each sequence reversed within its length; padding stays where it is
-        reverse = lengths - 1 - steps.unsqueeze(0)
-        reverse = torch.where(reverse >= 0, reverse, steps.unsqueeze(0)).unsqueeze(-1)
+        reverse = _reversal(mask)
         output = inputs
         for layer in range(self._module.num_layers):
             if layer > 0:
                 output = torch.nn.functional.dropout(output, self._module.dropout, self.training)
             directions: List[torch.Tensor] = [self._run(output, layer, "")]
             if self._module.bidirectional:
-                flipped = output.gather(1, reverse.expand(-1, -1, output.size(-1)))
-                backward = self._run(flipped, layer, "_reverse")
-                directions.append(backward.gather(1, reverse.expand(-1, -1, backward.size(-1))))
+                backward = self._run(_reorder(output, reverse), layer, "_reverse")
+                directions.append(_reorder(backward, reverse))
             output = torch.cat(directions, dim=-1) if len(directions) > 1 else directions[0]
         return output * mask.unsqueeze(-1)
 
@@ -182,3 +196,92 @@ class PaddedLstmEncoder(PaddedRnnEncoder):
                 batch_first=True,
             )
         )
+
+
+@Seq2SeqEncoder.register("elmo_plugin_alternating_lstm")
+class PaddedAlternatingLstmEncoder(Seq2SeqEncoder):
+    """AllenNLP's `alternating_lstm` (He et al. 2017's interleaved LSTM with highway connections and
+    recurrent dropout; the layers alternate direction) over the padded batch: the same parameters
+    under the same names (`_module.layer_0.cell.input_linearity.weight`, ...), the same
+    initialisation, and in evaluation the same function up to float32 rounding. Each layer runs
+    AllenNLP's own cell once per time step on the whole batch, reading the step from one `unbind`
+    of the input and stacking the outputs once, where AllenNLP's slices the input and writes the
+    output once per step (whose backward pass copies the whole tensor each step); a backward layer
+    runs on each sequence reversed within its length. In training, each layer draws its recurrent
+    dropout mask as AllenNLP's does, for the batch in its given order (AllenNLP's: sorted by
+    length), so the masks match in distribution, not row for row.
+
+    Registered as a `Seq2SeqEncoder` with name "elmo_plugin_alternating_lstm".
+
+    # Parameters
+
+    input_size : `int`
+    hidden_size : `int`
+    num_layers : `int`
+        Layers, the first forwards, then alternating.
+    recurrent_dropout_probability : `float`, optional (default = `0.0`)
+        Variational dropout on each layer's hidden state, one mask per sequence.
+    use_highway : `bool`, optional (default = `True`)
+    use_input_projection_bias : `bool`, optional (default = `True`)
+    """
+
+    _module: StackedAlternatingLstm
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int,
+        recurrent_dropout_probability: float = 0.0,
+        use_highway: bool = True,
+        use_input_projection_bias: bool = True,
+    ) -> None:
+        super().__init__(stateful=False)
+        self._module = StackedAlternatingLstm(
+            input_size,
+            hidden_size,
+            num_layers,
+            recurrent_dropout_probability=recurrent_dropout_probability,
+            use_highway=use_highway,
+            use_input_projection_bias=use_input_projection_bias,
+        )
+
+    def get_input_dim(self) -> int:
+        return self._module.input_size
+
+    def get_output_dim(self) -> int:
+        return self._module.hidden_size
+
+    def is_bidirectional(self) -> bool:
+        return False
+
+    @staticmethod
+    def _run(layer: AugmentedLstm, inputs: torch.Tensor) -> torch.Tensor:
+        """One layer forwards over `inputs` (batch, time, features) from a zero state."""
+        state = memory = inputs.new_zeros(inputs.size(0), layer.lstm_dim)
+        dropout = layer.recurrent_dropout_probability
+        mask = get_dropout_mask(dropout, memory) if dropout > 0.0 else None
+        outputs = []
+        for step in inputs.unbind(1):
+            state, memory = layer.cell(step, (state, memory), mask)
+            outputs.append(state)
+        return torch.stack(outputs, dim=1)
+
+    def forward(
+        self,
+        inputs: torch.Tensor,
+        mask: torch.BoolTensor,
+        hidden_state: Optional[torch.Tensor] = None,
+    ) -> torch.Tensor:
+        """`inputs` (batch, time, input_size) and `mask` (batch, time), each row's valid steps
+        first; returns (batch, time, hidden_size), zero at the padded steps."""
+        if hidden_state is not None:
+            raise ValueError("PaddedAlternatingLstmEncoder starts every sequence from a zero state")
+        reverse = _reversal(mask)
+        output = inputs
+        for layer in self._module.lstm_layers:
+            if layer.go_forward:
+                output = self._run(layer, output)
+            else:
+                output = _reorder(self._run(layer, _reorder(output, reverse)), reverse)
+        return output * mask.unsqueeze(-1)
