@@ -12,7 +12,7 @@ position it could change), the backward direction over each sequence reversed wi
 length, and the padded positions of the output are zero.
 """
 
-from typing import Callable, Dict, List, Optional, cast
+from typing import Callable, Dict, List, Optional
 
 import torch
 from allennlp.modules.augmented_lstm import AugmentedLstm
@@ -37,35 +37,53 @@ def _reorder(tensor: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
 
 class PaddedRnnEncoder(Seq2SeqEncoder):
-    """A batch-first `torch.nn.GRU` or `torch.nn.LSTM` run one layer and one direction at a time on
-    the padded batch; the parameters are the module's own, under the names AllenNLP's `gru` and
+    """A batch-first torch RNN of the subclass's `kind` run one layer and one direction at a time
+    on the padded batch; the parameters are the RNN's own, under the names AllenNLP's `gru` and
     `lstm` encoders give them (`_module.weight_ih_l0`, ...), so that weights move between the two
     either way.
 
     # Parameters
 
-    module : `torch.nn.RNNBase`
-        A `torch.nn.GRU` or `torch.nn.LSTM` with `batch_first=True` and no projection.
+    input_size : `int`
+    hidden_size : `int`
+        Units per direction.
+    num_layers : `int`, optional (default = `1`)
+    bias : `bool`, optional (default = `True`)
+    dropout : `float`, optional (default = `0.0`)
+        Dropout on the output of every layer but the last (training only), as torch's RNNs.
+    bidirectional : `bool`, optional (default = `False`)
     """
 
+    kind: Callable[..., torch.nn.RNNBase]
     _module: torch.nn.RNNBase
     _shells: Dict[int, torch.nn.RNNBase]
 
-    def __init__(self, module: torch.nn.RNNBase) -> None:
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+    ) -> None:
         super().__init__(stateful=False)
-        if not module.batch_first:
-            raise ValueError("PaddedRnnEncoder needs a batch_first module")
-        if getattr(module, "proj_size", 0):
-            raise ValueError("PaddedRnnEncoder does not support an LSTM with proj_size")
-        self._module = module
-        # One-layer, one-direction modules of the same kind that run with this module's weights
+        self._module = self.kind(
+            input_size,
+            hidden_size,
+            num_layers=num_layers,
+            bias=bias,
+            dropout=dropout,
+            bidirectional=bidirectional,
+            batch_first=True,
+        )
+        # One-layer, one-direction RNNs of the same kind that run with `_module`'s weights
         # (`functional_call`); kept out of the module tree, so that the state dict, `.to()` and
         # the optimizer see `_module`'s parameters only.
-        directions = 2 if module.bidirectional else 1
-        sizes = [module.input_size] + [directions * module.hidden_size] * (module.num_layers - 1)
-        make = cast(Callable[..., torch.nn.RNNBase], type(module))
+        directions = 2 if bidirectional else 1
+        sizes = [input_size] + [directions * hidden_size] * (num_layers - 1)
         self.__dict__["_shells"] = {
-            size: make(size, module.hidden_size, bias=module.bias, batch_first=True, device="meta")
+            size: self.kind(size, hidden_size, bias=bias, batch_first=True, device="meta")
             for size in set(sizes)
         }
 
@@ -118,84 +136,24 @@ class PaddedRnnEncoder(Seq2SeqEncoder):
 class PaddedGruEncoder(PaddedRnnEncoder):
     """AllenNLP's `gru` encoder (same parameters, same initialisation, the same function up to
     float32 rounding), several times faster to train on the CPU for long sequences; see the
-    module's docstring.
+    module's docstring. Parameters: as `PaddedRnnEncoder`.
 
     Registered as a `Seq2SeqEncoder` with name "elmo_plugin_gru".
-
-    # Parameters
-
-    input_size : `int`
-    hidden_size : `int`
-        Units per direction.
-    num_layers : `int`, optional (default = `1`)
-    bias : `bool`, optional (default = `True`)
-    dropout : `float`, optional (default = `0.0`)
-        Dropout on the output of every layer but the last (training only), as `torch.nn.GRU`.
-    bidirectional : `bool`, optional (default = `False`)
     """
 
-    def __init__(
-        self,
-        input_size: int,
-        hidden_size: int,
-        num_layers: int = 1,
-        bias: bool = True,
-        dropout: float = 0.0,
-        bidirectional: bool = False,
-    ) -> None:
-        super().__init__(
-            torch.nn.GRU(
-                input_size,
-                hidden_size,
-                num_layers=num_layers,
-                bias=bias,
-                dropout=dropout,
-                bidirectional=bidirectional,
-                batch_first=True,
-            )
-        )
+    kind = torch.nn.GRU
 
 
 @Seq2SeqEncoder.register("elmo_plugin_lstm")
 class PaddedLstmEncoder(PaddedRnnEncoder):
     """AllenNLP's `lstm` encoder (same parameters, same initialisation, the same function up to
     float32 rounding), several times faster to train on the CPU for long sequences; see the
-    module's docstring.
+    module's docstring. Parameters: as `PaddedRnnEncoder`.
 
     Registered as a `Seq2SeqEncoder` with name "elmo_plugin_lstm".
-
-    # Parameters
-
-    input_size : `int`
-    hidden_size : `int`
-        Units per direction.
-    num_layers : `int`, optional (default = `1`)
-    bias : `bool`, optional (default = `True`)
-    dropout : `float`, optional (default = `0.0`)
-        Dropout on the output of every layer but the last (training only), as `torch.nn.LSTM`.
-    bidirectional : `bool`, optional (default = `False`)
     """
 
-    def __init__(
-        self,
-        input_size: int,
-        hidden_size: int,
-        num_layers: int = 1,
-        bias: bool = True,
-        dropout: float = 0.0,
-        bidirectional: bool = False,
-    ) -> None:
-        super().__init__(
-            torch.nn.LSTM(
-                input_size,
-                hidden_size,
-                num_layers=num_layers,
-                bias=bias,
-                dropout=dropout,
-                bidirectional=bidirectional,
-                batch_first=True,
-            )
-        )
+    kind = torch.nn.LSTM
 
 
 @Seq2SeqEncoder.register("elmo_plugin_alternating_lstm")
