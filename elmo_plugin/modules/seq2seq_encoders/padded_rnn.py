@@ -104,9 +104,14 @@ class PaddedRnnEncoder(Seq2SeqEncoder):
             if hasattr(self._module, f"{name}_l{layer}{suffix}")
         }
         shell = self._shells[inputs.size(-1)]
-        outputs = functional_call(
-            shell, {f"{name}_l0": w for name, w in weights.items()}, (inputs,)
-        )
+        # Not oneDNN's RNN, which torch picks for an unpacked LSTM on the CPU: a signal arriving
+        # while it runs (even one whose handler does nothing) corrupted the heap in 2 of 8 runs
+        # (`tests/modules/test_padded_rnn.py`); torch's own loop is slower than oneDNN for a long
+        # single sequence, still faster than the packed path (`benchmarks.padded_rnn`).
+        with torch.backends.mkldnn.flags(enabled=False):
+            outputs = functional_call(
+                shell, {f"{name}_l0": w for name, w in weights.items()}, (inputs,)
+            )
         return outputs[0]
 
     def forward(
