@@ -1,13 +1,14 @@
 """A training step (forward + backward) of AllenNLP's `gru` / `lstm` / `alternating_lstm` encoders
 against the padded `elmo_plugin_*` ones with the same weights, on the shapes the task configs
-train: `python -m benchmarks.padded_rnn [--repeats N]` (one thread; alternating runs, so both see
-the same machine load). Prints one `BENCH {...}` line a case: median seconds of each, their ratio
+train: `python -m benchmarks.padded_rnn [--repeats N] [--device cuda]` (one CPU thread; alternating
+runs, so both see the same machine load). Prints one `BENCH {...}` line a case: median seconds of each, their ratio
 and the largest output difference (in evaluation). "packed" names AllenNLP's encoders.
 """
 
 import argparse
 import statistics
 import time
+import warnings
 from typing import Any, Dict, List
 
 import torch
@@ -46,21 +47,26 @@ def measure(
     hidden: int,
     other: Dict[str, Any],
     repeats: int,
+    device: torch.device,
 ) -> Dict[str, Any]:
     params = {"input_size": inputs, "hidden_size": hidden, **other}
     torch.manual_seed(0)
     padded = Seq2SeqEncoder.from_params(Params({"type": f"elmo_plugin_{kind}", **params}))
     packed = Seq2SeqEncoder.from_params(Params({"type": kind, **params}))
     packed.load_state_dict(padded.state_dict())
+    padded, packed = padded.to(device), packed.to(device)
     # lengths from half the longest to the longest, as in a batch of the bucket sampler's
     lengths = torch.linspace(longest, longest // 2, batch).long()
     mask = torch.arange(longest).unsqueeze(0) < lengths.unsqueeze(1)
     x = torch.randn(batch, longest, inputs) * mask.unsqueeze(-1)
+    x, mask = x.to(device), mask.to(device)
     seconds: Dict[str, List[float]] = {"packed": [], "padded": []}
     for _ in range(repeats + 1):  # the first round warms up
         for name, encoder in (("packed", packed), ("padded", padded)):
             start = time.perf_counter()
             encoder(x, mask).square().sum().backward()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
             seconds[name].append(time.perf_counter() - start)
     with torch.no_grad():  # in evaluation: the recurrent dropout masks differ by row order
         outputs = {"packed": packed.eval()(x, mask), "padded": padded.eval()(x, mask)}
@@ -76,12 +82,24 @@ def measure(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    device = torch.device(args.device)
     for name, kind, batch, longest, inputs, hidden, other in CASES:
-        record = measure(kind, batch, longest, inputs, hidden, other, args.repeats)
+        with warnings.catch_warnings(record=True) as caught:  # e.g. cuDNN's non-contiguous weights
+            warnings.simplefilter("always")
+            record = measure(kind, batch, longest, inputs, hidden, other, args.repeats, device)
         emit(
-            {"benchmark": "padded_rnn", "case": name, "batch": batch, "longest": longest, **record}
+            {
+                "benchmark": "padded_rnn",
+                "case": name,
+                "device": str(device),
+                "batch": batch,
+                "longest": longest,
+                **record,
+                "warnings": sorted({str(w.message)[:120] for w in caught}),
+            }
         )
 
 

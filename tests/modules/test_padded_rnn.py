@@ -1,6 +1,7 @@
 """The padded GRU / LSTM encoders against AllenNLP's own `gru` / `lstm` (packed) encoders."""
 
 import copy
+import warnings
 
 import pytest
 import torch
@@ -171,3 +172,15 @@ def test_the_lstm_does_not_run_on_onednns_rnn():
         pytest.skip("this torch build does not run an LSTM on oneDNN")
     encoder, _ = _pair("lstm", input_size=4, hidden_size=3, bidirectional=True)
     assert "aten::mkldnn_rnn_layer" not in _ops(lambda: encoder(inputs, mask))
+
+
+def test_keeping_onednn_off_changes_no_other_flag_and_warns_nothing():
+    """Only oneDNN's `enabled` flag is switched, and back: setting its TF32 flag as well (what
+    `torch.backends.mkldnn.flags(enabled=False)` alone does) warned on every forward pass."""
+    inputs, mask = _batch(4)
+    encoder, _ = _pair("lstm", input_size=4, hidden_size=3)
+    before = (torch.backends.mkldnn.enabled, torch.backends.mkldnn.deterministic)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        encoder(inputs, mask)
+    assert (torch.backends.mkldnn.enabled, torch.backends.mkldnn.deterministic) == before

@@ -107,8 +107,12 @@ class PaddedRnnEncoder(Seq2SeqEncoder):
         # Not oneDNN's RNN, which torch picks for an unpacked LSTM on the CPU: a signal arriving
         # while it runs (even one whose handler does nothing) corrupted the heap in 2 of 8 runs
         # (`tests/modules/test_padded_rnn.py`); torch's own loop is slower than oneDNN for a long
-        # single sequence, still faster than the packed path (`benchmarks.padded_rnn`).
-        with torch.backends.mkldnn.flags(enabled=False):
+        # single sequence, still faster than the packed path (`benchmarks.padded_rnn`). The other
+        # flags stay as they are (`None`): setting oneDNN's TF32 flag warns on every call.
+        off = torch.backends.mkldnn.flags(
+            enabled=False, deterministic=None, allow_tf32=None, fp32_precision=None
+        )
+        with off:
             outputs = functional_call(
                 shell, {f"{name}_l0": w for name, w in weights.items()}, (inputs,)
             )
