@@ -23,6 +23,10 @@
    config or an archive is checked: ELMo at the output without the `elmo_plugin_output_elmo`
    encoder, a wrapper without ELMo at the output, or widths that disagree are a
    `ConfigurationError` at construction (`elmo_plugin.modules.placement_contract`).
+6. **Archives are untrusted.** AllenNLP's `extracted_archive` (behind `load_archive`, every
+   `allennlp evaluate`/`predict` and `from_archive` model) is replaced by
+   `elmo_plugin.common.archives.extracted_archive`, which refuses members that would write
+   outside the extraction folder (`..`, absolute paths, links outside, device files).
 
 Besides, importing the plugin registers its components; `reduce_on_plateau` is registered again
 over AllenNLP's (whose constructor passes the `verbose=` that torch >= 2.7 removed), in
@@ -35,7 +39,7 @@ import numpy
 import torch
 import torch.distributed as dist
 
-from elmo_plugin.common import config_env
+from elmo_plugin.common import archives, config_env
 from elmo_plugin.modules import placement_contract, regularization
 
 _installed = False
@@ -59,7 +63,7 @@ def destroy_process_group() -> None:
 
 
 def install() -> None:
-    """Install hooks 1-5; idempotent."""
+    """Install hooks 1-6; idempotent."""
     global _installed
     if _installed:
         return
@@ -68,4 +72,5 @@ def install() -> None:
     allow_numpy_scalars_in_checkpoints()
     atexit.register(destroy_process_group)
     placement_contract.install()
+    archives.install()
     _installed = True

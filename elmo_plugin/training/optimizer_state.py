@@ -1,15 +1,17 @@
 """Carry the optimizer state from pretraining into fine-tuning, as bilm-tf's restart restores its
 Adagrad accumulators (Supplement A.1)."""
 
+import io
 import logging
 import os
-import tarfile
+import pickle
 from typing import Any, Dict, Optional
 
 import torch
 from allennlp.training.callbacks.callback import TrainerCallback
 
 from elmo_bilm.files import FormatError, atomic_output
+from elmo_plugin.common.archives import read_member
 
 logger = logging.getLogger(__name__)
 
@@ -79,22 +81,34 @@ class OptimizerState(TrainerCallback):
 
     @staticmethod
     def _read_archive(archive: str) -> Optional[Dict[str, Any]]:
-        with tarfile.open(archive) as tar:
-            try:
-                member = tar.extractfile(OPTIMIZER_STATE_NAME)
-            except KeyError:
-                member = None
-            if member is None:
-                logger.info(
-                    "%s has no %s: the optimizer starts fresh", archive, OPTIMIZER_STATE_NAME
-                )
-                return None
-            try:
-                return torch.load(member, map_location="cpu", weights_only=False)
-            except Exception as error:
-                raise FormatError(
-                    f"{archive}: {OPTIMIZER_STATE_NAME} is unreadable ({error})"
-                ) from error
+        """The archive's saved optimizer state, loaded with `weights_only=True` (tensors and
+        plain values only: an archive is untrusted). None, with a warning, where it holds
+        anything else: the optimizer starts fresh."""
+        data = read_member(archive, OPTIMIZER_STATE_NAME)
+        if data is None:
+            logger.info("%s has no %s: the optimizer starts fresh", archive, OPTIMIZER_STATE_NAME)
+            return None
+        try:
+            saved = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+        except pickle.UnpicklingError as error:
+            logger.warning(
+                "%s: %s holds objects other than tensors and plain values; not loaded, the "
+                "optimizer starts fresh (%s)",
+                archive,
+                OPTIMIZER_STATE_NAME,
+                str(error).splitlines()[0],
+            )
+            return None
+        except Exception as error:
+            raise FormatError(
+                f"{archive}: {OPTIMIZER_STATE_NAME} is unreadable ({error})"
+            ) from error
+        if (
+            not isinstance(saved, dict)
+            or not {"optimizer", "parameter_names", "state_dict"} <= saved.keys()
+        ):
+            raise FormatError(f"{archive}: {OPTIMIZER_STATE_NAME} is not a saved optimizer state")
+        return saved
 
     @staticmethod
     def load_into(

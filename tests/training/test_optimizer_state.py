@@ -51,3 +51,32 @@ def test_another_optimizer_type_starts_fresh(tmp_path):
         "state_dict": {"state": {0: {"exp_avg": torch.zeros(3, 4)}}},
     }
     assert OptimizerState.load_into(model, optimizer, saved) == 0
+
+
+class Payload:
+    """Unpickled with full pickle, creates the file `path` (a stand-in for any code)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_a_pickle_payload_in_the_archive_does_not_run(tmp_path, caplog):
+    marker = tmp_path / "payload_ran"
+    saved = {
+        "optimizer": "Adagrad",
+        "parameter_names": ["lstm.weight"],
+        "state_dict": {"state": {}, "param_groups": []},
+        "payload": Payload(str(marker)),
+    }
+    torch.save(saved, tmp_path / OPTIMIZER_STATE_NAME)
+    with tarfile.open(tmp_path / "model.tar.gz", "w:gz") as tar:
+        tar.add(tmp_path / OPTIMIZER_STATE_NAME, arcname=OPTIMIZER_STATE_NAME)
+    model, optimizer = model_and_optimizer(5)
+    callback = OptimizerState(str(tmp_path / "ft"), from_archive=str(tmp_path / "model.tar.gz"))
+    callback.on_start(SimpleNamespace(model=model, optimizer=optimizer))
+    assert not marker.exists()
+    assert "not loaded, the optimizer starts fresh" in caplog.text
+    assert optimizer.state_dict()["state"][0]["sum"].eq(1.0).all()  # fresh accumulators
