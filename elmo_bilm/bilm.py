@@ -66,6 +66,12 @@ class BiLm(nn.Module):
         self.lstm.dropout.p = dropout
 
     @property
+    def _elmo_lstm(self) -> ProjectedLstmStack:
+        """AllenNLP's name of the LSTM stack inside its biLM (`_ElmoBiLm._elmo_lstm`), which
+        flair's legacy `ELMoEmbeddings` reaches for after unpickling."""
+        return self.lstm
+
+    @property
     def num_layers(self) -> int:
         """Number of output layers: the token layer plus one per LSTM layer."""
         return self.lstm.n_layers + 1
@@ -124,10 +130,15 @@ class BiLm(nn.Module):
         activations: List[torch.Tensor] = [torch.cat([token, token], dim=-1)] + lstm_layers
         if keep_sentence_boundaries:
             return {"activations": activations, "mask": mask_with_boundaries, "token": token}
-        timesteps = mask.shape[1]
-        # drop <S> (position 0) and </S> (position length + 1)
-        activations = [layer[:, 1 : timesteps + 1] * mask[..., None] for layer in activations]
-        return {"activations": activations, "mask": mask, "token": token[:, 1 : timesteps + 1]}
+        activations = [remove_sentence_boundaries(layer, mask) for layer in activations]
+        return {"activations": activations, "mask": mask, "token": token[:, 1 : mask.shape[1] + 1]}
+
+
+def remove_sentence_boundaries(tensor: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """`tensor` `(batch, T + 2, dim)` with `<S>` at position 0 and `</S>` after each sentence's
+    last token, less those positions and zero at padding: `(batch, T, dim)` for `mask` `(batch,
+    T)`, the mask without boundaries (AllenNLP's `remove_sentence_boundaries`)."""
+    return tensor[:, 1 : mask.shape[1] + 1] * mask[..., None]
 
 
 @contextlib.contextmanager

@@ -10,20 +10,26 @@ AllenNLP's carries LSTM states from one batch to the next, so its outputs equal 
 first call only.
 """
 
+import warnings
 from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
 import torch
 from torch import nn
 
-from elmo_bilm.bilm import BiLm, frozen
+from elmo_bilm.bilm import BiLm, frozen, remove_sentence_boundaries
 from elmo_bilm.bulk import embed_file
 from elmo_bilm.characters import batch_char_ids, vocabulary_char_ids
 from elmo_bilm.loading import load_bilm
+from elmo_bilm.published import published_urls
 from elmo_bilm.scalar_mix import ScalarMix
 
-# AllenNLP 0.9's default for `ElmoEmbedder`'s methods (the `elmo-embed` command's is 128)
-EMBEDDER_BATCH_SIZE = 64
+# AllenNLP 0.9's module constants of `allennlp.commands.elmo`, which libraries import (flair's
+# `ELMoEmbeddings` reads the first two): its default biLM, AllenNLP's `original`, and the batch
+# size of `ElmoEmbedder`'s methods (the `elmo-embed` command's is 128). `ElmoEmbedder()` without
+# files uses the shipped biLM instead; these name `original` for code that asks for it.
+DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE = published_urls("original")
+DEFAULT_BATCH_SIZE = 64
 batch_to_ids = batch_char_ids  # AllenNLP's name: tokenised sentences -> (batch, T, 50) ids
 
 
@@ -109,18 +115,52 @@ class Elmo(nn.Module):
     def forward(
         self, inputs: torch.Tensor, word_inputs: Optional[torch.Tensor] = None
     ) -> Dict[str, Any]:
-        if word_inputs is not None:
-            if self.word_char_ids is None:
-                raise ValueError("word_inputs need vocab_to_cache")
-            inputs = self.word_char_ids[word_inputs]
+        """Mix the biLM's layers as AllenNLP does: over every position of the sentences with their
+        `<S>`/`</S>` (the layer norm's statistics include them), then, unless
+        `keep_sentence_boundaries`, without the boundaries and zero at padding.
+
+        `inputs` `(..., T, 50)` and `word_inputs` `(..., T)` may have extra leading dimensions
+        (say `(batch, n_sentences, T, 50)`); the outputs keep them."""
+        char_ids, leading = self._character_ids(inputs, word_inputs)
+        mask = (char_ids > 0).any(-1)
         if self.requires_grad:
-            output = self.bilm(inputs, keep_sentence_boundaries=self.keep_sentence_boundaries)
+            output = self.bilm(char_ids, mask, keep_sentence_boundaries=True)
         else:
             with frozen(self.bilm):
-                output = self.bilm(inputs, keep_sentence_boundaries=self.keep_sentence_boundaries)
-        layers, mask = output["activations"], output["mask"]
-        representations = [self.dropout(mix(layers, mask)) for mix in self.scalar_mixes]
-        return {"elmo_representations": representations, "mask": mask}
+                output = self.bilm(char_ids, mask, keep_sentence_boundaries=True)
+        layers, bounded_mask = output["activations"], output["mask"]
+        representations = []
+        for mix in self.scalar_mixes:
+            mixed = mix(layers, bounded_mask)
+            if not self.keep_sentence_boundaries:
+                mixed = remove_sentence_boundaries(mixed, mask)
+            representations.append(self.dropout(mixed))
+        out_mask = bounded_mask if self.keep_sentence_boundaries else mask
+        return {
+            "elmo_representations": [r.reshape(leading + r.shape[1:]) for r in representations],
+            "mask": out_mask.reshape(leading + out_mask.shape[1:]),
+        }
+
+    def _character_ids(
+        self, inputs: torch.Tensor, word_inputs: Optional[torch.Tensor]
+    ) -> Tuple[torch.Tensor, Tuple[int, ...]]:
+        """`(rows, T, 50)` character ids (looked up from `word_inputs` through the cached
+        vocabulary when both are there) and the leading dimensions that `rows` flattens."""
+        if word_inputs is not None and self.word_char_ids is None:
+            warnings.warn(
+                "word_inputs were passed to Elmo without vocab_to_cache: they are ignored and the "
+                "character ids used (as AllenNLP does)",
+                stacklevel=3,
+            )
+            word_inputs = None
+        if word_inputs is not None:
+            ids = self.word_char_ids[word_inputs.flatten(0, -2)]
+            return ids, tuple(word_inputs.shape[:-1])
+        if inputs.dim() < 3:
+            raise ValueError(
+                f"character ids must be (batch, timesteps, 50), got shape {tuple(inputs.shape)}"
+            )
+        return inputs.flatten(0, -3), tuple(inputs.shape[:-2])
 
 
 class ElmoEmbedder:
@@ -133,7 +173,8 @@ class ElmoEmbedder:
         bilm-tf files, paths or URLs, or a published name alone (as `Elmo`); neither: the biLM
         shipped with this package.
     cuda_device : `int`, optional (default = `-1`)
-        GPU id, -1 for the CPU.
+        GPU id, -1 for the CPU. Read on every batch, as in 0.9: code that moves a loaded
+        embedder sets it and moves `elmo_bilm` (flair does after unpickling).
     """
 
     def __init__(
@@ -143,8 +184,12 @@ class ElmoEmbedder:
         cuda_device: int = -1,
     ) -> None:
         self.cuda_device = cuda_device
-        self.device = torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
         self.elmo_bilm = load_bilm(options_file, weight_file).to(self.device).eval()
+
+    @property
+    def device(self) -> torch.device:
+        """Where the inputs go: `cuda_device`'s GPU, or the CPU for -1."""
+        return torch.device("cpu" if self.cuda_device < 0 else f"cuda:{self.cuda_device}")
 
     def batch_to_embeddings(
         self, batch: Sequence[Sequence[str]]
@@ -174,7 +219,7 @@ class ElmoEmbedder:
         return [host[row, :, : len(sentence)] for row, sentence in enumerate(batch)]
 
     def embed_sentences(
-        self, sentences: Iterable[Sequence[str]], batch_size: int = EMBEDDER_BATCH_SIZE
+        self, sentences: Iterable[Sequence[str]], batch_size: int = DEFAULT_BATCH_SIZE
     ) -> Iterator[numpy.ndarray]:
         """Lazily, in input order: reads `16 * batch_size` sentences at a time, embeds them in
         batches of similar length (the biLM is stateless, so order is free) and yields them."""
@@ -204,12 +249,14 @@ class ElmoEmbedder:
         input_file: Union[str, IO[str]],
         output_file_path: str,
         output_format: str = "all",
-        batch_size: int = EMBEDDER_BATCH_SIZE,
+        batch_size: int = DEFAULT_BATCH_SIZE,
         forget_sentences: bool = False,
         use_sentence_keys: bool = False,
     ) -> None:
         """The HDF5 file `elmo-embed` writes (one dataset per line; `output_format` "all", "top"
-        or "average"); `input_file` is a path or an open text file with a name."""
+        or "average"); `input_file` is a path or an open text file with a name. An existing
+        output file is replaced, as AllenNLP 0.9's method did (atomically: the old file stays
+        whole until the new one is complete)."""
         path = input_file if isinstance(input_file, str) else input_file.name
         embed_file(
             self.elmo_bilm,
@@ -218,6 +265,7 @@ class ElmoEmbedder:
             layers=output_format,
             batch_size=batch_size,
             cuda_device=self.cuda_device,
+            overwrite=True,
             sentence_index=not forget_sentences,
             sentence_keys=use_sentence_keys,
         )

@@ -117,6 +117,21 @@ class ProjectedLstmStack(nn.Module):
         state["_packed"] = onednn.PackedWeights()  # opaque tensors: not copyable; rebuilt on use
         return state
 
+    @property
+    def _states(self) -> Tuple[torch.Tensor, ...]:
+        """AllenNLP's LSTM states carried between batches: none, the stack is stateless. An empty
+        tuple rather than `None`, so that code moving the states to a device (flair's legacy
+        `ELMoEmbeddings` does after unpickling) moves nothing and works."""
+        return ()
+
+    @_states.setter
+    def _states(self, states: Optional[Tuple[torch.Tensor, ...]]) -> None:
+        if states:
+            raise ValueError("the biLM is stateless (elmo_bilm): it has no LSTM states to set")
+
+    def reset_states(self, mask: Optional[torch.Tensor] = None) -> None:
+        """AllenNLP's `reset_states`: nothing to reset, every sentence starts from a zero state."""
+
     def reset_parameters(self) -> None:
         """bilm-tf's initialisation (TF's default for its `LSTMCell` variables): Glorot-uniform
         over each direction's whole `W_0` `[in + proj, 4 * dim]` (split here into input and
