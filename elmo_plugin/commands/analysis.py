@@ -13,7 +13,7 @@ from allennlp.commands.subcommand import Subcommand
 
 from elmo_bilm.files import numbered_lines, reports_errors
 from elmo_plugin.analysis import layer_weights, neighbours, probes, report, sweep
-from elmo_plugin.common.config_env import config_path
+from elmo_plugin.common.config_env import config_path, data_dir
 from elmo_plugin.modules.bilm_loading import add_bilm_arguments, load_bilm_or_archive
 
 
@@ -51,7 +51,9 @@ def _bilm_name(args: argparse.Namespace) -> str:
 
 
 def _data(*parts: str) -> str:
-    return os.path.join(os.environ.get("ELMO_PLUGIN_DATA", ""), *parts)
+    """A default input under `$ELMO_PLUGIN_DATA` (absolute), or relative to the current folder."""
+    data = data_dir()
+    return os.path.join(str(data) if data is not None else "", *parts)
 
 
 def _report(args: argparse.Namespace, result: Any, table: str, figure: Any = None) -> None:

@@ -13,12 +13,15 @@ environment. A user's own value always wins.
 - The data: `SNLI_TRAIN`, `CONLL2003_DEV`, ... default to paths under `$ELMO_PLUGIN_DATA`, a
   folder laid out as this project's bundled data, when it is set; the package knows no data
   folder of its own. A data variable that is unset, or names a missing path, is one error naming
-  the variable and the path.
+  the variable, its value and the folder a relative path was resolved against; every path in a
+  data variable (and `ELMO_PLUGIN_DATA` itself) is made absolute when read, so a saved config
+  names the files a run read wherever it is used later.
 - The baselines' word vectors: files under `$ELMO_PLUGIN_VECTORS` once built
   (`allennlp elmo-table1` or `allennlp elmo-word-vectors`); empty (trained from scratch, with a
   warning) until then.
 """
 
+import difflib
 import glob
 import logging
 import os
@@ -44,22 +47,43 @@ def config_names() -> List[str]:
     return sorted(path.stem for path in CONFIG_DIR.glob("*.jsonnet"))
 
 
+def _did_you_mean(name: str) -> str:
+    """The packaged configs closest to `name` ("did you mean ...": difflib's closest, then those
+    containing it), else all of them."""
+    names = config_names()
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.7)
+    close += [other for other in names if len(name) >= 3 and name in other and other not in close]
+    close = close[:4]
+    if close:
+        return f"did you mean {' or '.join(close)}? (`allennlp elmo-config` lists them all)"
+    return f"the packaged configs: {', '.join(names)}"
+
+
 def config_path(name: str) -> str:
-    """A config given as a path (returned as it is) or as a packaged config's name."""
-    if os.path.exists(name) or "/" in name or name.endswith((".jsonnet", ".json")):
+    """A config given as a path (returned as it is) or as a packaged config's name; a name or a
+    local path that is neither is a `FileNotFoundError` naming the closest packaged configs."""
+    if os.path.exists(name) or "://" in name:
         return name
+    if "/" in name or name.endswith((".jsonnet", ".json")):
+        stem = Path(name).name.rsplit(".", 1)[0] if "." in Path(name).name else Path(name).name
+        raise FileNotFoundError(f"{name}: no such config file; {_did_you_mean(stem)}")
     if name not in config_names():
         raise FileNotFoundError(
-            f"{name}: no such config file, and no packaged config of that name (one of "
-            f"{', '.join(config_names())})"
+            f"{name}: no such config file, and no packaged config of that name; "
+            f"{_did_you_mean(name)}"
         )
     return str(CONFIG_DIR / f"{name}.jsonnet")
 
 
+def absolute(path: str) -> str:
+    """`path` with `~` expanded, made absolute against the current folder and normalised."""
+    return os.path.abspath(os.path.expanduser(path))
+
+
 def data_dir() -> Optional[Path]:
-    """`$ELMO_PLUGIN_DATA`, a folder laid out as the bundled data, or None."""
+    """`$ELMO_PLUGIN_DATA`, a folder laid out as the bundled data, as an absolute path, or None."""
     value = os.environ.get("ELMO_PLUGIN_DATA")
-    return Path(value) if value else None
+    return Path(absolute(value)) if value else None
 
 
 def data_defaults(data: Path) -> Dict[str, str]:
@@ -162,6 +186,27 @@ def config_variables(config_file: str) -> Set[str]:
     return names
 
 
+_SLICE = re.compile(r"\[[-\d]*:[-\d]*\]$")
+
+
+def absolute_paths(value: str) -> str:
+    """A data variable's value with each file path in it made absolute (`absolute`), its syntax
+    kept: `FORMAT::PATH` lists, `PATH[START:END]` slices, `PATH#IDS` document lists; URLs and
+    empty parts stay as they are."""
+    items = []
+    for item in value.split(","):
+        prefix, _, rest = item.rpartition("::")
+        parts = []
+        for part in rest.split("#"):
+            slice_ = _SLICE.search(part)
+            path = part[: slice_.start()] if slice_ else part
+            if path.strip() and "://" not in path:
+                path = absolute(path)
+            parts.append(path + (slice_.group(0) if slice_ else ""))
+        items.append((prefix + "::" if prefix else "") + "#".join(parts))
+    return ",".join(items)
+
+
 def _paths(value: str) -> List[str]:
     """The file paths in a data variable's value: `FORMAT::PATH` lists, `PATH[START:END]`
     slices, `PATH#IDS` document lists (both files)."""
@@ -169,7 +214,7 @@ def _paths(value: str) -> List[str]:
     for item in value.split(","):
         item = item.split("::", 1)[-1]
         for part in item.split("#"):
-            paths.append(re.sub(r"\[[-\d]*:[-\d]*\]$", "", part))
+            paths.append(_SLICE.sub("", part))
     return [path for path in paths if path]
 
 
@@ -184,6 +229,25 @@ def _missing_path(value: str) -> Optional[str]:
         elif not os.path.exists(path) and not os.path.isdir(os.path.dirname(path) or "."):
             return path
     return None
+
+
+def _missing_message(name: str, value: str, missing: str) -> str:
+    """One line for a data variable naming a path that is not there: the variable, its value,
+    the missing path and the folder it was resolved against (the current one, or
+    `$ELMO_PLUGIN_DATA` for a default)."""
+    line = f"{name}={value}: no such file or folder: {missing}"
+    if name not in os.environ:
+        data = os.environ.get("ELMO_PLUGIN_DATA", "")
+        line += (
+            f" ({name} is unset: its default is under ELMO_PLUGIN_DATA={data}, resolved against "
+            f"{os.getcwd()} to {absolute(data)}"
+        )
+        if not os.path.isdir(absolute(data)):
+            line += ", which is not a folder"
+        return line + ")"
+    if any(not os.path.isabs(os.path.expanduser(path)) for path in _paths(value)):
+        line += f" (relative paths are resolved against the current folder, {os.getcwd()})"
+    return line
 
 
 # baseline word-vector variables already named by a warning in this process
@@ -201,14 +265,24 @@ def config_ext_vars(config_file: str) -> Dict[str, str]:
     ext_vars = {name: value for name, value in ext_vars.items() if name not in os.environ}
     value = {**defaults, **os.environ}.get
     for name in sorted(wanted & DATA_VARIABLES):
-        if value(name) is None:
+        raw = value(name)
+        if raw is None:
             raise ConfigurationError(
                 f"{name} is not set: {config_file} reads its data from it (set it, or "
                 "ELMO_PLUGIN_DATA to a folder laid out as this project's bundled data)"
             )
-        missing = _missing_path(value(name) or "")
+        resolved = absolute_paths(raw)
+        missing = _missing_path(resolved)
         if missing is not None:
-            raise ConfigurationError(f"{name}={value(name)}: no such file or folder: {missing}")
+            raise ConfigurationError(_missing_message(name, raw, missing))
+        if resolved != raw:
+            ext_vars[name] = resolved
+    # the optional inputs and the word vectors, a relative path given: absolute too (other forms,
+    # URLs and AllenNLP's `(ARCHIVE)#FILE`, stay as they are; AllenNLP names a missing file)
+    for name in sorted(wanted & (set(OPTIONAL) | set(vector_defaults()))):
+        raw = value(name) or ""
+        if raw and not os.path.isabs(raw) and not any(mark in raw for mark in ("://", "#", "(")):
+            ext_vars[name] = absolute(raw)
     if "ELMO_PROJECTION_DIM" in wanted:
         try:
             options = read_options(published.options_path(value("ELMO_OPTIONS_FILE") or ""))

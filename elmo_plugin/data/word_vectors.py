@@ -42,9 +42,10 @@ BASELINE_VECTORS: Dict[str, VectorSet] = {
 
 
 def vectors_dir() -> Path:
-    """Where the baseline vectors live: `$ELMO_PLUGIN_VECTORS`, else `~/.cache/elmo_plugin/vectors`."""
+    """Where the baseline vectors live (absolute): `$ELMO_PLUGIN_VECTORS`, else
+    `~/.cache/elmo_plugin/vectors`."""
     default = Path.home() / ".cache" / "elmo_plugin" / "vectors"
-    return Path(os.environ.get("ELMO_PLUGIN_VECTORS", default))
+    return Path(os.path.abspath(os.path.expanduser(os.environ.get("ELMO_PLUGIN_VECTORS", default))))
 
 
 def vector_defaults() -> Dict[str, str]:

@@ -10,7 +10,7 @@ from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 
 from elmo_plugin.common import config_env
-from tests.conftest import REPO_ROOT
+from tests.conftest import DATA, REPO_ROOT
 
 
 def test_importing_the_plugin_sets_no_environment_variable():
@@ -84,3 +84,88 @@ def test_elmo_config_command_lists_and_finds_the_packaged_configs(capsys):
     assert os.path.samefile(path, REPO_ROOT / "training_config" / "sst_bcn_elmo.jsonnet")
     with pytest.raises(SystemExit, match="elmo-config: error: nope: no such config file"):
         run_command(ElmoConfig, ["elmo-config", "nope"])
+
+
+def test_data_variables_and_elmo_plugin_data_are_made_absolute(monkeypatch, tmp_path):
+    monkeypatch.chdir(REPO_ROOT)
+    monkeypatch.setenv("ELMO_PLUGIN_DATA", os.path.relpath(DATA))  # e.g. ../shared/data
+    params = Params.from_file("snli_esim_elmo").as_dict()
+    assert params["train_data_path"] == str(DATA / "snli_eval" / "dev")
+    assert params["validation_data_path"] == str(DATA / "snli_eval" / "test[:4912]")
+    (tmp_path / "mine.txt").write_text("")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ELMO_PLUGIN_DATA", str(DATA))
+    monkeypatch.setenv("CONLL2003_TRAIN", "mine.txt")
+    params = Params.from_file("conll2003_crf_tagger").as_dict()
+    assert params["train_data_path"] == str(tmp_path / "mine.txt")
+
+
+def test_absolute_paths_keeps_each_value_syntax(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    here = str(tmp_path)
+    assert config_env.absolute_paths("wikitext::a/b.txt,conll2003::/x/y") == (
+        f"wikitext::{here}/a/b.txt,conll2003::/x/y"
+    )
+    assert config_env.absolute_paths("d/../e/test[:4912]") == f"{here}/e/test[:4912]"
+    assert config_env.absolute_paths("lit#lit/0/train.ids") == f"{here}/lit#{here}/lit/0/train.ids"
+    assert config_env.absolute_paths("https://host/x.json") == "https://host/x.json"
+    assert config_env.absolute_paths("") == ""
+
+
+def test_a_missing_default_names_elmo_plugin_data_and_the_folder_it_was_resolved_against(
+    monkeypatch, tmp_path
+):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ELMO_PLUGIN_DATA", "../shared/data")
+    folder = tmp_path.parent / "shared" / "data"
+    with pytest.raises(ConfigurationError) as error:
+        Params.from_file("snli_esim_elmo")
+    assert str(error.value) == (
+        f"SNLI_DEV={folder}/snli_eval/test[:4912]: no such file or folder: "
+        f"{folder}/snli_eval/test (SNLI_DEV is unset: its default is under "
+        f"ELMO_PLUGIN_DATA=../shared/data, resolved against {tmp_path} to {folder}, which is not "
+        "a folder)"
+    )
+
+
+def test_a_missing_relative_path_names_the_variable_its_value_and_the_current_folder(
+    monkeypatch, tmp_path
+):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CONLL2003_TRAIN", "nowhere/eng.train")
+    with pytest.raises(ConfigurationError) as error:
+        Params.from_file("conll2003_crf_tagger")
+    assert str(error.value) == (
+        f"CONLL2003_TRAIN=nowhere/eng.train: no such file or folder: {tmp_path}/nowhere/eng.train"
+        f" (relative paths are resolved against the current folder, {tmp_path})"
+    )
+
+
+def test_a_misspelt_config_name_gets_the_closest_names(capsys):
+    from elmo_plugin.commands.elmo_config import ElmoConfig
+    from tests.analysis.conftest import run_command
+
+    with pytest.raises(FileNotFoundError, match=r"did you mean snli_esim_elmo or snli_esim\?"):
+        Params.from_file("snli_esim_elmoo")
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"^training_config/sst_bcn_elmoo.jsonnet: no such config file; did you mean "
+        r"sst_bcn_elmo",
+    ):
+        Params.from_file("training_config/sst_bcn_elmoo.jsonnet")
+    with pytest.raises(FileNotFoundError, match=r"^zzz: .*; the packaged configs: bilm_finetune, "):
+        Params.from_file("zzz")
+    with pytest.raises(
+        SystemExit, match=r"elmo-config: error: conll2003_crf_tager: .*did you mean "
+    ):
+        run_command(ElmoConfig, ["elmo-config", "conll2003_crf_tager"])
+
+
+def test_relative_word_vectors_and_optional_inputs_are_made_absolute(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SNLI_WORD_VECTORS", "vectors/glove.txt.gz")
+    monkeypatch.setenv("BILM_VOCAB", "~/vocab.txt")
+    snli = config_env.config_ext_vars(config_env.config_path("snli_esim"))
+    assert snli["SNLI_WORD_VECTORS"] == str(tmp_path / "vectors" / "glove.txt.gz")
+    bilm = config_env.config_ext_vars(config_env.config_path("bilm_small"))
+    assert bilm["BILM_VOCAB"] == os.path.expanduser("~/vocab.txt")
