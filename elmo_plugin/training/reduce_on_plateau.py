@@ -3,6 +3,7 @@
 from typing import List, Union
 
 import torch
+from allennlp.common.registrable import Registrable
 from allennlp.training.learning_rate_schedulers import LearningRateScheduler
 from allennlp.training.learning_rate_schedulers.pytorch_lr_schedulers import (
     _PyTorchLearningRateSchedulerWithMetricsWrapper,
@@ -10,7 +11,6 @@ from allennlp.training.learning_rate_schedulers.pytorch_lr_schedulers import (
 from torch.optim import Optimizer
 
 
-@LearningRateScheduler.register("reduce_on_plateau", exist_ok=True)
 class ReduceOnPlateauScheduler(_PyTorchLearningRateSchedulerWithMetricsWrapper):
     """torch's `ReduceLROnPlateau` (e.g. ESIM's "halve the learning rate on plateau").
 
@@ -56,3 +56,8 @@ class ReduceOnPlateauScheduler(_PyTorchLearningRateSchedulerWithMetricsWrapper):
         )
         # torch 2 made ReduceLROnPlateau an LRScheduler; AllenNLP's annotation predates that
         super().__init__(lr_scheduler)  # type: ignore[arg-type]
+
+
+# Over AllenNLP's entry of the same name, set directly: `register(..., exist_ok=True)` would log an
+# INFO line about the overwrite on every `allennlp` start (the registry holds (class, constructor)).
+Registrable._registry[LearningRateScheduler]["reduce_on_plateau"] = (ReduceOnPlateauScheduler, None)

@@ -1,6 +1,11 @@
+import subprocess
+import sys
+
 import torch
 from allennlp.common import Params
 from allennlp.training.learning_rate_schedulers import LearningRateScheduler
+
+from tests.conftest import REPO_ROOT
 
 
 def test_reduce_on_plateau_builds_with_verbose_and_halves_the_rate():
@@ -20,3 +25,23 @@ def test_reduce_on_plateau_builds_with_verbose_and_halves_the_rate():
     scheduler.step(0.8)
     scheduler.step(0.7)  # no improvement: halved
     assert optimizer.param_groups[0]["lr"] == 2e-4
+
+
+def test_importing_the_plugin_logs_nothing_about_reduce_on_plateau():
+    """The plugin replaces AllenNLP's `reduce_on_plateau` without the INFO line that
+    `register(..., exist_ok=True)` logs on every `allennlp` start."""
+    code = (
+        "import logging\n"
+        "logging.basicConfig(level=logging.INFO)\n"
+        "import elmo_plugin\n"
+        "from allennlp.training.learning_rate_schedulers import LearningRateScheduler\n"
+        "from elmo_plugin.training import ReduceOnPlateauScheduler\n"
+        "assert LearningRateScheduler.by_name('reduce_on_plateau') is ReduceOnPlateauScheduler\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO_ROOT
+    )
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]
+    assert "reduce_on_plateau" not in result.stderr
+    assert "overwriting" not in result.stderr
