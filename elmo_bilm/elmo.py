@@ -10,6 +10,7 @@ AllenNLP's carries LSTM states from one batch to the next, so its outputs equal 
 first call only.
 """
 
+import os
 import warnings
 from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -20,8 +21,9 @@ from torch import nn
 from elmo_bilm.bilm import BiLm, frozen, remove_sentence_boundaries
 from elmo_bilm.bulk import embed_file
 from elmo_bilm.characters import batch_char_ids, vocabulary_char_ids
+from elmo_bilm.hub import PREFIX, is_hub_id
 from elmo_bilm.loading import load_bilm
-from elmo_bilm.published import published_urls
+from elmo_bilm.published import is_url, published_urls
 from elmo_bilm.scalar_mix import ScalarMix
 
 # AllenNLP 0.9's module constants of `allennlp.commands.elmo`, which libraries import (flair's
@@ -105,8 +107,11 @@ class Elmo(nn.Module):
         cls, name: str, num_output_representations: int = 1, **kwargs: Any
     ) -> "Elmo":
         """A published biLM by name (`small`, `medium`, `original`, `original_5.5b`: AllenNLP's
-        files, downloaded once into the cache of `elmo_bilm.published`), with `Elmo`'s other
-        arguments; the same as `Elmo(name, None, ...)`."""
+        files, downloaded once into the cache of `elmo_bilm.published`), or a Hugging Face Hub
+        repository (`ORG/REPO`, `ORG/REPO@REVISION` or `hf://ORG/REPO`; `elmo_bilm.hub`), with
+        `Elmo`'s other arguments; the same as `Elmo(name, None, ...)`."""
+        if "/" in name and not (is_hub_id(name) or is_url(name) or os.path.exists(name)):
+            name = PREFIX + name
         return cls(name, None, num_output_representations, **kwargs)
 
     def get_output_dim(self) -> int:

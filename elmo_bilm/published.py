@@ -8,7 +8,8 @@ bar, checked against the server's announced length (a short read is retried), an
 then on without the network. The four published biLMs also have names, accepted wherever an
 options file is: `small`, `medium`, `original`, `original_5.5b` (the weight file then omitted),
 and so do this project's: `wikipedia` (shipped with the core) and `wikipedia_1024` (the
-distribution `elmo-bilm-wikipedia-1024`).
+distribution `elmo-bilm-wikipedia-1024`); a Hugging Face Hub repository is `hf://ORG/REPO`
+(`elmo_bilm.hub`).
 """
 
 import hashlib
@@ -23,6 +24,7 @@ from typing import Dict, List, Optional, Tuple
 from tqdm import tqdm
 
 from elmo_bilm.files import atomic_output
+from elmo_bilm.hub import hub_files, is_hub_id
 
 BASE_URL = "https://allennlp.s3.amazonaws.com/models/elmo"
 # name -> the model folder AllenNLP published it under (Peters et al. 2018 and AllenNLP's ELMo page)
@@ -151,19 +153,24 @@ def resolve(options_file: Optional[str], weight_file: Optional[str]) -> Tuple[st
     place of the options file (the weight file omitted or empty): one of this project's
     (`wikipedia`, `wikipedia_1024`) or AllenNLP's published ones."""
     weight_file = weight_file or None
+    if is_hub_id(options_file) and weight_file is None:
+        return hub_files(options_file)  # type: ignore[arg-type]
     if options_file in LOCAL and weight_file is None:
         return local_files(options_file)
     if options_file in PUBLISHED and weight_file is None:
         options_file, weight_file = published_urls(options_file)
     if not options_file or weight_file is None:
         raise ValueError(
-            f"options_file and weight_file go together (or a biLM's name alone: {', '.join(names())})"
+            f"options_file and weight_file go together (or a biLM's name alone: {', '.join(names())}; "
+            "or a Hugging Face Hub repository alone: hf://ORG/REPO)"
         )
     return tuple(cached_path(f) if is_url(f) else f for f in (options_file, weight_file))  # type: ignore[return-value]
 
 
 def options_path(options_file: str) -> str:
     """The local options file of a path, URL or name (for the width a config needs)."""
+    if is_hub_id(options_file):
+        return hub_files(options_file)[0]
     if options_file in LOCAL:
         return local_files(options_file)[0]
     if options_file in PUBLISHED:

@@ -1,0 +1,70 @@
+"""biLMs published as Hugging Face Hub model repositories (`options.json` + `weights.hdf5`).
+
+A biLM on the Hub is named `hf://ORG/REPO` (a `@REVISION` suffix pins a branch, tag or commit)
+wherever a biLM is named: `Elmo("hf://ORG/REPO", None, 1)`, `Elmo.from_pretrained("ORG/REPO")`,
+`ElmoEmbedder`, `elmo-embed --options-file`, a config's `options_file`. The files come through
+`huggingface_hub` (the extra `elmo-bilm[hub]`): its cache, `HF_HUB_OFFLINE`, `HF_ENDPOINT` and
+tokens apply as for any Hub model; only the repository's `.json` and `.hdf5` files are fetched.
+"""
+
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+PREFIX = "hf://"
+
+
+def is_hub_id(name: Optional[str]) -> bool:
+    """Whether `name` names a Hub repository (`hf://ORG/REPO[@REVISION]`)."""
+    return isinstance(name, str) and name.startswith(PREFIX)
+
+
+def parse_hub_id(name: str) -> Tuple[str, Optional[str]]:
+    """`hf://ORG/REPO@REVISION` -> `("ORG/REPO", "REVISION")` (revision `None`: the default
+    branch)."""
+    body = name[len(PREFIX) :]
+    repo_id, _, revision = body.partition("@")
+    parts = repo_id.split("/")
+    if len(parts) != 2 or not all(parts):
+        raise ValueError(f"{name!r}: a Hub biLM is named hf://ORG/REPO (or hf://ORG/REPO@REVISION)")
+    return repo_id, revision or None
+
+
+def _pick(files: List[Path], exact: str, pattern: str, what: str, name: str) -> Path:
+    """The file named `exact`, else the one file matching `pattern`."""
+    for path in files:
+        if path.name == exact:
+            return path
+    matches = [path for path in files if path.match(pattern)]
+    if len(matches) != 1:
+        found = ", ".join(sorted(p.name for p in files)) or "no .json or .hdf5 files"
+        raise FileNotFoundError(
+            f"{name}: expected one {what} file ({exact} or {pattern}), found: {found}"
+        )
+    return matches[0]
+
+
+def hub_files(name: str) -> Tuple[str, str]:
+    """Local paths of the options and weights of the Hub biLM `name` (downloaded into
+    `huggingface_hub`'s cache, or read from it offline)."""
+    repo_id, revision = parse_hub_id(name)
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+    except ImportError as error:
+        raise ImportError(
+            f"{name}: loading a biLM from the Hugging Face Hub needs huggingface_hub: "
+            'pip install "elmo-bilm[hub]"'
+        ) from error
+    try:
+        folder = snapshot_download(repo_id, revision=revision, allow_patterns=["*.json", "*.hdf5"])
+    except LocalEntryNotFoundError as error:
+        raise OSError(
+            f"{name}: not in the Hugging Face cache and the Hub cannot be reached "
+            f"(HF_HUB_OFFLINE or no network): {error}"
+        ) from None
+    except HfHubHTTPError as error:
+        raise OSError(f"{name}: the Hub answered {error}") from None
+    files = [p for p in Path(folder).rglob("*") if p.suffix in (".json", ".hdf5")]
+    options = _pick(files, "options.json", "*options*.json", "options", name)
+    weights = _pick(files, "weights.hdf5", "*weights*.hdf5", "weights", name)
+    return str(options), str(weights)
