@@ -34,10 +34,6 @@ ELSEWHERE: Dict[Tuple[str, str], Tuple[str, str]] = {
         "skip",
         "builds the wheels and pip-installs one (tests/test_wheel.py covers both)",
     ),
-    ("docs/pytorch.md", "from elmo_bilm import Elmo, batch_to_ids"): (
-        "xfail",
-        "NameError: options_file is not defined (reported to the page's owner)",
-    ),
 }
 
 
