@@ -12,6 +12,7 @@ The conversions (all inverted exactly by the exporter):
 
 import json
 import os
+import posixpath
 from typing import Any, Callable, Dict, Optional, Tuple, Union, cast
 
 import h5py
@@ -31,18 +32,42 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _count(minimum: int) -> Callable[[Any], bool]:
-    return lambda value: isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+def _count(minimum: int, maximum: Optional[int] = None) -> Callable[[Any], bool]:
+    return lambda value: (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and value >= minimum
+        and (maximum is None or value <= maximum)
+    )
+
+
+# Upper bounds on the sizes an options.json may ask for, so that a file from someone else cannot
+# make the loader allocate until the machine runs out of memory (10^6 highway layers, 100,000
+# filters). Each is about 10x the largest published ELMo (the 5.5B: 16-d character embeddings,
+# 7 filter widths up to 7 with 2,048 filters in all, 2 highway layers, 4,096-d LSTM cells, 1,024-d
+# projections, 2 layers), far above anything trained, far below a size that cannot be held.
+MAX_CHAR_DIM = 256
+MAX_FILTER_WIDTH = 50  # max_characters_per_token: a wider filter sees no whole window
+MAX_FILTERS = 20480  # all widths together (the highway layers are MAX_FILTERS^2)
+MAX_FILTER_WIDTHS = 64
+MAX_HIGHWAY = 20
+MAX_LSTM_DIM = 40960
+MAX_PROJECTION_DIM = 10240
+MAX_LAYERS = 20
 
 
 def _filters(value: Any) -> bool:
     return (
         isinstance(value, list)
-        and len(value) > 0
+        and 0 < len(value) <= MAX_FILTER_WIDTHS
         and all(
-            isinstance(pair, list) and len(pair) == 2 and all(_count(1)(n) for n in pair)
+            isinstance(pair, list)
+            and len(pair) == 2
+            and _count(1, MAX_FILTER_WIDTH)(pair[0])
+            and _count(1, MAX_FILTERS)(pair[1])
             for pair in value
         )
+        and sum(pair[1] for pair in value) <= MAX_FILTERS
     )
 
 
@@ -51,17 +76,24 @@ def _filters(value: Any) -> bool:
 # file).
 OPTION_CHECKS: Dict[str, Tuple[Callable[[Any], bool], str]] = {
     "char_cnn.activation": (lambda v: v in ("relu", "tanh"), '"relu" or "tanh"'),
-    "char_cnn.embedding.dim": (_count(1), "an integer >= 1"),
-    "char_cnn.filters": (_filters, "a non-empty list of [width, n_filters] integer pairs >= 1"),
+    "char_cnn.embedding.dim": (_count(1, MAX_CHAR_DIM), f"an integer >= 1 and <= {MAX_CHAR_DIM}"),
+    "char_cnn.filters": (
+        _filters,
+        "a non-empty list of [width, n_filters] integer pairs >= 1 (at most "
+        f"{MAX_FILTER_WIDTHS} pairs, widths <= {MAX_FILTER_WIDTH}, {MAX_FILTERS} filters in all)",
+    ),
     "char_cnn.max_characters_per_token": (
         lambda v: v == 50 and not isinstance(v, bool),
         "50 (the character ids of AllenNLP's elmo_characters, the only width read here)",
     ),
     "char_cnn.n_characters": (lambda v: v in (261, 262), "261 (training) or 262 (prediction)"),
-    "char_cnn.n_highway": (_count(0), "an integer >= 0"),
-    "lstm.dim": (_count(1), "an integer >= 1"),
-    "lstm.projection_dim": (_count(1), "an integer >= 1"),
-    "lstm.n_layers": (_count(1), "an integer >= 1"),
+    "char_cnn.n_highway": (_count(0, MAX_HIGHWAY), f"an integer >= 0 and <= {MAX_HIGHWAY}"),
+    "lstm.dim": (_count(1, MAX_LSTM_DIM), f"an integer >= 1 and <= {MAX_LSTM_DIM}"),
+    "lstm.projection_dim": (
+        _count(1, MAX_PROJECTION_DIM),
+        f"an integer >= 1 and <= {MAX_PROJECTION_DIM}",
+    ),
+    "lstm.n_layers": (_count(1, MAX_LAYERS), f"an integer >= 1 and <= {MAX_LAYERS}"),
     "lstm.cell_clip": (lambda v: v is None or (_number(v) and v > 0), "a number > 0 or null"),
     "lstm.proj_clip": (lambda v: v is None or (_number(v) and v > 0), "a number > 0 or null"),
     "lstm.use_skip_connections": (lambda v: isinstance(v, bool), "true or false"),
@@ -141,12 +173,99 @@ def _dataset(
     if name not in weights:
         raise FormatError(f"{weight_file}: dataset {name!r} is missing (expected shape {shape})")
     dataset = weights[name]
+    if not isinstance(dataset, h5py.Dataset) or dataset.dtype.kind != "f":
+        raise FormatError(f"{weight_file}: {name!r} is not a dataset of floating-point numbers")
     if tuple(dataset.shape) != tuple(shape):
         raise FormatError(
             f"{weight_file}: dataset {name!r} has shape {tuple(dataset.shape)} but the options "
             f"imply {tuple(shape)}"
         )
     return dataset
+
+
+def weight_shapes(options: Dict[str, Any]) -> Dict[str, Tuple[int, ...]]:
+    """Every dataset of bilm-tf's layout the biLM reads and its shape, from checked `options`
+    (nothing allocated)."""
+    cnn, lstm = options["char_cnn"], options["lstm"]
+    char_dim, proj = cnn["embedding"]["dim"], lstm["projection_dim"]
+    shapes: Dict[str, Tuple[int, ...]] = {"char_embed": (261, char_dim)}
+    for i, (width, num) in enumerate(cnn["filters"]):
+        shapes[f"CNN/W_cnn_{i}"] = (1, width, char_dim, num)
+        shapes[f"CNN/b_cnn_{i}"] = (num,)
+    n_filters = sum(num for _, num in cnn["filters"])
+    for k in range(cnn["n_highway"]):
+        for part in ("transform", "carry"):
+            shapes[f"CNN_high_{k}/W_{part}"] = (n_filters, n_filters)
+            shapes[f"CNN_high_{k}/b_{part}"] = (n_filters,)
+    shapes["CNN_proj/W_proj"] = (n_filters, proj)
+    shapes["CNN_proj/b_proj"] = (proj,)
+    for layer in range(lstm["n_layers"]):
+        for direction in (0, 1):
+            prefix = _lstm_prefix(direction, layer)
+            shapes[f"{prefix}/W_0"] = (2 * proj, 4 * lstm["dim"])  # [x; h], both proj wide
+            shapes[f"{prefix}/B"] = (4 * lstm["dim"],)
+            shapes[f"{prefix}/W_P_0"] = (lstm["dim"], proj)
+    return shapes
+
+
+# A weights file may be compressed, but float weights do not shrink 8-fold: a file whose datasets
+# declare more than this many times its size (plus 1 MiB for tiny files) holds fill values, not
+# weights (a 284 KB file declared a 2.3 GiB LSTM), and is refused before anything is allocated.
+MAX_DECLARED_RATIO = 8
+DECLARED_SLACK = 1 << 20
+
+
+def check_declared_size(weight_file: PathLike, declared_bytes: int) -> None:
+    """Refuse a file far smaller than the weights it declares (see `MAX_DECLARED_RATIO`)."""
+    size = os.path.getsize(weight_file)
+    if declared_bytes > MAX_DECLARED_RATIO * size + DECLARED_SLACK:
+        raise FormatError(
+            f"{weight_file}: declares {declared_bytes / 2**20:.1f} MiB of weights in a file of "
+            f"{size / 2**10:.1f} KiB; damaged or inflated, refusing to allocate it"
+        )
+
+
+def check_hdf5_storage(weights: h5py.File, weight_file: PathLike) -> None:
+    """Refuse an HDF5 file that reads other files: external links (soft links are followed
+    within the file only), datasets with external storage and virtual datasets, naming the file
+    and the link or dataset. Weight files are untrusted input."""
+    links: Dict[str, Any] = {}
+
+    def note_link(name: str, link: Any) -> None:
+        links[name] = link
+
+    weights.visititems_links(note_link)
+    for name, link in links.items():
+        if isinstance(link, h5py.ExternalLink):
+            raise FormatError(
+                f"{weight_file}: {name} is an HDF5 external link to {link.filename}:{link.path}; "
+                "refusing weights that read other files"
+            )
+        if not isinstance(link, (h5py.HardLink, h5py.SoftLink)):
+            raise FormatError(f"{weight_file}: {name} is an HDF5 link of an unsupported kind")
+    for name, link in links.items():
+        parent = weights[posixpath.dirname(name) or "/"]
+        if isinstance(link, h5py.SoftLink) and parent.get(link.path) is None:
+            raise FormatError(
+                f"{weight_file}: {name} is an HDF5 soft link to {link.path}, not in the file"
+            )
+
+    def check_object(name: str, item: Any) -> None:
+        if not isinstance(item, h5py.Dataset):
+            return
+        if item.external:
+            files = ", ".join(str(entry[0]) for entry in item.external)
+            raise FormatError(
+                f"{weight_file}: dataset {name!r} is stored in other files ({files}); "
+                "refusing weights that read other files"
+            )
+        if item.is_virtual:
+            raise FormatError(
+                f"{weight_file}: dataset {name!r} is a virtual dataset (it maps other files); "
+                "refusing weights that read other files"
+            )
+
+    weights.visititems(check_object)
 
 
 def _read_rows(dataset: h5py.Dataset, rows: slice, target: torch.Tensor) -> None:
@@ -159,17 +278,27 @@ def _lstm_prefix(direction: int, layer: int) -> str:
 
 
 def read_softmax(weight_file: PathLike) -> Optional[Tuple[numpy.ndarray, numpy.ndarray]]:
-    """The `softmax/W`, `softmax/b` datasets of a weight file written by the plugin, if any."""
+    """The `softmax/W`, `softmax/b` datasets of a weight file written by the plugin, if any
+    (checked as `load_bilm_tf` checks the file: no other files read, no inflated sizes)."""
     with h5py.File(weight_file, "r") as weights:
         if SOFTMAX_WEIGHT not in weights:
             return None
-        return weights[SOFTMAX_WEIGHT][...], weights[SOFTMAX_BIAS][...]
+        check_hdf5_storage(weights, weight_file)
+        w, b = weights[SOFTMAX_WEIGHT], weights[SOFTMAX_BIAS]
+        if len(w.shape) != 2 or tuple(b.shape) != (w.shape[0],):
+            raise FormatError(
+                f"{weight_file}: softmax shapes {tuple(w.shape)} and {tuple(b.shape)} do not "
+                "match ([n_vocab, dim] and [n_vocab])"
+            )
+        check_declared_size(weight_file, w.size * w.dtype.itemsize + b.size * b.dtype.itemsize)
+        return w[...], b[...]
 
 
 def load_bilm_tf(options_file: PathLike, weight_file: PathLike, dropout: float = 0.0) -> BiLm:
-    """Build a `BiLm` from bilm-tf files, checking every dataset's presence and shape."""
+    """Build a `BiLm` from bilm-tf files, checking every dataset's presence and shape, and that
+    the file reads no other file, before anything is allocated."""
     options = read_options(options_file)
-    bilm = BiLm(options, dropout=dropout, initialise=False)  # every parameter is copied below
+    shapes = weight_shapes(options)
     try:
         with open(weight_file, "rb") as handle:
             start = handle.read(64).lstrip()
@@ -178,7 +307,14 @@ def load_bilm_tf(options_file: PathLike, weight_file: PathLike, dropout: float =
                 f"{weight_file}: a JSON file (options?), not bilm-tf's HDF5 weights; are "
                 "options_file and weight_file swapped?"
             )
+        check_declared_size(
+            weight_file, 4 * sum(int(numpy.prod(shape)) for shape in shapes.values())
+        )
         with h5py.File(weight_file, "r") as weights, torch.no_grad():
+            check_hdf5_storage(weights, weight_file)
+            for name, shape in shapes.items():
+                _dataset(weights, name, shape, weight_file)
+            bilm = BiLm(options, dropout=dropout, initialise=False)  # every parameter copied
             _copy_weights(bilm, weights, weight_file)
     except OSError as error:  # a truncated or damaged HDF5 file
         raise FormatError(f"{weight_file}: cannot read the HDF5 weights ({error})") from error
