@@ -11,8 +11,10 @@ def test_task_character_indexers_cap_each_token_at_50_characters():
     """A 200,000-character token in the data gives the character CNN 50 characters (it asked for
     22 GB uncapped), in every task config with a character CNN."""
     for name in ("conll2003_crf_tagger", "coref_lee2017", "squad_bidaf_selfattn"):
-        text = (REPO_ROOT / "training_config" / f"{name}.libsonnet").read_text()
-        assert 'type: "elmo_plugin_characters"' in text and "max_characters: 50" in text, name
+        params = Params.from_file(str(REPO_ROOT / "training_config" / f"{name}.jsonnet"))
+        indexers = params.as_dict()["dataset_reader"]["token_indexers"]
+        characters = [i for i in indexers.values() if i["type"] == "elmo_plugin_characters"]
+        assert characters and all(i["max_characters"] == 50 for i in characters), name
     indexer = TokenIndexer.from_params(Params({"type": "elmo_plugin_characters"}))
     huge, small = Token("x" * 200_000), Token("cat")
     counter = defaultdict(lambda: defaultdict(int))
