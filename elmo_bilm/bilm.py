@@ -29,7 +29,7 @@ class BiLm(nn.Module):
         Dropout on the LSTM inputs in training mode (bilm-tf trains with 0.1).
     initialise : `bool`, optional (default = `True`)
         Draw bilm-tf's initial weights; `False` is for a loader that overwrites every weight
-        (the draw took 2.7 s of a 3 s bilm-tf load at the paper size).
+        (at the paper size the draw is most of a load's time).
     """
 
     def __init__(

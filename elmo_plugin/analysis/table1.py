@@ -50,17 +50,15 @@ class Scale:
     fraction_batches_per_epoch: Optional[int] = None
 
 
-# `cpu`: one run in at most about 45 minutes on one core of a 2-core machine, on the data the
-# configs default to; `cpu_long`: the same, with the epoch caps raised where the `cpu` caps bound
-# (best epoch the cap's last in every SQuAD and SNLI run and in 5 of the 6 coreference runs), so
-# that patience ends those runs; `full`: the configs as they are, on whatever the data variables
-# name.
+# `cpu`: subsets and epoch caps sized for one CPU core a run, on the data the configs default to;
+# `cpu_long`: the same, with the epoch caps raised where the `cpu` caps bound, so that patience
+# ends those runs; `full`: the configs as they are, on whatever the data variables name. The
+# measured reasons for each scale's sizes are in docs/table1.md ("Scales").
 _CPU: Dict[str, Scale] = {
     "squad": Scale(overrides={"trainer.num_epochs": 4, "trainer.patience": 2}),
     "snli": Scale(),  # trains on SNLI dev for at most 8 epochs (the headline's setting)
-    # batch 16 instead of He et al.'s 80: on 10% of the predicates, batch 80 (39 updates an
-    # epoch) left every argument unpredicted (dev F1 0) for 4 epochs and patience stopped it;
-    # batch 16: dev F1 8.0 / 16.8 after epochs 1 / 2, about 2 min an epoch
+    # a smaller batch than He et al.'s: on 10% of the predicates their batch gives too few
+    # updates an epoch to learn anything before patience stops the run (docs/table1.md)
     "srl": Scale(
         fraction=0.1,
         overrides={
@@ -69,9 +67,8 @@ _CPU: Dict[str, Scale] = {
             "trainer.patience": 5,
         },
     ),
-    # 50 antecedents instead of 250: a training step on the longest LitBank document (50
-    # sentences) 8 s instead of 46 s, evaluation of it (3,419 tokens) 6 s and peak RSS 4.2 GB
-    # instead of 39 s and 14.6 GB (the pairwise span embeddings grow with the antecedents)
+    # fewer antecedents than Lee et al.: the pairwise span embeddings grow with them, and 250
+    # make a step on LitBank's longest document several times slower and larger (docs/table1.md)
     "coref": Scale(
         overrides={
             "model.max_antecedents": 50,

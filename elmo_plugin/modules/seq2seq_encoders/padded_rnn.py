@@ -4,7 +4,7 @@ AllenNLP's `gru` and `lstm` encoders pack the batch (`PackedSequence`). On the C
 RNN takes one slice of the input projections per time step, and the backward pass of each slice
 writes a zero tensor the size of all the projections: training time grows with the square of
 the sequence length. For SQuAD's passages of up to 400 tokens that is most of a training step
-(`python -m benchmarks.padded_rnn`: 5.1x on a batch of 45 x 400 tokens). AllenNLP's
+(`python -m benchmarks.padded_rnn`; its figures in docs/performance.md). AllenNLP's
 `alternating_lstm` (He et al.'s SRL encoder) loops over time steps in Python, and it too slices
 its whole input, and writes its whole output, once per step. These encoders compute
 the same function: the forward direction runs over the padded batch (padding comes after every
