@@ -1,0 +1,188 @@
+"""The spaCy 3 component `elmo` and the architecture `elmo_bilm.ElmoTok2Vec.v1` (elmo_bilm.spacy),
+on the tiny fixture biLM."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import List
+
+import numpy
+import pytest
+import spacy
+import torch
+
+from elmo_bilm import Elmo, ElmoEmbedder, batch_to_ids
+from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
+
+TEXTS = [
+    "The cat sat on the mat .",
+    "",
+    "Hello  world !",  # two spaces: a whitespace token
+    "   ",
+    "A much longer sentence , with more tokens than the others have in it .",
+    "One\n\ntwo",
+    "x",
+]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> ElmoEmbedder:
+    return ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE))
+
+
+def blank(**config) -> spacy.language.Language:
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": str(OPTIONS_FILE), "weights": str(WEIGHT_FILE), **config})
+    return nlp
+
+
+def words(doc) -> List[int]:
+    """The tokens the biLM sees: all but whitespace."""
+    return [token.i for token in doc if not token.is_space]
+
+
+def test_attributes_against_elmo_embedder(embedder):
+    doc = blank()("The cat  sat on\n the mat .")
+    kept = words(doc)
+    assert len(kept) < len(doc)  # whitespace tokens are there
+    layers = doc._.elmo
+    assert layers.dtype == numpy.float32 and layers.shape == (3, len(doc), 32)
+    expected = embedder.embed_sentence([doc[i].text for i in kept])
+    numpy.testing.assert_allclose(layers[:, kept], expected, atol=1e-6)
+    for token in doc:  # whitespace tokens: zero rows, not fed to the biLM
+        if token.is_space:
+            assert not token._.elmo.any()
+    numpy.testing.assert_array_equal(doc[1]._.elmo, layers[:, 1])
+    numpy.testing.assert_array_equal(doc[1:4]._.elmo, layers[:, 1:4])
+    assert doc.tensor.size == 0  # no set_tensor: spaCy's tensor untouched
+
+
+def test_tensor_and_hooks(embedder):
+    text = "The cat  sat on the mat ."
+    layers = blank()(text)._.elmo
+    kept = [i for i in range(layers.shape[1]) if layers[:, i].any()]
+    for how, expected in (
+        ("all", layers.transpose(1, 0, 2).reshape(layers.shape[1], -1)),
+        ("top", layers[-1]),
+        ("average", layers.mean(axis=0)),
+        ([0.2, 0.3, 0.5], 0.2 * layers[0] + 0.3 * layers[1] + 0.5 * layers[2]),
+    ):
+        doc = blank(set_tensor=True, layers=how)(text)
+        numpy.testing.assert_allclose(doc.tensor, expected, atol=1e-6)
+    # fixed weights are Eq. (1)'s s_j: Elmo with raw weights log(s_j) and gamma 1 gives the same
+    elmo = Elmo(
+        str(OPTIONS_FILE),
+        str(WEIGHT_FILE),
+        1,
+        dropout=0.0,
+        scalar_mix_parameters=numpy.log([0.2, 0.3, 0.5]).tolist(),
+    )
+    tokens = [doc[i].text for i in kept]
+    with torch.no_grad():
+        mixed = elmo(batch_to_ids([tokens]))["elmo_representations"][0][0].numpy()
+    numpy.testing.assert_allclose(doc.tensor[kept], mixed, atol=1e-5)
+    # vectors: the tensor's rows, means over the non-whitespace tokens; similarity: the cosine
+    numpy.testing.assert_array_equal(doc[1].vector, doc.tensor[1])
+    numpy.testing.assert_allclose(doc.vector, doc.tensor[kept].mean(axis=0), atol=1e-6)
+    numpy.testing.assert_allclose(doc[1:4].vector, doc.tensor[[1, 3]].mean(axis=0), atol=1e-6)
+    assert doc[2].is_space and not doc[2].vector.any()
+    a, b = doc[0].vector, doc[1].vector
+    cosine = a @ b / numpy.linalg.norm(a) / numpy.linalg.norm(b)
+    assert doc[0].similarity(doc[1]) == pytest.approx(cosine, abs=1e-6)
+    assert doc.similarity(doc) == pytest.approx(1.0, abs=1e-6)
+    assert doc[0:2].similarity(doc[0:2]) == pytest.approx(1.0, abs=1e-6)
+    assert doc.has_vector and doc[0].has_vector
+
+
+def test_pipe_equals_one_by_one_and_elmo_embedder(embedder):
+    nlp = blank(batch_size=2, set_tensor=True, layers="top")
+    piped = list(nlp.pipe(TEXTS * 2, batch_size=3))
+    assert [doc.text for doc in piped] == TEXTS * 2  # input order
+    for doc in piped:
+        alone = nlp(doc.text)
+        numpy.testing.assert_allclose(doc._.elmo, alone._.elmo, atol=1e-5)
+        numpy.testing.assert_allclose(doc.tensor, alone.tensor, atol=1e-5)
+    sentences = [[doc[i].text for i in words(doc)] for doc in piped]
+    for doc, expected in zip(piped, embedder.embed_sentences(sentences, batch_size=4)):
+        numpy.testing.assert_allclose(doc._.elmo[:, words(doc)], expected, atol=1e-5)
+
+
+def test_empty_and_whitespace_docs():
+    nlp = blank(set_tensor=True)
+    empty = nlp("")
+    assert empty._.elmo.shape == (3, 0, 32) and empty.tensor.shape == (0, 96)
+    assert empty.vector.shape == (96,) and not empty.vector.any()
+    spaces = nlp("   \n ")
+    assert len(spaces) and spaces._.elmo.shape == (3, len(spaces), 32)
+    assert not spaces._.elmo.any() and not spaces.vector.any()
+    assert spaces.similarity(empty) == 0.0
+    assert [doc._.elmo.shape[1] for doc in nlp.pipe(["", "  ", ""])] == [0, 1, 0]
+
+
+def test_sentences_are_fed_alone(embedder):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.add_pipe("elmo", config={"model": str(OPTIONS_FILE), "weights": str(WEIGHT_FILE)})
+    doc = nlp("The cat sat . It was on the mat .")
+    assert len(list(doc.sents)) == 2
+    for sentence in doc.sents:
+        expected = embedder.embed_sentence([token.text for token in sentence])
+        numpy.testing.assert_allclose(sentence._.elmo, expected, atol=1e-6)
+    whole = blank(sentences=False)
+    whole.add_pipe("sentencizer", first=True)
+    expected = embedder.embed_sentence([token.text for token in doc])
+    numpy.testing.assert_allclose(whole(doc.text)._.elmo, expected, atol=1e-6)
+
+
+def test_to_disk_and_load_without_the_original_files(tmp_path):
+    source = tmp_path / "bilm"
+    source.mkdir()
+    options, weights = shutil.copy(OPTIONS_FILE, source), shutil.copy(WEIGHT_FILE, source)
+    nlp = spacy.blank("en")
+    nlp.add_pipe(
+        "elmo",
+        config={"model": options, "weights": weights, "set_tensor": True, "layers": "average"},
+    )
+    before = nlp("The cat sat on the mat .")
+    nlp.to_disk(tmp_path / "pipeline")
+    shutil.rmtree(source)
+    assert sorted(p.name for p in (tmp_path / "pipeline" / "elmo").iterdir()) == [
+        "cfg",
+        "options.json",
+        "weights.hdf5",
+    ]
+    loaded = spacy.load(tmp_path / "pipeline")
+    after = loaded("The cat sat on the mat .")
+    numpy.testing.assert_array_equal(after._.elmo, before._.elmo)
+    numpy.testing.assert_array_equal(after.tensor, before.tensor)
+    # saved again from the loaded pipeline (its files are the folder's own), and through bytes
+    loaded.to_disk(tmp_path / "again")
+    again = spacy.load(tmp_path / "again")
+    numpy.testing.assert_array_equal(again("The cat sat on the mat .")._.elmo, before._.elmo)
+    component = spacy.blank("en").add_pipe("elmo")
+    component.from_bytes(loaded.get_pipe("elmo").to_bytes())
+    numpy.testing.assert_array_equal(component(nlp.make_doc(before.text))._.elmo, before._.elmo)
+
+
+def test_named_bilm_is_kept_by_name(tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo")  # the shipped biLM, by name: not loaded, not copied
+    nlp.to_disk(tmp_path)
+    assert sorted(p.name for p in (tmp_path / "elmo").iterdir()) == ["cfg"]
+    assert spacy.load(tmp_path).get_pipe("elmo").cfg["model"] == "wikipedia"
+
+
+def test_registered_by_entry_points_and_core_free_of_spacy():
+    """spaCy finds the factory and the architecture without an import of elmo_bilm.spacy; the
+    core imports no spaCy, the component no AllenNLP."""
+    code = (
+        "import sys, elmo_bilm\n"
+        "assert 'spacy' not in sys.modules and 'thinc' not in sys.modules\n"
+        "import spacy\n"
+        "assert 'elmo_bilm.spacy' not in sys.modules\n"
+        "assert spacy.registry.architectures.get('elmo_bilm.ElmoTok2Vec.v1')\n"
+        "assert spacy.blank('en').add_pipe('elmo').cfg['model'] == 'wikipedia'\n"
+        "assert 'allennlp' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent)
