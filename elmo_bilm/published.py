@@ -16,6 +16,7 @@ import hashlib
 import importlib.util
 import os
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -35,7 +36,13 @@ PUBLISHED: Dict[str, str] = {
     "original_5.5b": "2x4096_512_2048cnn_2xhighway_5.5B",
 }
 ATTEMPTS = 3  # tries of a download that breaks off (a short read, a reset connection)
-TIMEOUT_S = 60.0
+TIMEOUT_S = 60.0  # connect, and each read: a server silent this long is given up on (retried)
+# A download must average MIN_RATE_BPS after a grace period: its deadline is GRACE_S +
+# size / MIN_RATE_BPS (the 5.5B weights, 374 MB: 2 h 7 min), so a server that trickles a byte
+# every few seconds, each read well within TIMEOUT_S, is not waited on forever. Without a
+# Content-Length the average so far is checked against the same rate.
+GRACE_S = 120.0
+MIN_RATE_BPS = 50_000
 
 
 def published_urls(name: str) -> Tuple[str, str]:
@@ -71,6 +78,10 @@ class _ShortRead(OSError):
     """The connection closed before the announced number of bytes arrived."""
 
 
+class _TooSlow(OSError):
+    """The download passed its deadline (see `MIN_RATE_BPS`); not retried."""
+
+
 def _download(url: str, path: Path) -> None:
     last: Optional[BaseException] = None
     for _ in range(ATTEMPTS):
@@ -81,6 +92,11 @@ def _download(url: str, path: Path) -> None:
             raise OSError(
                 f"{url}: HTTP {error.code} {error.reason}; nothing cached in {cache_dir()}"
             ) from None
+        except _TooSlow as error:
+            raise OSError(
+                f"{url}: download too slow ({error}); gave up, nothing cached in {cache_dir()} "
+                f"(copy the file there as {path.name}, or pass a local path)"
+            ) from None
         except FileExistsError:
             if path.is_file():  # another process finished the same download meanwhile
                 return
@@ -88,6 +104,8 @@ def _download(url: str, path: Path) -> None:
         except (urllib.error.URLError, OSError) as error:
             last = error
     reason = getattr(last, "reason", None) or last
+    if isinstance(reason, TimeoutError):
+        reason = f"no answer for {TIMEOUT_S:g} s"
     raise OSError(
         f"{url}: download failed after {ATTEMPTS} tries ({reason}); nothing cached in "
         f"{cache_dir()} (offline? copy the file there as {path.name}, or pass a local path)"
@@ -95,6 +113,7 @@ def _download(url: str, path: Path) -> None:
 
 
 def _fetch(url: str, path: Path) -> None:
+    started = time.monotonic()
     with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response:
         announced = response.headers.get("Content-Length")
         total = int(announced) if announced is not None else None
@@ -111,12 +130,18 @@ def _fetch(url: str, path: Path) -> None:
             ) as progress,
         ):
             while True:
-                chunk = response.read(1 << 20)
+                chunk = response.read1(1 << 20)  # what has arrived: each read within TIMEOUT_S
                 if not chunk:
                     break
                 out.write(chunk)
                 received += len(chunk)
                 progress.update(len(chunk))
+                elapsed = time.monotonic() - started
+                if elapsed > GRACE_S + (total if total is not None else received) / MIN_RATE_BPS:
+                    raise _TooSlow(
+                        f"{received} of {total if total is not None else '?'} bytes in "
+                        f"{elapsed:.0f} s, under {MIN_RATE_BPS / 1000:g} kB/s"
+                    )
             if total is not None and received != total:
                 raise _ShortRead(f"received {received} of {total} bytes")
 
