@@ -427,6 +427,7 @@ class ElmoMix(Model):
     def __init__(self, upstream_name: str = "elmo", l2_coefficient: float = 0.001) -> None:
         if l2_coefficient < 0:
             raise ValueError(f"l2_coefficient (lambda) must be >= 0, got {l2_coefficient}")
+        install_extensions()
         super().__init__(
             "elmo_mix",
             _mix_forward,

@@ -186,3 +186,166 @@ def test_registered_by_entry_points_and_core_free_of_spacy():
         "assert 'allennlp' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent)
+
+
+# -- the trainable Eq. (1): elmo_bilm.ElmoTok2Vec.v1 -----------------------------------------
+
+TRAIN_CONFIG = """
+[paths]
+train = null
+dev = null
+options = null
+weights = null
+
+[system]
+seed = 0
+gpu_allocator = null
+
+[nlp]
+lang = "en"
+pipeline = ["elmo", "tagger"]
+batch_size = 8
+
+[components]
+
+[components.elmo]
+factory = "elmo"
+model = ${paths.options}
+weights = ${paths.weights}
+
+[components.tagger]
+factory = "tagger"
+
+[components.tagger.model]
+@architectures = "spacy.Tagger.v2"
+nO = null
+
+[components.tagger.model.tok2vec]
+@architectures = "elmo_bilm.ElmoTok2Vec.v1"
+l2_coefficient = 0.001
+dropout = 0.1
+
+[components.tagger.model.tok2vec.embed]
+@architectures = "spacy.HashEmbedCNN.v2"
+pretrained_vectors = null
+width = 16
+depth = 1
+embed_size = 200
+window_size = 1
+maxout_pieces = 2
+subword_features = true
+
+[corpora]
+
+[corpora.train]
+@readers = "spacy.Corpus.v1"
+path = ${paths.train}
+
+[corpora.dev]
+@readers = "spacy.Corpus.v1"
+path = ${paths.dev}
+
+[training]
+seed = ${system.seed}
+gpu_allocator = ${system.gpu_allocator}
+dev_corpus = "corpora.dev"
+train_corpus = "corpora.train"
+frozen_components = ["elmo"]
+annotating_components = ["elmo"]
+max_steps = 2
+eval_frequency = 1
+dropout = 0.1
+
+[training.batcher]
+@batchers = "spacy.batch_by_sequence.v1"
+size = 4
+
+[training.optimizer]
+@optimizers = "Adam.v1"
+learn_rate = 0.05
+
+[initialize]
+"""
+
+TAGGED = [
+    ("The cat sat on the mat .", "DT NN VBD IN DT NN ."),
+    ("A dog ran to the park .", "DT NN VBD IN DT NN ."),
+    ("Birds fly .", "NNS VBP ."),
+    ("The old man smiled .", "DT JJ NN VBD ."),
+]
+
+
+def mixes(nlp) -> list:
+    from elmo_bilm.spacy import ElmoMix
+
+    return [node for node in nlp.get_pipe("tagger").model.walk() if isinstance(node, ElmoMix)]
+
+
+def test_mix_gradient_matches_finite_differences():
+    """ElmoMix's backward pass: d/dw and d/dgamma of `sum(Y * R)` (+ lambda * ||w||^2)."""
+    from elmo_bilm.spacy import ElmoMix
+
+    mix = ElmoMix(l2_coefficient=0.1)  # (also registers doc._.elmo)
+    rng = numpy.random.default_rng(0)
+    nlp = spacy.blank("en")
+    docs = [nlp.make_doc("a b c"), nlp.make_doc("d e")]
+    for doc in docs:
+        doc._.elmo = rng.normal(size=(3, len(doc), 4)).astype(numpy.float32)
+    mix.initialize(X=docs)
+    mix.set_param("w", numpy.array([0.3, -0.2, 0.5], dtype=numpy.float32))
+    mix.set_param("gamma", numpy.array([1.5], dtype=numpy.float32))
+    targets = [rng.normal(size=(len(doc), 4)).astype(numpy.float32) for doc in docs]
+
+    def loss() -> float:
+        outputs = mix.predict(docs)
+        w = mix.get_param("w").astype(numpy.float64)
+        return sum(float((y * r).sum()) for y, r in zip(outputs, targets)) + 0.1 * (w**2).sum()
+
+    _, backprop = mix.begin_update(docs)
+    backprop(targets)
+    for name in ("w", "gamma"):
+        analytic = mix.get_grad(name).copy()
+        value = mix.get_param(name).astype(numpy.float64)
+        for i in range(len(value)):
+            numeric = []
+            for step in (1e-3, -1e-3):
+                moved = value.copy()
+                moved[i] += step
+                mix.set_param(name, moved.astype(numpy.float32))
+                numeric.append(loss())
+            mix.set_param(name, value.astype(numpy.float32))
+            assert analytic[i] == pytest.approx((numeric[0] - numeric[1]) / 2e-3, rel=1e-2)
+
+
+def test_spacy_train_learns_the_mix(tmp_path):
+    """Two steps of `spacy train` (the CLI's function) with the elmo component annotating and a
+    tagger on elmo_bilm.ElmoTok2Vec.v1 (+ a hash embedding): the mix weights and gamma move
+    from their start (w = 0, gamma = 1), and the trained pipeline loads and tags."""
+    from spacy.cli.train import train
+    from spacy.tokens import DocBin
+
+    nlp = spacy.blank("en")
+    bin = DocBin()
+    for text, tags in TAGGED:
+        doc = nlp.make_doc(text)
+        for token, tag in zip(doc, tags.split()):
+            token.tag_ = tag
+        bin.add(doc)
+    bin.to_disk(tmp_path / "train.spacy")
+    (tmp_path / "config.cfg").write_text(TRAIN_CONFIG)
+    paths = {
+        "paths.train": str(tmp_path / "train.spacy"),
+        "paths.dev": str(tmp_path / "train.spacy"),
+        "paths.options": str(OPTIONS_FILE),
+        "paths.weights": str(WEIGHT_FILE),
+    }
+    train(tmp_path / "config.cfg", tmp_path / "out", overrides=paths)
+    trained = spacy.load(tmp_path / "out" / "model-last")
+    [mix] = mixes(trained)
+    assert mix.upstream is trained.get_pipe("elmo")  # linked to the loaded component
+    w, gamma = mix.get_param("w"), mix.get_param("gamma")
+    assert numpy.abs(w).min() > 1e-3, w
+    assert abs(float(gamma[0]) - 1.0) > 1e-3, gamma
+    assert not numpy.allclose(mix.weights(), 1 / 3)
+    doc = trained("The dog sat .")
+    assert doc._.elmo.shape == (3, 4, 32) and all(token.tag_ for token in doc)
