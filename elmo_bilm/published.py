@@ -38,7 +38,7 @@ PUBLISHED: Dict[str, str] = {
 ATTEMPTS = 3  # tries of a download that breaks off (a short read, a reset connection)
 TIMEOUT_S = 60.0  # connect, and each read: a server silent this long is given up on (retried)
 # A download must average MIN_RATE_BPS after a grace period: its deadline is GRACE_S +
-# size / MIN_RATE_BPS (the 5.5B weights, 374 MB: 2 h 7 min), so a server that trickles a byte
+# size / MIN_RATE_BPS (about 2 h for a 370 MB weights file), so a server that trickles a byte
 # every few seconds, each read well within TIMEOUT_S, is not waited on forever. Without a
 # Content-Length the average so far is checked against the same rate.
 GRACE_S = 120.0

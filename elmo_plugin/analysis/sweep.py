@@ -9,7 +9,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Callable, Dict, Hashable, Iterable, Iterator, List, Optional,
 from tqdm import tqdm
 
 from elmo_bilm.files import FormatError, atomic_output
+from elmo_plugin.common.archives import checked_members
 
 BASELINE = "none"  # the placement value that means "the baseline config, no ELMo"
 
@@ -164,9 +164,8 @@ def is_finished(run_dir: Path) -> bool:
     if not (run_dir / "metrics.json").is_file() or not archive.is_file():
         return False
     try:
-        with tarfile.open(archive) as tar:
-            tar.getmembers()
-    except (tarfile.TarError, EOFError, OSError):
+        checked_members(archive)  # one reader of archives: elmo_plugin.common.archives
+    except FormatError:
         return False
     return True
 
