@@ -16,7 +16,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Iterator, List, Optional
 
 import pytest
 
@@ -26,15 +26,6 @@ LANGUAGES = ("python", "bash")
 NOT_RUN = re.compile(r"^\s*<!--\s*not-run:(.*?)-->\s*$")
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
 SNIPPET = re.compile(r'^\s*--8<--\s+"([^"]+)"\s*$')
-
-# Blocks of pages whose owners are changing them now, keyed by (page, the block's first line):
-# the not-run marker, or the fix, belongs in the page itself; until then "skip" or "xfail" here.
-ELSEWHERE: Dict[Tuple[str, str], Tuple[str, str]] = {
-    ("docs/pytorch.md", "make wheels"): (
-        "skip",
-        "builds the wheels and pip-installs one (tests/test_wheel.py covers both)",
-    ),
-}
 
 
 @dataclass
@@ -103,21 +94,6 @@ def runnable_blocks() -> List[Block]:
 BLOCKS = runnable_blocks()
 
 
-def _first_line(block: Block) -> str:
-    return next((line.strip() for line in block.code.splitlines() if line.strip()), "")
-
-
-def _elsewhere(block: Block) -> Optional[Tuple[str, str]]:
-    return next(
-        (
-            verdict
-            for (page, start), verdict in ELSEWHERE.items()
-            if block.page == page and _first_line(block).startswith(start)
-        ),
-        None,
-    )
-
-
 def run_block(block: Block, folder: Path) -> None:
     """Run one block in `folder`; raises (or fails the test) as the block fails."""
     (folder / ".allennlp_plugins").write_text("elmo_plugin\n")
@@ -147,15 +123,6 @@ def run_block(block: Block, folder: Path) -> None:
 def test_the_code_block_runs_as_printed(block: Block, tmp_path: Path) -> None:
     if block.not_run is not None:
         pytest.skip(f"not-run: {block.not_run}")
-    verdict = _elsewhere(block)
-    if verdict is not None and verdict[0] == "skip":
-        pytest.skip(verdict[1])
-    if verdict is not None:
-        try:
-            run_block(block, tmp_path)
-        except Exception as error:  # noqa: BLE001  (the known failure, whatever it is)
-            pytest.xfail(f"{verdict[1]}: {error!r}")
-        pytest.fail(f"{block.id} runs now: drop its entry from ELSEWHERE ({verdict[1]})")
     run_block(block, tmp_path)
 
 
