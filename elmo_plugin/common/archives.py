@@ -128,26 +128,21 @@ def checked_members(archive_file: PathLike) -> List[tarfile.TarInfo]:
     return members
 
 
-def read_member(archive_file: PathLike, name: str) -> Optional[bytes]:
-    """The bytes of the regular-file member `name` of `archive_file`, or None if there is none;
-    every member is checked first as for `extract_archive`."""
+@contextlib.contextmanager
+def open_member(archive_file: PathLike, name: str) -> Iterator[Optional[IO[bytes]]]:
+    """The regular-file member `name` of `archive_file` as a file (streamed, not extracted), or
+    None if there is none; every member is checked first as for `extract_archive`."""
     with _open(archive_file) as tar:
         members = _members(archive_file, tar)
         check_members(archive_file, members)
         found = [m for m in members if _normal(m.name) == _normal(name)]
         if not found:
-            return None
+            yield None
+            return
         member = found[-1]  # tar's rule: the last member of a name wins
         if not member.isreg():
             raise FormatError(f"{archive_file}: member {member.name!r} is not a regular file")
-        handle: Optional[IO[bytes]] = tar.extractfile(member)
-        assert handle is not None  # a regular file
-        try:
-            return handle.read()
-        except READ_ERRORS as error:
-            raise FormatError(
-                f"{archive_file}: member {member.name!r} is unreadable (truncated? {error})"
-            ) from error
+        yield tar.extractfile(member)
 
 
 @contextlib.contextmanager

@@ -1,7 +1,6 @@
 """Carry the optimizer state from pretraining into fine-tuning, as bilm-tf's restart restores its
 Adagrad accumulators (Supplement A.1)."""
 
-import io
 import logging
 import os
 import pickle
@@ -11,7 +10,7 @@ import torch
 from allennlp.training.callbacks.callback import TrainerCallback
 
 from elmo_bilm.files import FormatError, atomic_output
-from elmo_plugin.common.archives import read_member
+from elmo_plugin.common.archives import open_member
 
 logger = logging.getLogger(__name__)
 
@@ -84,25 +83,27 @@ class OptimizerState(TrainerCallback):
         """The archive's saved optimizer state, loaded with `weights_only=True` (tensors and
         plain values only: an archive is untrusted). None, with a warning, where it holds
         anything else: the optimizer starts fresh."""
-        data = read_member(archive, OPTIMIZER_STATE_NAME)
-        if data is None:
-            logger.info("%s has no %s: the optimizer starts fresh", archive, OPTIMIZER_STATE_NAME)
-            return None
-        try:
-            saved = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
-        except pickle.UnpicklingError as error:
-            logger.warning(
-                "%s: %s holds objects other than tensors and plain values; not loaded, the "
-                "optimizer starts fresh (%s)",
-                archive,
-                OPTIMIZER_STATE_NAME,
-                str(error).splitlines()[0],
-            )
-            return None
-        except Exception as error:
-            raise FormatError(
-                f"{archive}: {OPTIMIZER_STATE_NAME} is unreadable ({error})"
-            ) from error
+        with open_member(archive, OPTIMIZER_STATE_NAME) as member:
+            if member is None:
+                logger.info(
+                    "%s has no %s: the optimizer starts fresh", archive, OPTIMIZER_STATE_NAME
+                )
+                return None
+            try:
+                saved = torch.load(member, map_location="cpu", weights_only=True)
+            except pickle.UnpicklingError as error:
+                logger.warning(
+                    "%s: %s holds objects other than tensors and plain values; not loaded, the "
+                    "optimizer starts fresh (%s)",
+                    archive,
+                    OPTIMIZER_STATE_NAME,
+                    str(error).splitlines()[0],
+                )
+                return None
+            except Exception as error:
+                raise FormatError(
+                    f"{archive}: {OPTIMIZER_STATE_NAME} is unreadable ({error})"
+                ) from error
         if (
             not isinstance(saved, dict)
             or not {"optimizer", "parameter_names", "state_dict"} <= saved.keys()

@@ -121,7 +121,7 @@ def test_device_files_and_fifos_are_refused(tmp_path: Path) -> None:
 
 
 def test_links_inside_the_archive_extract(tmp_path: Path) -> None:
-    from elmo_plugin.common.archives import extract_archive, read_member
+    from elmo_plugin.common.archives import extract_archive, open_member
 
     def build(tar: tarfile.TarFile) -> None:
         _file(tar, "vocabulary/tokens.txt", b"a\n")
@@ -132,8 +132,10 @@ def test_links_inside_the_archive_extract(tmp_path: Path) -> None:
     extract_archive(archive, tmp_path / "target")
     assert (tmp_path / "target" / "vocabulary" / "same.txt").read_bytes() == b"a\n"
     assert (tmp_path / "target" / "hard.txt").read_bytes() == b"a\n"
-    assert read_member(archive, "./vocabulary/tokens.txt") == b"a\n"
-    assert read_member(archive, "missing.txt") is None
+    with open_member(archive, "./vocabulary/tokens.txt") as member:
+        assert member is not None and member.read() == b"a\n"
+    with open_member(archive, "missing.txt") as member:
+        assert member is None
 
 
 def test_a_link_to_a_link_is_refused(tmp_path: Path) -> None:
