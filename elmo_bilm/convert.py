@@ -70,12 +70,15 @@ def convert_checkpoint(
     out_dir: PathLike,
     options_file: Optional[PathLike] = None,
     overwrite: bool = False,
+    softmax_in_weights: bool = False,
 ) -> Dict[str, str]:
     """Write `out_dir/options.json`, `weights.hdf5` (and `softmax.hdf5` where the checkpoint has
     a softmax) from a bilm-tf checkpoint (a prefix, its `.index`, or its folder). The options
     default to the `options.json` beside the checkpoint (where bilm-tf's training writes it).
-    Every output is written atomically; existing ones are refused unless `overwrite`. Returns
-    the paths written, by kind."""
+    Every output is written atomically; existing ones are refused unless `overwrite`.
+    `softmax_in_weights` also puts the softmax into weights.hdf5 (as `elmo-export` does; bilm-tf
+    readers ignore it), where the plugin's biLM fine-tuning reads it. Returns the paths written,
+    by kind."""
     reader = CheckpointReader(checkpoint)
     if options_file is None:
         options_file = os.path.join(os.path.dirname(reader.prefix) or ".", "options.json")
@@ -127,9 +130,12 @@ def convert_checkpoint(
     for path in paths.values():  # all refused before any is written
         if os.path.exists(path) and not overwrite:
             raise FileExistsError(f"{path} exists; not overwriting it (--overwrite replaces it)")
-    for kind in ("weights", "softmax"):
-        if kind in paths:
-            _write_hdf5(reader, outputs[kind], paths[kind], overwrite)
+    weights = dict(outputs["weights"])
+    if softmax_in_weights:
+        weights.update(outputs["softmax"])
+    _write_hdf5(reader, weights, paths["weights"], overwrite)
+    if "softmax" in paths:
+        _write_hdf5(reader, outputs["softmax"], paths["softmax"], overwrite)
     with atomic_output(paths["options"], overwrite) as partial:
         shutil.copyfile(options_file, partial)
     return paths
@@ -163,10 +169,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "--options-file",
         help="bilm-tf's options.json for this model (default: the one beside the checkpoint)",
     )
+    parser.add_argument(
+        "--softmax-in-weights",
+        action="store_true",
+        help="also put softmax/W, softmax/b into weights.hdf5 (for the plugin's biLM "
+        "fine-tuning, with the training vocab.txt; bilm-tf and AllenNLP ignore them)",
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    paths = convert_checkpoint(args.checkpoint, args.out_dir, args.options_file, args.overwrite)
+    paths = convert_checkpoint(
+        args.checkpoint,
+        args.out_dir,
+        args.options_file,
+        args.overwrite,
+        softmax_in_weights=args.softmax_in_weights,
+    )
     for path in paths.values():
         logger.info("Wrote %s", path)
     return 0

@@ -331,7 +331,10 @@ def test_elmo_convert_refuses_an_existing_output_without_overwrite(tmp_path: Pat
     message = str(refused.value.code)
     assert message.startswith("elmo-convert: error: ") and "exists" in message
     assert "\n" not in message and (out / "weights.hdf5").stat().st_mtime_ns == stamp
-    assert main([str(PREFIX), str(out), "--overwrite"]) == 0
+    assert main([str(PREFIX), str(out), "--overwrite", "--softmax-in-weights"]) == 0
+    both = read_softmax(out / "weights.hdf5")  # where the plugin's fine-tuning reads it
+    alone = read_softmax(out / "softmax.hdf5")
+    assert both is not None and alone is not None and numpy.array_equal(both[0], alone[0])
     # options that do not describe the checkpoint: one line naming the tensor and the options
     options = json.loads((SAVE_DIR / "options.json").read_text())
     options["lstm"]["dim"] = 32
