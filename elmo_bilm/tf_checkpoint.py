@@ -395,10 +395,9 @@ class CheckpointReader:
         for _, value in _block_entries(top, path, "index"):
             data = _block(index, _handle(value, path, "index block"), path, "data")
             for raw_key, raw_value in _block_entries(data, path, "data"):
-                try:
-                    key = raw_key.decode("utf-8")
-                except UnicodeDecodeError:
-                    raise FormatError(f"{path}: a tensor name that is not UTF-8") from None
+                if raw_key.startswith(b"\x00"):
+                    continue  # a slice of a partitioned variable (its key is binary)
+                key = raw_key.decode("utf-8", "backslashreplace")
                 try:
                     if key == "":
                         header = list(_fields(raw_value))

@@ -88,6 +88,18 @@ def test_reader_reads_what_tensorflows_own_reader_read() -> None:
         assert digest(value) == expected[name]["sha256"], name
 
 
+def test_two_shards_and_half_precision_as_tensorflow_wrote_them() -> None:
+    reader = CheckpointReader(FIXTURE / "sharded")  # Saver(sharded=True), two devices
+    expected = REFERENCE["sharded"]
+    assert reader.num_shards == 2 and {entry.shard for entry in reader.entries.values()} == {0, 1}
+    assert reader.names() == sorted(expected)
+    for name in reader.names():
+        value = reader.read(name)
+        assert reader.entries[name].dtype_name == expected[name]["dtype"], name
+        assert list(value.shape) == expected[name]["shape"], name
+        assert value.ravel().tolist() == expected[name]["values"], name
+
+
 def test_checkpoint_is_named_by_prefix_index_data_file_or_folder(tmp_path: Path) -> None:
     prefix = str(PREFIX)
     assert resolve_checkpoint(SAVE_DIR) == prefix  # `checkpoint` names /tmp/...: found by name
@@ -312,9 +324,11 @@ def test_float16_bfloat16_read_strings_refused(tmp_path: Path) -> None:
             "half": (19, (3,), values.astype("<f2").tobytes()),
             "bf16": (14, (3,), bfloat16),
             "words": (7, (1,), b"\x03abc"),
+            "\x00\x01slice": (1, (1,), b"\0\0\0\0"),  # a partitioned variable's slice: binary key
         },
     )
     reader = CheckpointReader(prefix)
+    assert reader.names() == ["bf16", "half", "words"]
     assert numpy.array_equal(reader.read("half"), values.astype(numpy.float16))
     assert numpy.array_equal(reader.read("bf16"), values)
     with pytest.raises(FormatError) as error:
