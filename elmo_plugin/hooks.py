@@ -27,6 +27,11 @@
    `allennlp evaluate`/`predict` and `from_archive` model) is replaced by
    `elmo_plugin.common.archives.extracted_archive`, which refuses members that would write
    outside the extraction folder (`..`, absolute paths, links outside, device files).
+7. **One line for a user's error, under the `allennlp` command only.** A `sys.excepthook` prints
+   the plugin's config errors (`ConfigError`: an unset or missing dataset, a misspelt config name)
+   as `allennlp: error: ...`, and an `allennlp train` ended by Ctrl-C or SIGTERM as one line
+   naming what its serialization folder holds and the `--recover` command that resumes it
+   (`elmo_plugin.common.command_line`); other exceptions reach AllenNLP's hook as before.
 
 Besides, importing the plugin registers its components; `reduce_on_plateau` is registered again
 over AllenNLP's (whose constructor passes the `verbose=` that torch >= 2.7 removed), in
@@ -39,7 +44,7 @@ import numpy
 import torch
 import torch.distributed as dist
 
-from elmo_plugin.common import archives, config_env
+from elmo_plugin.common import archives, command_line, config_env
 from elmo_plugin.modules import placement_contract, regularization
 
 _installed = False
@@ -63,7 +68,7 @@ def destroy_process_group() -> None:
 
 
 def install() -> None:
-    """Install hooks 1-6; idempotent."""
+    """Install hooks 1-7; idempotent."""
     global _installed
     if _installed:
         return
@@ -73,4 +78,5 @@ def install() -> None:
     atexit.register(destroy_process_group)
     placement_contract.install()
     archives.install()
+    command_line.install()
     _installed = True

@@ -42,6 +42,16 @@ logger = logging.getLogger(__name__)
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 
 
+class ConfigError(ConfigurationError):
+    """A user's error in loading a config (an unset or missing dataset, an unreadable options
+    file): under the `allennlp` command, one line `allennlp: error: ...`, not a traceback
+    (`elmo_plugin.common.command_line`); AllenNLP's own `ConfigurationError`s stay as they are."""
+
+
+class ConfigNotFoundError(ConfigError, FileNotFoundError):
+    """A config named by a path or a packaged name that is neither."""
+
+
 def config_names() -> List[str]:
     """The packaged configs, by name (`snli_esim_elmo` for `snli_esim_elmo.jsonnet`)."""
     return sorted(path.stem for path in CONFIG_DIR.glob("*.jsonnet"))
@@ -61,14 +71,14 @@ def _did_you_mean(name: str) -> str:
 
 def config_path(name: str) -> str:
     """A config given as a path (returned as it is) or as a packaged config's name; a name or a
-    local path that is neither is a `FileNotFoundError` naming the closest packaged configs."""
+    local path that is neither is a `ConfigNotFoundError` naming the closest packaged configs."""
     if os.path.exists(name) or "://" in name:
         return name
     if "/" in name or name.endswith((".jsonnet", ".json")):
         stem = Path(name).name.rsplit(".", 1)[0] if "." in Path(name).name else Path(name).name
-        raise FileNotFoundError(f"{name}: no such config file; {_did_you_mean(stem)}")
+        raise ConfigNotFoundError(f"{name}: no such config file; {_did_you_mean(stem)}")
     if name not in config_names():
-        raise FileNotFoundError(
+        raise ConfigNotFoundError(
             f"{name}: no such config file, and no packaged config of that name; "
             f"{_did_you_mean(name)}"
         )
@@ -257,7 +267,7 @@ _warned: Set[str] = set()
 def config_ext_vars(config_file: str) -> Dict[str, str]:
     """The defaults to pass to jsonnet for `config_file`: every variable it reads that the
     environment lacks; `ELMO_PROJECTION_DIM` from the options file in force. Raises one
-    `ConfigurationError` naming the variable for an unset or missing dataset and for an options
+    `ConfigError` naming the variable for an unset or missing dataset and for an options
     file that cannot give the biLM's width; warns once about unbuilt word vectors."""
     wanted = config_variables(config_file)
     defaults = config_defaults()
@@ -267,14 +277,14 @@ def config_ext_vars(config_file: str) -> Dict[str, str]:
     for name in sorted(wanted & DATA_VARIABLES):
         raw = value(name)
         if raw is None:
-            raise ConfigurationError(
+            raise ConfigError(
                 f"{name} is not set: {config_file} reads its data from it (set it, or "
                 "ELMO_PLUGIN_DATA to a folder laid out as this project's bundled data)"
             )
         resolved = absolute_paths(raw)
         missing = _missing_path(resolved)
         if missing is not None:
-            raise ConfigurationError(_missing_message(name, raw, missing))
+            raise ConfigError(_missing_message(name, raw, missing))
         if resolved != raw:
             ext_vars[name] = resolved
     # the optional inputs and the word vectors, a relative path given: absolute too (other forms,
@@ -287,7 +297,7 @@ def config_ext_vars(config_file: str) -> Dict[str, str]:
         try:
             options = read_options(published.options_path(value("ELMO_OPTIONS_FILE") or ""))
         except (FormatError, OSError) as error:
-            raise ConfigurationError(f"ELMO_OPTIONS_FILE: {error}") from None
+            raise ConfigError(f"ELMO_OPTIONS_FILE: {error}") from None
         ext_vars["ELMO_PROJECTION_DIM"] = str(options["lstm"]["projection_dim"])
     unbuilt = sorted(
         name

@@ -1,0 +1,136 @@
+"""Under the `allennlp` command, the plugin's config errors and an interrupted `allennlp train`
+end in one line, not a traceback; AllenNLP's own errors stay as they are."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from allennlp.common import Params
+from allennlp.common.checks import ConfigurationError
+from allennlp.common.util import SigTermReceived
+
+from elmo_plugin.common import command_line
+from tests.conftest import REPO_ROOT
+
+ALLENNLP = os.path.join(os.path.dirname(sys.executable), "allennlp")
+
+
+def one_line(error: BaseException, capsys, monkeypatch, argv=("allennlp", "train", "x")) -> str:
+    """What the plugin's excepthook prints for `error` (one line; nothing passed on)."""
+    monkeypatch.setattr(sys, "argv", list(argv))
+    passed: list = []
+    hook = command_line.make_excepthook(lambda kind, value, tb: passed.append(value))
+    hook(type(error), error, None)
+    assert passed == []
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def raised(name: str) -> BaseException:
+    with pytest.raises(ConfigurationError) as info:
+        Params.from_file(name)
+    return info.value
+
+
+def test_each_config_error_is_one_line(capsys, monkeypatch, tmp_path):
+    line = one_line(raised("snli_esim_elmoo"), capsys, monkeypatch)
+    assert line.startswith("allennlp: error: snli_esim_elmoo: no such config file")
+    assert "did you mean snli_esim_elmo" in line
+    monkeypatch.delenv("ELMO_PLUGIN_DATA")
+    line = one_line(raised("snli_esim_elmo"), capsys, monkeypatch)
+    assert line.startswith("allennlp: error: SNLI_DEV is not set: ")
+    monkeypatch.setenv("ELMO_PLUGIN_DATA", str(tmp_path / "nowhere"))
+    line = one_line(raised("snli_esim_elmo"), capsys, monkeypatch)
+    assert line.startswith("allennlp: error: SNLI_DEV=") and "no such file or folder" in line
+
+
+def test_allennlp_own_errors_and_other_interrupts_pass_through(capsys, monkeypatch):
+    passed: list = []
+    hook = command_line.make_excepthook(lambda kind, value, tb: passed.append(value))
+    errors = [ConfigurationError("AllenNLP's own"), ValueError("a bug")]
+    for error in errors:
+        hook(type(error), error, None)
+    monkeypatch.setattr(sys, "argv", ["allennlp", "evaluate", "model.tar.gz", "data"])
+    interrupts = [KeyboardInterrupt(), SigTermReceived()]
+    for interrupt in interrupts:
+        hook(type(interrupt), interrupt, None)
+    assert passed == [*errors, *interrupts] and capsys.readouterr().err == ""
+
+
+def test_the_interrupt_line_names_what_was_saved_and_the_resume_command(tmp_path):
+    argv = ["allennlp", "train", "cfg.jsonnet", "-s", str(tmp_path / "run"), "-f"]
+    line = command_line.interrupted_line(argv, "Ctrl-C")
+    assert line == (
+        f"allennlp train: interrupted (Ctrl-C); nothing saved ({tmp_path / 'run'} was not "
+        f"created); resume with: allennlp train cfg.jsonnet -s {tmp_path / 'run'} --recover"
+    )
+    (tmp_path / "run").mkdir()
+    assert "no checkpoint yet" in command_line.interrupted_line(argv, "SIGTERM")
+    for name in ("training_state_e1_b0.th", "training_state_e2_b5.th", "model.tar.gz"):
+        (tmp_path / "run" / name).write_text("")
+    assert command_line.saved(tmp_path / "run") == (
+        f"saved in {tmp_path / 'run'}: model.tar.gz (the best weights so far) and a checkpoint "
+        "after 2 epoch(s) and 5 batch(es)"
+    )
+    assert command_line.serialization_dir(["train", "c", "--serialization-dir=o"]) == "o"
+
+
+def test_not_installed_by_a_plain_import():
+    code = "import sys, elmo_plugin; print(getattr(sys.excepthook, '_elmo_plugin', False))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
+    )
+    assert result.stdout.strip() == "False", result.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_a_misspelt_config_under_allennlp_train_is_one_line(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    command = [
+        ALLENNLP,
+        "train",
+        "snli_esim_elmoo",
+        "-s",
+        "out",
+        "--include-package",
+        "elmo_plugin",
+    ]
+    result = subprocess.run(
+        command,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HOME": str(home)},
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("allennlp: error: snli_esim_elmoo: no such config file"), last
+
+
+@pytest.mark.slow
+def test_sigterm_during_allennlp_train_is_one_line_saying_how_to_resume(tmp_path):
+    callback = [{"type": "test_sigterm_at_batch"}, {"type": "elmo_plugin_optimizer_state"}]
+    overrides = json.dumps({"trainer.callbacks": callback})
+    out = tmp_path / "run"
+    command = [ALLENNLP, "train", str(REPO_ROOT / "fixtures" / "bilm_tiny.jsonnet"), "-s", str(out)]
+    command += ["-o", overrides, "--include-package", "elmo_plugin"]
+    command += ["--include-package", "tests.common.interrupt_callback"]
+    env = {**os.environ, "SIGTERM_AT_BATCH": "1:1"}  # the second epoch's first batch
+    result = subprocess.run(
+        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, env=env
+    )
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        f"allennlp train: interrupted (SIGTERM); saved in {out}: model.tar.gz (the best weights "
+        "so far) and a checkpoint after 1 epoch(s); resume with: allennlp train "
+    ), last
+    assert last.endswith("--recover"), last
+    assert (out / "model.tar.gz").is_file()
