@@ -1,9 +1,11 @@
 """The spaCy 3 component `elmo` and the architecture `elmo_bilm.ElmoTok2Vec.v1` (elmo_bilm.spacy),
 on the tiny fixture biLM."""
 
+import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import List
 
@@ -349,3 +351,33 @@ def test_spacy_train_learns_the_mix(tmp_path):
     assert not numpy.allclose(mix.weights(), 1 / 3)
     doc = trained("The dog sat .")
     assert doc._.elmo.shape == (3, 4, 32) and all(token.tag_ for token in doc)
+
+
+def test_spacy_package_builds_an_installable_pipeline(tmp_path):
+    """`spacy package --build wheel` of a saved pipeline: the wheel requires elmo-bilm (spaCy
+    finds it through the entry point) and, installed elsewhere, loads with the biLM inside it."""
+    source = tmp_path / "bilm"
+    source.mkdir()
+    options, weights = shutil.copy(OPTIONS_FILE, source), shutil.copy(WEIGHT_FILE, source)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": options, "weights": weights})
+    nlp.meta["name"], nlp.meta["version"] = "elmo_test", "0.0.1"
+    nlp.to_disk(tmp_path / "pipeline")
+    shutil.rmtree(source)
+    (tmp_path / "out").mkdir()
+    package = [sys.executable, "-m", "spacy", "package", "pipeline", "out", "--build", "wheel"]
+    subprocess.run(package, check=True, cwd=tmp_path, capture_output=True)
+    [wheel] = (tmp_path / "out").glob("*/dist/*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = archive.read("en_elmo_test-0.0.1.dist-info/METADATA").decode()
+    assert "Requires-Dist: elmo-bilm" in metadata
+    install = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index"]
+    subprocess.run([*install, "--target", str(tmp_path / "site"), str(wheel)], check=True)
+    code = (
+        "import en_elmo_test\n"
+        "nlp = en_elmo_test.load()\n"
+        "assert nlp('a b c')._.elmo.shape == (3, 3, 32)\n"
+        "assert nlp.get_pipe('elmo').cfg['model'].startswith(en_elmo_test.__path__[0])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path, env=env)
