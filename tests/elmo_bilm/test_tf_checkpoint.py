@@ -15,7 +15,7 @@ import numpy
 import pytest
 import torch
 
-from elmo_bilm import Elmo, FormatError, batch_to_ids
+from elmo_bilm import Elmo, FormatError, batch_to_ids, tf_checkpoint
 from elmo_bilm.bilm_tf import read_softmax
 from elmo_bilm.convert import convert_checkpoint, dump_name, main
 from elmo_bilm.tf_checkpoint import (
@@ -66,13 +66,16 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_crc32c_matches_the_standard_check_values() -> None:
+def test_crc32c_matches_the_standard_check_values(monkeypatch: pytest.MonkeyPatch) -> None:
     assert crc32c(b"123456789") == crc32c_numpy(b"123456789") == 0xE3069283
     assert crc32c(b"") == 0
     rng = numpy.random.default_rng(0)
     for size in (1, 4095, 4096, 4097, 65537, 1 << 20):  # scalar and vectorised paths
         data = rng.integers(0, 256, size, dtype=numpy.uint8)
         assert crc32c_numpy(data) == crc32c(data.tobytes()), size
+    expected = crc32c_numpy(data)
+    monkeypatch.setattr(tf_checkpoint, "_CHUNK_BYTES", 100_000)  # chunks chained: the same crc
+    assert crc32c_numpy(data) == expected
     google_crc32c = pytest.importorskip("google_crc32c")
     assert crc32c_numpy(data) == google_crc32c.value(data.tobytes())
 
