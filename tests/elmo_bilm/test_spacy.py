@@ -2,6 +2,7 @@
 on the tiny fixture biLM."""
 
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import numpy
 import pytest
 import spacy
 import torch
+from spacy.tokens import DocBin
 
 from elmo_bilm import Elmo, ElmoEmbedder, batch_to_ids
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
@@ -135,6 +137,19 @@ def test_sentences_are_fed_alone(embedder):
     whole.add_pipe("sentencizer", first=True)
     expected = embedder.embed_sentence([token.text for token in doc])
     numpy.testing.assert_allclose(whole(doc.text)._.elmo, expected, atol=1e-6)
+
+
+def test_docs_pickle_and_docbin_keep_the_layers():
+    """A doc travels with its layers: pickled (the hooks too: module-level functions), and
+    in a DocBin with user data (neither hooks nor `doc.tensor`: spaCy's DocBin keeps neither)."""
+    nlp = blank(set_tensor=True)
+    doc = nlp("The cat sat .")
+    copy = pickle.loads(pickle.dumps(doc))
+    numpy.testing.assert_array_equal(copy._.elmo, doc._.elmo)
+    assert copy[0].similarity(copy[1]) == doc[0].similarity(doc[1])
+    docs = DocBin(store_user_data=True, docs=[doc]).to_bytes()
+    [restored] = DocBin().from_bytes(docs).get_docs(nlp.vocab)
+    numpy.testing.assert_array_equal(restored._.elmo, doc._.elmo)  # (a DocBin keeps no tensor)
 
 
 def test_to_disk_and_load_without_the_original_files(tmp_path):
@@ -324,7 +339,6 @@ def test_spacy_train_learns_the_mix(tmp_path):
     tagger on elmo_bilm.ElmoTok2Vec.v1 (+ a hash embedding): the mix weights and gamma move
     from their start (w = 0, gamma = 1), and the trained pipeline loads and tags."""
     from spacy.cli.train import train
-    from spacy.tokens import DocBin
 
     nlp = spacy.blank("en")
     bin = DocBin()
