@@ -2,12 +2,13 @@
 
 import contextlib
 import copy
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
 
 from elmo_bilm.char_cnn import CharCnnEncoder, add_sentence_boundaries
+from elmo_bilm.characters import batch_char_ids
 from elmo_bilm.lstm import ProjectedLstmStack
 
 
@@ -88,6 +89,18 @@ class BiLm(nn.Module):
         token = self.char_cnn.tokens(vectors, index, mask)
         return token, self.lstm(token, mask, distinct=(vectors, index))
 
+    def batch_to_ids(self, sentences: Sequence[Sequence[str]]) -> torch.Tensor:
+        """The ids `forward` takes for tokenised sentences: AllenNLP's `batch_to_ids` here; a
+        biLM with its own character vocabulary overrides it (`elmo_bilm.manylangs`)."""
+        return batch_char_ids(sentences)
+
+    def add_boundaries(
+        self, char_ids: torch.Tensor, mask: torch.Tensor
+    ) -> Tuple[torch.Tensor, torch.Tensor]:
+        """`<S>` ... `</S>` around each sentence (`add_sentence_boundaries`; overridden with the
+        vocabulary's own markers as `batch_to_ids` is)."""
+        return add_sentence_boundaries(char_ids, mask)
+
     def _empty(
         self, char_ids: torch.Tensor, mask: torch.Tensor, boundaries: bool
     ) -> Dict[str, Any]:
@@ -125,7 +138,7 @@ class BiLm(nn.Module):
             mask = (char_ids > 0).any(-1)
         if char_ids.shape[0] == 0:  # an empty batch: empty layers of the right widths
             return self._empty(char_ids, mask, keep_sentence_boundaries)
-        char_ids, mask_with_boundaries = add_sentence_boundaries(char_ids, mask)
+        char_ids, mask_with_boundaries = self.add_boundaries(char_ids, mask)
         token, lstm_layers = self.encode(char_ids, mask_with_boundaries)
         activations: List[torch.Tensor] = [torch.cat([token, token], dim=-1)] + lstm_layers
         if keep_sentence_boundaries:

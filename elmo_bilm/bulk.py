@@ -22,7 +22,6 @@ import torch
 from tqdm import tqdm
 
 from elmo_bilm.bilm import BiLm
-from elmo_bilm.characters import batch_char_ids
 from elmo_bilm.files import FormatError, atomic_output, numbered_lines
 from elmo_bilm.parquet import DTYPES, EmbeddingWriter
 from elmo_bilm.scalar_mix import ScalarMix
@@ -278,7 +277,7 @@ def batch_layers(
     """The biLM layers of one batch on the host: `(batch, n_layers, T, dim)` for "all",
     `(batch, T, dim)` otherwise; one device-to-host copy per batch."""
     layers = layers if isinstance(layers, Layers) else Layers(layers)
-    char_ids = batch_char_ids(sentences)
+    char_ids = bilm.batch_to_ids(sentences)  # the biLM's own ids (elmo_bilm.manylangs)
     if device.type == "cuda":
         char_ids = char_ids.pin_memory()
     activations = torch.stack(bilm(char_ids.to(device, non_blocking=True))["activations"], dim=1)

@@ -110,6 +110,10 @@ class CharCnnEncoder(nn.Module):
         Draw bilm-tf's initial weights; `False` leaves them to a loader that overwrites them all.
     """
 
+    # the id that pads a word after its end-of-word mark (a class attribute, so that encoders
+    # pickled before it existed unpickle with bilm-tf's; `elmo_bilm.manylangs` sets its own)
+    padding_id: int = PADDING_CHAR + 1
+
     def __init__(
         self,
         char_dim: int,
@@ -252,13 +256,13 @@ class CharCnnEncoder(nn.Module):
         max_width = max(width for width, _ in self.filters)
         kept = max_chars
         if trim:
-            real = (word_char_ids != PADDING_CHAR + 1) & (word_char_ids != 0)
+            real = (word_char_ids != self.padding_id) & (word_char_ids != 0)
             longest = int(real.sum(-1).max()) if word_char_ids.shape[0] else 0
             kept = min(max_chars, longest + max_width - 1)
         chars = self.char_embedding(word_char_ids[:, :kept]).transpose(1, 2)
         padding = None
         if kept < max_chars:
-            padding_ids = torch.full((1, max_width), PADDING_CHAR + 1, device=word_char_ids.device)
+            padding_ids = torch.full((1, max_width), self.padding_id, device=word_char_ids.device)
             padding = self.char_embedding(padding_ids).transpose(1, 2)
         pooled = []
         for (width, _), conv in zip(self.filters, self.conv_layers()):

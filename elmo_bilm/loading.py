@@ -7,6 +7,7 @@ from typing import Optional
 
 from elmo_bilm.bilm import BiLm
 from elmo_bilm.bilm_tf import load_bilm_tf
+from elmo_bilm.manylangs import is_manylangs_folder, load_manylangs
 from elmo_bilm.published import resolve
 from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE, SHIPPED_DIR
 
@@ -20,11 +21,14 @@ def load_bilm(
     cache of `elmo_bilm.published`), a biLM's name as `options_file` alone (AllenNLP's `small`,
     `medium`, `original`, `original_5.5b`; this project's `wikipedia`, `wikipedia_1024`), or
     (neither) the biLM shipped in
-    `elmo_bilm/pretrained`; `dropout` on its LSTM inputs in training mode."""
+    `elmo_bilm/pretrained`; an ELMoForManyLangs model folder as `options_file` alone
+    (`elmo_bilm.manylangs`); `dropout` on its LSTM inputs in training mode."""
     options_file, weight_file = options_file or None, weight_file or None  # "": not given
     if options_file is None and weight_file is None:
         logger.info("No biLM given: using the shipped biLM in %s", SHIPPED_DIR)
         options_file, weight_file = str(DEFAULT_OPTIONS_FILE), str(DEFAULT_WEIGHT_FILE)
+    if weight_file is None and is_manylangs_folder(options_file):  # ELMoForManyLangs' folder
+        return load_manylangs(options_file, dropout)  # type: ignore[arg-type]
     options_file, weight_file = resolve(options_file, weight_file)
     bilm = load_bilm_tf(options_file, weight_file)
     bilm.set_dropout(dropout)
