@@ -114,6 +114,10 @@ class CharCnnEncoder(nn.Module):
     # pickled before it existed unpickle with bilm-tf's; `elmo_bilm.manylangs` sets its own)
     padding_id: int = PADDING_CHAR + 1
 
+    # the inference precision `elmo_bilm.precision.set_precision` set (a class attribute: encoders
+    # pickled before it existed unpickle with the default)
+    precision: str = "float32"
+
     def __init__(
         self,
         char_dim: int,
@@ -178,11 +182,12 @@ class CharCnnEncoder(nn.Module):
 
     def _cache_context(self, device: torch.device) -> Tuple[object, ...]:
         """What the cached vectors depend on besides the words and the weights' values: the
-        device and the autocast state there (a vector computed in bf16 must not be served to a
-        float32 pass)."""
+        device, the autocast state there and the inference precision (a vector computed in bf16
+        must not be served to a float32 pass)."""
         autocast = torch.is_autocast_enabled(device.type)
         dtype = torch.get_autocast_dtype(device.type) if autocast else None
-        return (str(device), autocast, dtype)
+        precision = () if self.precision == "float32" else (self.precision,)
+        return (str(device), autocast, dtype, *precision)
 
     def _weights_unchanged(self) -> bool:
         """Whether every weight equals the copy taken when the cache (re)filled: exact, and it

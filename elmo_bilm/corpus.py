@@ -33,6 +33,7 @@ from elmo_bilm.embed import add_layer_arguments, layers_of
 from elmo_bilm.files import USER_ERRORS, FormatError, decode_line, expand_paths, raw_lines
 from elmo_bilm.loading import add_bilm_arguments, load_bilm
 from elmo_bilm.parquet import DTYPES, EmbeddingWriter, import_extra, require_pyarrow
+from elmo_bilm.precision import add_precision_argument, set_precision
 
 logger = logging.getLogger(__name__)
 
@@ -200,10 +201,12 @@ class ShardEmbedder:
         batch_size: int,
         output_dir: str,
         threads: int,
+        precision: str = "float32",
     ) -> None:
         torch.set_num_threads(threads)
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         self.bilm = load_bilm(options_file, weight_file).to(self.device).eval()
+        set_precision(self.bilm, precision)
         self.layers = Layers(**layers)
         self.depth = self.layers.depth(self.bilm.num_layers)
         self.dtype, self.batch_size = dtype, batch_size
@@ -307,6 +310,7 @@ def embed_corpus(
     gpus_per_worker: float = 0.0,
     address: Optional[str] = None,
     skip_bad_lines: bool = False,
+    precision: str = "float32",
 ) -> Dict[str, Any]:
     """Embed every line of `inputs` into Parquet shards under `output_dir` (see the module);
     returns the run's summary (also written to `_summary.json`)."""
@@ -329,6 +333,8 @@ def embed_corpus(
         "dtype": dtype,
         "shard_lines": shard_lines,
     }
+    if precision != "float32":  # another precision, other vectors (float32: old manifests match)
+        arguments["precision"] = precision
     _check_manifest(fs, root, _manifest(arguments, shards))
     present = set(_remove_partials(fs, root))  # left by a killed run
     pending = [s for s in shards if f"{s.name}.parquet" not in present]
@@ -356,6 +362,7 @@ def embed_corpus(
                     "batch_size": batch_size,
                     "output_dir": output_dir,
                     "threads": cpus_per_worker,
+                    "precision": precision,
                 },
                 batch_size=1,
                 batch_format="numpy",
@@ -402,6 +409,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("output_dir", help="folder of Parquet shards (or a URI)")
     add_layer_arguments(parser)
     add_bilm_arguments(parser)
+    add_precision_argument(parser)
     parser.add_argument(
         "--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="sentences per biLM batch"
     )
@@ -444,6 +452,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             args.gpus_per_worker,
             args.address,
             args.skip_bad_lines,
+            args.precision,
         )
     except (*USER_ERRORS, ImportError) as error:
         print(f"elmo-embed-corpus: error: {error}", file=sys.stderr)

@@ -14,6 +14,7 @@ from elmo_bilm.bilm import BiLm
 from elmo_bilm.bulk import DEFAULT_BATCH_SIZE, FORMATS, LAYER_CHOICES, Layers, embed_file
 from elmo_bilm.files import USER_ERRORS
 from elmo_bilm.loading import add_bilm_arguments, load_bilm
+from elmo_bilm.precision import add_precision_argument, set_precision
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--format", choices=FORMATS, default="hdf5", help="hdf5 (allennlp elmo's) or parquet"
     )
     add_bilm_arguments(parser, DEFAULT_BATCH_SIZE)
+    add_precision_argument(parser)
     parser.add_argument(
         "--forget-sentences",
         action="store_true",
@@ -96,6 +98,7 @@ def layers_of(args: argparse.Namespace) -> Layers:
 def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
     """Embed as the parsed arguments say, with `bilm` or the one they name."""
     bilm = bilm or load_bilm(args.options_file, args.weight_file)
+    set_precision(bilm, getattr(args, "precision", "float32"))
     count = embed_file(
         bilm,
         args.input_file,

@@ -1,11 +1,29 @@
 """The biLM's contextual part: forward and backward stacks of LSTMs with a projection (Sec. 3.1)."""
 
-from typing import List, Optional, Tuple
+from typing import List, Optional, Protocol, Tuple
 
 import torch
 from torch import nn
 
 from elmo_bilm import onednn
+from elmo_bilm.onednn import Step
+
+
+class Products(Protocol):
+    """Per-direction products of an inference precision (`elmo_bilm.precision`), in place of
+    the float32 ones: the interface of `onednn.PackedWeights`, plus the stack."""
+
+    def input_products(
+        self, stack: "ProjectedLstmStack", layer: int, x: torch.Tensor, bias: torch.Tensor
+    ) -> List[torch.Tensor]: ...
+
+    def step_products(
+        self, stack: "ProjectedLstmStack", layer: int, batch_size: int
+    ) -> List[Step]: ...
+
+    @property
+    def cell_dtype(self) -> Optional[torch.dtype]:
+        """The cell state's dtype (None: the streams')."""
 
 
 def lstm_cell(
@@ -64,6 +82,10 @@ class ProjectedLstmStack(nn.Module):
     initialise : `bool`, optional (default = `True`)
         Draw bilm-tf's initial weights; `False` leaves them to a loader that overwrites them all.
     """
+
+    # an inference precision's products (`elmo_bilm.precision.set_precision`); None: float32.
+    # A class attribute, so that stacks pickled before it existed unpickle with the default.
+    products: Optional[Products] = None
 
     def __init__(
         self,
@@ -146,8 +168,10 @@ class ProjectedLstmStack(nn.Module):
         for bias in self.biases:
             nn.init.zeros_(bias)
 
-    def _uses_onednn(self, layer: int, inputs: torch.Tensor) -> bool:
-        """Whether `layer` runs on oneDNN's packed products (`elmo_bilm.onednn.applies`)."""
+    def _route(self, layer: int, inputs: torch.Tensor) -> str:
+        """Which products `layer` runs on: `"products"` (an inference precision's, when no
+        gradient is needed), `"onednn"` (oneDNN's packed float32 products,
+        `elmo_bilm.onednn.applies`) or `"bmm"`. The first two keep one stream per direction."""
         weights = [
             self.input_weights[layer],
             self.recurrent_weights[layer],
@@ -157,25 +181,34 @@ class ProjectedLstmStack(nn.Module):
         needs_grad = torch.is_grad_enabled() and (
             inputs.requires_grad or any(w.requires_grad for w in weights)
         )
+        if self.products is not None and not needs_grad:
+            return "products"
         step_bytes = (weights[1].numel() + weights[2].numel()) * weights[1].element_size()
-        return onednn.applies(step_bytes, inputs, needs_grad)
+        return "onednn" if onednn.applies(step_bytes, inputs, needs_grad) else "bmm"
 
-    def _input_products(self, x: torch.Tensor, layer: int, use_onednn: bool) -> List[torch.Tensor]:
+    def _input_products(self, x: torch.Tensor, layer: int, route: str) -> List[torch.Tensor]:
         """Input-to-gate products plus biases for all positions at once, `x` (2, N, in).
 
         Returns the recurrence's streams: one (2, N, 4 * dim) tensor for both directions, or with
-        oneDNN one (N, 4 * dim) tensor per direction.
+        oneDNN or a precision's products one (N, 4 * dim) tensor per direction.
         """
         weight = self.input_weights[layer]
         bias = self.biases[layer] + self.forget_bias  # (2, 1, 4 * dim)
-        if use_onednn:
+        if route == "products":
+            assert self.products is not None
+            return self.products.input_products(self, layer, x, bias)
+        if route == "onednn":
             return self._packed.input_products(layer, weight, bias, x)
         return [torch.baddbmm(bias, x, weight)]
 
-    def _step_products(self, layer: int, use_onednn: bool, batch_size: int) -> List[onednn.Step]:
-        """The per-step products `(gate_inputs_t, h) -> gates` and `m -> P m`: with oneDNN one
-        pair per direction, else one `baddbmm` / `bmm` pair for both directions stacked."""
-        if use_onednn:
+    def _step_products(self, layer: int, route: str, batch_size: int) -> List[Step]:
+        """The per-step products `(gate_inputs_t, h) -> gates` and `m -> P m`: with oneDNN or a
+        precision's products one pair per direction, else one `baddbmm` / `bmm` pair for both
+        directions stacked."""
+        if route == "products":
+            assert self.products is not None
+            return self.products.step_products(self, layer, batch_size)
+        if route == "onednn":
             return self._packed.step_products(
                 layer, self.recurrent_weights[layer], self.projections[layer], batch_size
             )
@@ -197,7 +230,7 @@ class ProjectedLstmStack(nn.Module):
         return w_h, w_p_t
 
     def _recurrence(
-        self, streams: List[torch.Tensor], layer: int, active: List[int], use_onednn: bool
+        self, streams: List[torch.Tensor], layer: int, active: List[int], route: str
     ) -> torch.Tensor:
         """Run one layer over packed input gates -> packed outputs (2, N, proj).
 
@@ -206,12 +239,13 @@ class ProjectedLstmStack(nn.Module):
         step `t - 1`; `N = sum(active)`, no padding.
         """
         h = [x.new_zeros(x.shape[:-2] + (active[0], self.projection_dim)) for x in streams]
-        c = [x.new_zeros(x.shape[:-2] + (active[0], self.dim)) for x in streams]
+        cell_dtype = self.products.cell_dtype if route == "products" and self.products else None
+        c = [x.new_zeros(x.shape[:-2] + (active[0], self.dim), dtype=cell_dtype) for x in streams]
         outputs: List[List[torch.Tensor]] = [[] for _ in streams]
         # One split per stream, not a slice per step: the backward of a slice allocates a zero
         # tensor of the whole stream, which made a layer's backward quadratic in the length.
         per_step = [x.split(active, dim=-2) for x in streams]
-        steps = self._step_products(layer, use_onednn, active[0])
+        steps = self._step_products(layer, route, active[0])
         for t, n in enumerate(active):
             for k, (step_gates, project) in enumerate(steps):
                 gates = step_gates(per_step[k][t], h[k][..., :n, :])
@@ -221,6 +255,8 @@ class ProjectedLstmStack(nn.Module):
                     h[k] = h[k].clamp(-self.proj_clip, self.proj_clip)
                 outputs[k].append(h[k])
         joined = [torch.cat(out, dim=-2) for out in outputs]
+        if route == "products":  # a precision's outputs may be bfloat16: layers are float32
+            joined = [out.float() for out in joined]
         return torch.stack(joined) if len(joined) == 2 else joined[0]
 
     def forward(
@@ -250,14 +286,14 @@ class ProjectedLstmStack(nn.Module):
         x = None if by_word else packing.pack(inputs)
         layers = []
         for layer in range(self.n_layers):
-            use_onednn = self._uses_onednn(layer, inputs)
+            route = self._route(layer, inputs)
             if layer == 0 and by_word:
                 assert distinct is not None
-                streams = self._word_streams(distinct, packing, use_onednn)
+                streams = self._word_streams(distinct, packing, route)
             else:
                 assert x is not None  # every layer but a by-word first has its packed input
-                streams = self._input_products(self.dropout(x), layer, use_onednn)
-            out = self._recurrence(streams, layer, packing.active, use_onednn)
+                streams = self._input_products(self.dropout(x), layer, route)
+            out = self._recurrence(streams, layer, packing.active, route)
             if layer > 0 and self.use_skip_connections:
                 assert x is not None
                 out = out + x
@@ -269,14 +305,14 @@ class ProjectedLstmStack(nn.Module):
         self,
         distinct: Tuple[torch.Tensor, torch.Tensor],
         packing: "_Packing",
-        use_onednn: bool,
+        route: str,
     ) -> List[torch.Tensor]:
         """The first layer's input gates from each distinct word's product, gathered into the
         packed order of both directions."""
         vectors, index = distinct
-        word_streams = self._input_products(vectors.expand(2, -1, -1), 0, use_onednn)
+        word_streams = self._input_products(vectors.expand(2, -1, -1), 0, route)
         word_index = packing.pack(index[..., None])[..., 0]  # (2, N)
-        if use_onednn:
+        if route != "bmm":
             return [g.index_select(0, word_index[d]) for d, g in enumerate(word_streams)]
         gathered = [word_streams[0][d].index_select(0, word_index[d]) for d in range(2)]
         return [torch.stack(gathered)]

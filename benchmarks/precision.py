@@ -1,0 +1,169 @@
+"""biLM inference in float32, bfloat16 and int8 (`elmo_bilm.precision`): tokens/s at 1 and 2
+threads and each layer's error against float32 (max abs, mean and min cosine over the tokens),
+all variants of a biLM alternating in one process so that they see the same machine load.
+
+CoNLL-2003 dev sentences in file order, sorted by length into batches of `--batch-size` (as
+`elmo-embed` does), the char CNN's word cache emptied before each timed pass (a first pass over
+the text). `--variants` adds the alternatives measured to choose the defaults: bfloat16 with a
+bfloat16 LSTM cell state or a float32 recurrent product, int8 with the recurrent product in each
+precision, and `torch.autocast` around a float32 biLM. `--force` runs bfloat16 without the CPU
+check (to time it where the CPU lacks the instructions, e.g. under
+`ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2`).
+"""
+
+import argparse
+import contextlib
+import statistics
+import time
+from typing import Callable, ContextManager, Dict, List, Tuple
+
+import torch
+
+from benchmarks.common import conll_dev_sentences, emit, random_bilm_tf
+from elmo_bilm.bilm import BiLm
+from elmo_bilm.characters import batch_char_ids
+from elmo_bilm.loading import load_bilm
+from elmo_bilm.precision import INT8_RECURRENT, _prepare, set_precision
+
+# name -> (precision, recurrent product, cell state dtype, context around the pass)
+Variant = Tuple[str, str, torch.dtype, Callable[[], ContextManager]]
+F32, NONE = torch.float32, contextlib.nullcontext
+VARIANTS: Dict[str, Variant] = {
+    "float32": ("float32", "float32", F32, NONE),
+    "bfloat16": ("bfloat16", "bfloat16", F32, NONE),
+    "int8": ("int8", INT8_RECURRENT, F32, NONE),
+}
+EXTRA: Dict[str, Variant] = {
+    "bfloat16, bfloat16 cell state": ("bfloat16", "bfloat16", torch.bfloat16, NONE),
+    "bfloat16, recurrent float32": ("bfloat16", "float32", F32, NONE),
+    "int8, recurrent int8": ("int8", "int8", F32, NONE),
+    "int8, recurrent bfloat16": ("int8", "bfloat16", F32, NONE),
+    "int8, recurrent float32": ("int8", "float32", F32, NONE),
+    "autocast bfloat16": (
+        "float32",
+        "float32",
+        F32,
+        lambda: torch.autocast("cpu", dtype=torch.bfloat16),
+    ),
+}
+
+
+def load(config: str) -> BiLm:
+    if config == "shipped":
+        return load_bilm().eval()
+    files = random_bilm_tf(config)
+    return load_bilm(files["options_file"], files["weight_file"]).eval()
+
+
+def prepared(bilm: BiLm, variant: Variant, force: bool) -> Callable[[], None]:
+    """Set `variant`'s precision on `bilm`; returns what sets it again later with the same
+    derived weights (casts and packs are made once, not timed at every switch)."""
+    precision, recurrent, cell_dtype, _ = variant
+    if force or (precision, recurrent) != ("bfloat16", "bfloat16"):
+        _prepare(bilm, precision, recurrent, cell_dtype)
+    else:
+        set_precision(bilm, precision)
+    cnn = bilm.char_cnn
+    highways = [(h.transform, h.carry) for h in cnn.highway_layers()]
+    saved = (bilm.lstm.products, cnn.projection, cnn.convolutions, cnn.precision)
+
+    def restore() -> None:
+        bilm.lstm.products, cnn.projection, cnn.convolutions, cnn.precision = saved
+        for highway, (transform, carry) in zip(cnn.highway_layers(), highways):
+            highway.transform, highway.carry = transform, carry
+
+    return restore
+
+
+def run_pass(
+    bilm: BiLm, batches: List[torch.Tensor], variant: Variant
+) -> Tuple[float, List[List[torch.Tensor]]]:
+    """Seconds of one pass (word cache emptied first) and its layers per batch."""
+    bilm.char_cnn.clear_word_cache()
+    outputs = []
+    with torch.no_grad(), variant[3]():
+        start = time.perf_counter()
+        for batch in batches:
+            outputs.append(bilm(batch)["activations"])
+        seconds = time.perf_counter() - start
+    return seconds, outputs
+
+
+def errors(
+    got: List[List[torch.Tensor]], expected: List[List[torch.Tensor]], masks: List[torch.Tensor]
+) -> List[Dict[str, float]]:
+    """Per layer: max abs difference, mean and min cosine of the token vectors."""
+    result = []
+    for layer in range(len(expected[0])):
+        a = torch.cat([g[layer][m] for g, m in zip(got, masks)]).double()
+        b = torch.cat([e[layer][m] for e, m in zip(expected, masks)]).double()
+        cosine = torch.nn.functional.cosine_similarity(a, b, dim=-1)
+        result.append(
+            {
+                "max_abs": float((a - b).abs().max()),
+                "scale": float(b.abs().max()),
+                "mean_cosine": float(cosine.mean()),
+                "min_cosine": float(cosine.min()),
+            }
+        )
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", nargs="+", default=["small", "paper"])
+    parser.add_argument("--sentences", type=int, default=200)
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--rounds", type=int, default=3, help="timed passes of each variant")
+    parser.add_argument("--variants", action="store_true", help="also the alternatives")
+    parser.add_argument("--force", action="store_true", help="bfloat16 without the CPU check")
+    args = parser.parse_args()
+    variants = {**VARIANTS, **(EXTRA if args.variants else {})}
+    sentences = sorted(conll_dev_sentences(args.sentences), key=len)
+    batches = [
+        batch_char_ids(sentences[i : i + args.batch_size])
+        for i in range(0, len(sentences), args.batch_size)
+    ]
+    masks = [(b > 0).any(-1) for b in batches]
+    tokens = sum(int(m.sum()) for m in masks)
+    for config in args.config:
+        bilm = load(config)
+        torch.set_num_threads(max(args.threads))
+        setters = {name: prepared(bilm, variant, args.force) for name, variant in variants.items()}
+        setters["float32"]()
+        run_pass(bilm, batches[:1], variants["float32"])  # warm-up
+        _, reference = run_pass(bilm, batches, variants["float32"])
+        times: Dict[Tuple[str, int], List[float]] = {}
+        errs: Dict[str, List[Dict[str, float]]] = {}
+        for round_ in range(args.rounds):
+            for threads in args.threads:
+                torch.set_num_threads(threads)
+                for name, variant in variants.items():
+                    setters[name]()
+                    if round_ == 0:  # warm-up: packs and casts are made on first use
+                        run_pass(bilm, batches[:1], variant)
+                    seconds, outputs = run_pass(bilm, batches, variant)
+                    times.setdefault((name, threads), []).append(seconds)
+                    if name not in errs:
+                        errs[name] = errors(outputs, reference, masks)
+        for (name, threads), seconds in times.items():
+            base = statistics.median(times[("float32", threads)])
+            emit(
+                {
+                    "bench": "precision",
+                    "config": config,
+                    "variant": name,
+                    "threads": threads,
+                    "sentences": len(sentences),
+                    "tokens": tokens,
+                    "tokens_per_s": tokens / statistics.median(seconds),
+                    "speed_up": base / statistics.median(seconds),
+                    "seconds": seconds,
+                    "layers": errs[name],
+                }
+            )
+
+
+if __name__ == "__main__":
+    main()
