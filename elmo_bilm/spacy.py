@@ -131,6 +131,7 @@ class ElmoComponent(Pipe):
             "device": device,
             "sentences": sentences,
         }
+        self.device  # noqa: B018  (a malformed device fails here, not on the first doc)
         self._bilm: Optional[BiLm] = None
         self._files: Optional[Tuple[str, str]] = None  # the loaded biLM's files (None: by name)
         # spaCy's listener protocol (`find_listeners`): the ElmoMix layers that read doc._.elmo
@@ -166,6 +167,9 @@ class ElmoComponent(Pipe):
         return self._bilm
 
     def _set_bilm(self, bilm: BiLm, files: Optional[Tuple[str, str]]) -> None:
+        layers = self.cfg["layers"]
+        if not isinstance(layers, str) and len(layers) != bilm.num_layers:
+            raise ValueError(f"{len(layers)} layer weights for a biLM of {bilm.num_layers} layers")
         self._bilm = bilm.to(self.device).eval()
         self._files = files
         self._link_dims()

@@ -124,6 +124,17 @@ def test_empty_and_whitespace_docs():
     assert [doc._.elmo.shape[1] for doc in nlp.pipe(["", "  ", ""])] == [0, 1, 0]
 
 
+def test_bad_settings_fail_early():
+    with pytest.raises(ValueError, match="layers must be"):
+        blank(layers="bottom")
+    with pytest.raises(ValueError, match="2 layer weights for a biLM of 3 layers"):
+        blank(layers=[0.5, 0.5]).initialize()
+    with pytest.raises(RuntimeError, match="device"):
+        blank(device="gpu:x")
+    with pytest.raises(ValueError, match="batch_size"):
+        blank(batch_size=0)
+
+
 def test_sentences_are_fed_alone(embedder):
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
