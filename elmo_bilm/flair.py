@@ -73,6 +73,10 @@ class ELMoEmbeddings(TokenEmbeddings):
     options_file, weight_file : `str`, optional
         bilm-tf files, paths or URLs.
     embedding_mode : `str` (default = `"all"`)
+    options : `Dict[str, Any]`, optional
+        Not flair's: the biLM's options, given by `from_params` when flair loads a saved model
+        (the weights then come from the model's state dict, not from files). A saved model
+        finds this class only once `elmo_bilm.flair` is imported (flair's registry).
     """
 
     def __init__(
