@@ -235,7 +235,8 @@ def fresh_venv_with_this_venvs_packages(root: Path) -> Path:
 def test_the_installed_world(wheels, tmp_path):
     """Both wheels in a fresh venv, run from an empty folder with no checkout beside it: a
     packaged config trains by name on data named by its variables, a plugin subcommand is found
-    through ~/.allennlp/plugins, and elmo-embed runs; the package sets no data default."""
+    through ~/.allennlp/plugins and through `elmo-plugin` without one, and elmo-embed runs; the
+    package sets no data default."""
     python = fresh_venv_with_this_venvs_packages(tmp_path)
     clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     clean = {k: v for k, v in clean.items() if not k.startswith(("ELMO", "CONLL2003", "SNLI"))}
@@ -270,6 +271,13 @@ def test_the_installed_world(wheels, tmp_path):
     assert "test_f1-measure-overall" in metrics and metrics["training_reg_loss"] > 0
     help_text = run_ok([str(python), "-m", "allennlp", "elmo-table1", "--help"], cwd=work, env=env)
     assert "--baselines-from" in help_text
+    # the plugin's console script finds its subcommands with no plugins file (an empty HOME)
+    (tmp_path / "bare_home").mkdir()
+    bare = {**env, "HOME": str(tmp_path / "bare_home")}
+    listed = run_ok(
+        [str(tmp_path / "venv" / "bin" / "elmo-plugin"), "elmo-config"], cwd=work, env=bare
+    )
+    assert "snli_esim_elmo" in listed.split()
     (work / "in.txt").write_text("an installed world\n")
     run_ok(
         [str(tmp_path / "venv" / "bin" / "elmo-embed"), "in.txt", "out.hdf5", "--all"],

@@ -1,5 +1,6 @@
 """The `allennlp` command with the plugin loaded: a user's config error and an interrupted
-`allennlp train` end in one line on stderr, not a traceback (hook 7 of `elmo_plugin.hooks`).
+`allennlp train` end in one line on stderr, not a traceback (hook 7 of `elmo_plugin.hooks`); and
+`elmo-plugin`, AllenNLP's command line with the plugin loaded, with no plugins file.
 
 Installed only when the process is the `allennlp` command (or the plugin's `elmo-plugin`), never
 by `import elmo_plugin` in a script or a test. A `sys.excepthook` reports:
@@ -24,6 +25,9 @@ from types import TracebackType
 from typing import Any, Callable, List, Optional, Sequence, Type
 
 from elmo_plugin.common.config_env import ConfigError
+
+# the command's name in the lines below: `allennlp`, or `elmo-plugin` under `main`
+PROG = "allennlp"
 
 ExceptHook = Callable[[Type[BaseException], BaseException, Optional[TracebackType]], Any]
 
@@ -77,7 +81,7 @@ def resume_command(argv: Sequence[str]) -> str:
     args: List[str] = [arg for arg in argv[1:] if arg not in ("-f", "--force")]
     if "-r" not in args and "--recover" not in args:
         args.append("--recover")
-    return shlex.join(["allennlp", *args])
+    return shlex.join([PROG, *args])
 
 
 def interrupted_line(argv: Sequence[str], signal_name: str) -> str:
@@ -98,7 +102,7 @@ def make_excepthook(previous: ExceptHook) -> ExceptHook:
         kind: Type[BaseException], error: BaseException, traceback: Optional[TracebackType]
     ) -> None:
         if isinstance(error, ConfigError):
-            print(f"allennlp: error: {error}", file=sys.stderr, flush=True)
+            print(f"{PROG}: error: {error}", file=sys.stderr, flush=True)
             return
         training = len(sys.argv) > 1 and sys.argv[1] == "train"
         if training and isinstance(error, (KeyboardInterrupt, SigTermReceived)):
@@ -134,3 +138,21 @@ def install(force: bool = False) -> None:
         prepare_global_logging._elmo_plugin = True  # type: ignore[attr-defined]
         common_logging.prepare_global_logging = prepare_global_logging  # type: ignore[assignment]
     _put_in_front()
+
+
+def main() -> None:
+    """`elmo-plugin`: AllenNLP's command line (`allennlp.__main__.run`) with the plugin imported
+    first, so that its subcommands (`elmo-plugin elmo-config`, `elmo-table1`, ...) and components
+    (`elmo-plugin train snli_esim_elmo -s out`) need neither a plugins file nor
+    `--include-package`."""
+    global PROG
+    PROG = "elmo-plugin"
+    import allennlp.__main__  # noqa: F401  # AllenNLP's logging set-up, as under `allennlp`
+    from allennlp.commands import main as allennlp_main
+    from allennlp.common.util import install_sigterm_handler
+
+    import elmo_plugin  # noqa: F401  # registers the subcommands and components
+
+    install(force=True)
+    install_sigterm_handler()
+    allennlp_main(prog=PROG)

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+import tomllib
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.util import SigTermReceived
@@ -134,3 +135,23 @@ def test_sigterm_during_allennlp_train_is_one_line_saying_how_to_resume(tmp_path
     ), last
     assert last.endswith("--recover"), last
     assert (out / "model.tar.gz").is_file()
+
+
+@pytest.mark.slow
+def test_elmo_plugin_script_reaches_the_subcommands_without_a_plugins_file(tmp_path):
+    """`elmo-plugin` (the plugin's console script) from an empty folder, HOME an empty folder:
+    no `.allennlp_plugins`, no `~/.allennlp/plugins`."""
+    scripts = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["elmo-plugin"] == "elmo_plugin.common.command_line:main"
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir(), work.mkdir()
+    script = os.path.join(os.path.dirname(sys.executable), "elmo-plugin")
+    env = {**os.environ, "HOME": str(home)}
+    run = dict(cwd=work, capture_output=True, text=True, timeout=300, env=env)
+    result = subprocess.run([script, "elmo-config"], **run)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "snli_esim_elmo" in result.stdout.split()
+    result = subprocess.run([script, "train", "snli_esim_elmoo", "-s", "out"], **run)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("elmo-plugin: error: snli_esim_elmoo: no such config file"), last

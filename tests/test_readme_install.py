@@ -1,0 +1,50 @@
+"""The README's install from wheels names files that exist, the wheels `make wheels` builds, and
+the pins this suite's venv was installed with (tests/test_wheel.py installs and runs the wheels)."""
+
+import importlib.metadata
+import re
+import shlex
+
+import tomllib
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from tests.conftest import REPO_ROOT
+from tests.test_docs_examples import blocks
+
+
+def install_block() -> str:
+    (block,) = [b for b in blocks(REPO_ROOT / "README.md") if "make wheels" in b.code]
+    assert block.not_run is not None and "tests/test_wheel.py" in block.not_run
+    return block.code
+
+
+def test_the_wheel_install_names_existing_files_and_the_built_wheels():
+    lines = [shlex.split(line.split("#", 1)[0]) for line in install_block().splitlines()]
+    pip = [line for line in lines if line and line[0].endswith("/pip")]
+    files = [line[line.index("-r") + 1] for line in pip if "-r" in line]
+    assert files == ["requirements.txt", "requirements-allennlp.txt"]
+    assert all((REPO_ROOT / name).is_file() for name in files)
+    assert "--no-deps" in pip[1] and "--no-deps" in pip[2]  # AllenNLP's stale metadata
+    projects = [
+        tomllib.loads((REPO_ROOT / path).read_text())["project"]
+        for path in ("pyproject.toml", "packaging/elmo-bilm/pyproject.toml")
+    ]
+    versions = {project["name"].replace("-", "_"): project["version"] for project in projects}
+    wheels = [arg for arg in pip[2] if arg.endswith(".whl")]
+    assert wheels == [f"dist/{name}-{versions[name]}-py3-none-any.whl" for name in sorted(versions)]
+    last = [line for line in lines if line][-1]
+    assert last[0].endswith("/bin/elmo-plugin") and last[1:] == ["elmo-config"]
+
+
+def test_the_named_requirement_files_pin_what_this_venv_runs():
+    for name in ("requirements.txt", "requirements-allennlp.txt"):
+        for line in (REPO_ROOT / name).read_text().splitlines():
+            line = re.sub(r"\s*#.*", "", line).strip()
+            if not line:
+                continue
+            requirement = Requirement(line)
+            if requirement.marker is not None and not requirement.marker.evaluate():
+                continue
+            installed = importlib.metadata.version(canonicalize_name(requirement.name))
+            assert requirement.specifier.contains(installed, prereleases=True), (line, installed)
