@@ -1,28 +1,38 @@
-"""AllenNLP model archives (`model.tar.gz`) are untrusted input: the one place that extracts or
-reads them.
+"""Archives are untrusted input: the one place that extracts or reads them (AllenNLP's
+`model.tar.gz`, and biLMs published as `.zip` / `.tar.gz`: NLPL / simple_elmo, SeqVec).
 
 `extract_archive` checks every member before anything is written and refuses, with one line
 naming the archive and the member: absolute paths, `..` components, symbolic and hard links whose
-target is outside the archive or another link, members below a link, and device files, FIFOs or
-other special members. It then extracts with Python's `tarfile` data filter (PEP 706) as a second
-guard. AllenNLP's own `extracted_archive` (behind `load_archive`, `from_archive` models and the
-pretrained-model initialiser) is replaced by `extracted_archive` below (hook 6 of
-`elmo_plugin.hooks`), so `allennlp evaluate`/`predict` with the plugin extract safely too.
+target is outside the archive or another link, members below a link, device files, FIFOs or other
+special members, and (zip) symbolic links of any kind. Tar archives are then extracted with
+Python's `tarfile` data filter (PEP 706) as a second guard; zip members are written one by one
+to their checked names. An archive declaring more than `MAX_EXTRACTED_BYTES` is refused before
+anything is written. The plugin routes AllenNLP's own `extracted_archive` (behind `load_archive`,
+`from_archive` models and the pretrained-model initialiser) through `extracted_archive` below
+(hook 6 of `elmo_plugin.hooks`).
 """
 
 import contextlib
+import fnmatch
+import hashlib
+import os
 import posixpath
 import re
 import shutil
+import stat
 import tarfile
 import tempfile
+import zipfile
 import zlib
-from typing import IO, Iterator, List, Optional, Set
+from pathlib import Path
+from typing import IO, Iterator, List, Optional, Sequence, Set, Tuple
 
 from elmo_bilm.files import FormatError, PathLike
 
 # what opening or reading a damaged archive raises
-READ_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error)
+READ_ERRORS = (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, zlib.error)
+# ten times the largest published ELMo's files (the 5.5B biLM's weights: under 400 MB)
+MAX_EXTRACTED_BYTES = 4 * 2**30
 
 
 def _normal(name: str) -> str:
@@ -101,11 +111,68 @@ def _open(archive_file: PathLike) -> tarfile.TarFile:
         ) from error
 
 
+def _check_size(archive_file: PathLike, sizes: List[int]) -> None:
+    if sum(sizes) > MAX_EXTRACTED_BYTES:
+        raise FormatError(
+            f"{archive_file}: its members declare {sum(sizes):,} bytes, more than any ELMo model "
+            f"needs ({MAX_EXTRACTED_BYTES:,}); refusing to extract the archive"
+        )
+
+
+def _zip_refusal(info: zipfile.ZipInfo) -> Optional[str]:
+    """Why the zip member `info` must not be extracted, or None."""
+    name = info.filename
+    if _is_absolute(name):
+        return "has an absolute path"
+    if ".." in re.split(r"[/\\]", name):
+        return "has a '..' component"
+    mode = info.external_attr >> 16  # Unix mode where the writer set one; no type bits: a file
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link"
+    if stat.S_IFMT(mode) and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        return "is not a regular file or folder"
+    return None
+
+
+def _extract_zip(archive_file: PathLike, target: PathLike) -> None:
+    try:
+        with zipfile.ZipFile(archive_file) as archive:
+            infos = archive.infolist()
+            for info in infos:
+                reason = _zip_refusal(info)
+                if reason is not None:
+                    raise FormatError(
+                        f"{archive_file}: member {info.filename!r} {reason}; refusing to "
+                        "extract the archive"
+                    )
+            _check_size(archive_file, [info.file_size for info in infos])
+            for info in infos:
+                path = os.path.join(os.fspath(target), _normal(info.filename))
+                if info.is_dir():
+                    os.makedirs(path, exist_ok=True)
+                    continue
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with archive.open(info) as source, open(path, "wb") as out:
+                    shutil.copyfileobj(source, out, 1 << 20)
+    except READ_ERRORS as error:
+        if isinstance(error, FormatError):
+            raise
+        raise FormatError(
+            f"{archive_file}: extracting failed (truncated or damaged? {error})"
+        ) from error
+
+
 def extract_archive(archive_file: PathLike, target: PathLike) -> None:
-    """Extract the tar archive `archive_file` into the folder `target`, after checking every
-    member (nothing is written when one is refused); then with the `data` filter."""
+    """Extract the tar or zip archive `archive_file` into the folder `target`, after checking
+    every member (nothing is written when one is refused); tar members then with the `data`
+    filter."""
+    if zipfile.is_zipfile(archive_file):
+        _extract_zip(archive_file, target)
+        return
     with _open(archive_file) as tar:
-        check_members(archive_file, _members(archive_file, tar))
+        members = _members(archive_file, tar)
+        check_members(archive_file, members)
+        _check_size(archive_file, [m.size for m in members if m.isreg()])
         try:
             tar.extractall(target, filter="data")
         except tarfile.FilterError as error:
@@ -162,8 +229,102 @@ def extracted_archive(resolved_archive_file: str, cleanup: bool = True) -> Itera
             shutil.rmtree(tempdir, ignore_errors=True)
 
 
-def install() -> None:
-    """Route AllenNLP's archive extraction through `extracted_archive` (idempotent)."""
-    from allennlp.models import archival
+# ---- biLMs published as archives (NLPL / simple_elmo zips, SeqVec, a bilm-tf folder packed)
 
-    archival.extracted_archive = extracted_archive  # type: ignore[assignment]
+BILM_ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar")
+
+
+def is_bilm_archive(name: Optional[str]) -> bool:
+    """Whether `name` (a path or URL) names an archive by its suffix."""
+    return isinstance(name, str) and name.lower().split("?")[0].endswith(BILM_ARCHIVE_SUFFIXES)
+
+
+def _sha256(path: PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def unpacked(archive_file: PathLike, cache: Path) -> Path:
+    """The folder `cache/unpacked/DIGEST` holding `archive_file` extracted (once per content:
+    extracted into a hidden folder beside it, then renamed, so no half-extracted folder is ever
+    taken for a complete one)."""
+    folder = cache / "unpacked" / _sha256(archive_file)[:16]
+    if folder.is_dir():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    try:
+        extract_archive(archive_file, partial)
+        os.rename(partial, folder)
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)
+        if folder.is_dir():  # another process unpacked the same archive meanwhile
+            return folder
+        raise
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return folder
+
+
+def _one(files: List[Path], exact: Sequence[str], patterns: Sequence[str], what: str) -> Path:
+    """The file named one of `exact` (in that order), else the one file matching the first
+    pattern that matches any."""
+    for name in exact:
+        found = [path for path in files if path.name == name]
+        if len(found) == 1:
+            return found[0]
+    for pattern in patterns:
+        found = [path for path in files if fnmatch.fnmatch(path.name, pattern)]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            names = ", ".join(sorted(str(p) for p in found))
+            raise FormatError(f"more than one {what} file ({pattern}): {names}")
+    raise FileNotFoundError(f"no {what} file ({' or '.join([*exact, *patterns])})")
+
+
+def bilm_files_in(folder: PathLike, source: str) -> Tuple[str, str]:
+    """The options and weights of the biLM in `folder` (searched recursively): `options.json`
+    or the one `*options*.json`; `weights.hdf5`, `model.hdf5` (NLPL / simple_elmo) or the one
+    `*weights*.hdf5` or `*.hdf5`; with no HDF5 weights but a bilm-tf TensorFlow checkpoint (some
+    NLPL archives), the checkpoint converted once beside it (`elmo_bilm.convert`). Errors name
+    `source`, the archive or repository the folder came from."""
+    files = sorted(path for path in Path(folder).rglob("*") if path.is_file())
+    try:
+        options = _one(files, ["options.json"], ["*options*.json"], "options")
+        if not any(path.suffix == ".hdf5" for path in files):
+            indexes = [path for path in files if path.name.endswith(".index")]
+            if indexes:
+                return _converted(indexes[-1], options, Path(folder))
+        weights = _one(
+            files, ["weights.hdf5", "model.hdf5"], ["*weights*.hdf5", "*.hdf5"], "weights"
+        )
+    except (FormatError, FileNotFoundError) as error:
+        listing = ", ".join(str(p.relative_to(folder)) for p in files[:20]) or "nothing"
+        raise FormatError(f"{source}: {error}; it holds {listing}") from None
+    return str(options), str(weights)
+
+
+def _converted(index: Path, options: Path, folder: Path) -> Tuple[str, str]:
+    """A TensorFlow checkpoint's biLM as bilm-tf files, converted once into `folder/converted`."""
+    from elmo_bilm.convert import convert_checkpoint
+
+    out = folder / "converted"
+    if not (out / "weights.hdf5").is_file():
+        convert_checkpoint(str(index)[: -len(".index")], out, options_file=options)
+    return str(out / "options.json"), str(out / "weights.hdf5")
+
+
+def bilm_archive_files(archive: str) -> Tuple[str, str]:
+    """Local options and weights of a biLM packed as a `.zip` / `.tar.gz` (a path, or a URL
+    downloaded once into the cache of `elmo_bilm.published`), unpacked once into that cache."""
+    from elmo_bilm.published import cache_dir, cached_path, is_url
+
+    local = cached_path(archive) if is_url(archive) else archive
+    if not os.path.isfile(local):
+        raise FileNotFoundError(f"{archive}: no such archive")
+    return bilm_files_in(unpacked(local, cache_dir()), archive)

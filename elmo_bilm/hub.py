@@ -7,8 +7,9 @@ wherever a biLM is named: `Elmo("hf://ORG/REPO", None, 1)`, `Elmo.from_pretraine
 tokens apply as for any Hub model; only the repository's `.json` and `.hdf5` files are fetched.
 """
 
-from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Optional, Tuple
+
+from elmo_bilm.archives import bilm_files_in
 
 PREFIX = "hf://"
 
@@ -27,20 +28,6 @@ def parse_hub_id(name: str) -> Tuple[str, Optional[str]]:
     if len(parts) != 2 or not all(parts):
         raise ValueError(f"{name!r}: a Hub biLM is named hf://ORG/REPO (or hf://ORG/REPO@REVISION)")
     return repo_id, revision or None
-
-
-def _pick(files: List[Path], exact: str, pattern: str, what: str, name: str) -> Path:
-    """The file named `exact`, else the one file matching `pattern`."""
-    for path in files:
-        if path.name == exact:
-            return path
-    matches = [path for path in files if path.match(pattern)]
-    if len(matches) != 1:
-        found = ", ".join(sorted(p.name for p in files)) or "no .json or .hdf5 files"
-        raise FileNotFoundError(
-            f"{name}: expected one {what} file ({exact} or {pattern}), found: {found}"
-        )
-    return matches[0]
 
 
 def hub_files(name: str) -> Tuple[str, str]:
@@ -64,7 +51,4 @@ def hub_files(name: str) -> Tuple[str, str]:
         ) from None
     except HfHubHTTPError as error:
         raise OSError(f"{name}: the Hub answered {error}") from None
-    files = [p for p in Path(folder).rglob("*") if p.suffix in (".json", ".hdf5")]
-    options = _pick(files, "options.json", "*options*.json", "options", name)
-    weights = _pick(files, "weights.hdf5", "*weights*.hdf5", "weights", name)
-    return str(options), str(weights)
+    return bilm_files_in(folder, name)

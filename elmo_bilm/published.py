@@ -24,6 +24,7 @@ from typing import Dict, List, Optional, Tuple
 
 from tqdm import tqdm
 
+from elmo_bilm.archives import bilm_archive_files, is_bilm_archive
 from elmo_bilm.files import atomic_output
 from elmo_bilm.hub import hub_files, is_hub_id
 
@@ -180,6 +181,8 @@ def resolve(options_file: Optional[str], weight_file: Optional[str]) -> Tuple[st
     weight_file = weight_file or None
     if is_hub_id(options_file) and weight_file is None:
         return hub_files(options_file)  # type: ignore[arg-type]
+    if is_bilm_archive(options_file) and weight_file is None:
+        return bilm_archive_files(options_file)  # type: ignore[arg-type]
     if options_file in LOCAL and weight_file is None:
         return local_files(options_file)
     if options_file in PUBLISHED and weight_file is None:
@@ -187,7 +190,7 @@ def resolve(options_file: Optional[str], weight_file: Optional[str]) -> Tuple[st
     if not options_file or weight_file is None:
         raise ValueError(
             f"options_file and weight_file go together (or a biLM's name alone: {', '.join(names())}; "
-            "or a Hugging Face Hub repository alone: hf://ORG/REPO)"
+            "or a Hugging Face Hub repository alone: hf://ORG/REPO; or a .zip / .tar.gz alone)"
         )
     return tuple(cached_path(f) if is_url(f) else f for f in (options_file, weight_file))  # type: ignore[return-value]
 
@@ -196,6 +199,8 @@ def options_path(options_file: str) -> str:
     """The local options file of a path, URL or name (for the width a config needs)."""
     if is_hub_id(options_file):
         return hub_files(options_file)[0]
+    if is_bilm_archive(options_file):
+        return bilm_archive_files(options_file)[0]
     if options_file in LOCAL:
         return local_files(options_file)[0]
     if options_file in PUBLISHED:

@@ -25,7 +25,7 @@
    `ConfigurationError` at construction (`elmo_plugin.modules.placement_contract`).
 6. **Archives are untrusted.** AllenNLP's `extracted_archive` (behind `load_archive`, every
    `allennlp evaluate`/`predict` and `from_archive` model) is replaced by
-   `elmo_plugin.common.archives.extracted_archive`, which refuses members that would write
+   `elmo_bilm.archives.extracted_archive`, which refuses members that would write
    outside the extraction folder (`..`, absolute paths, links outside, device files).
 7. **One line for a user's error, under the `allennlp` command only.** A `sys.excepthook` prints
    the plugin's config errors (`ConfigError`: an unset or missing dataset, a misspelt config name)
@@ -44,7 +44,8 @@ import numpy
 import torch
 import torch.distributed as dist
 
-from elmo_plugin.common import archives, command_line, config_env
+from elmo_bilm import archives
+from elmo_plugin.common import command_line, config_env
 from elmo_plugin.modules import placement_contract, regularization
 
 _installed = False
@@ -67,6 +68,13 @@ def destroy_process_group() -> None:
         dist.destroy_process_group()
 
 
+def route_archive_extraction() -> None:
+    """Hook 6: AllenNLP's archive extraction through the core's checked `extracted_archive`."""
+    from allennlp.models import archival
+
+    archival.extracted_archive = archives.extracted_archive  # type: ignore[assignment]
+
+
 def install() -> None:
     """Install hooks 1-7; idempotent."""
     global _installed
@@ -77,6 +85,6 @@ def install() -> None:
     allow_numpy_scalars_in_checkpoints()
     atexit.register(destroy_process_group)
     placement_contract.install()
-    archives.install()
+    route_archive_extraction()
     command_line.install()
     _installed = True

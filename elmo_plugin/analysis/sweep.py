@@ -16,8 +16,8 @@ from typing import Callable, Dict, Hashable, Iterable, Iterator, List, Optional,
 
 from tqdm import tqdm
 
+from elmo_bilm.archives import checked_members
 from elmo_bilm.files import FormatError, atomic_output
-from elmo_plugin.common.archives import checked_members
 
 BASELINE = "none"  # the placement value that means "the baseline config, no ELMo"
 
@@ -164,7 +164,7 @@ def is_finished(run_dir: Path) -> bool:
     if not (run_dir / "metrics.json").is_file() or not archive.is_file():
         return False
     try:
-        checked_members(archive)  # one reader of archives: elmo_plugin.common.archives
+        checked_members(archive)  # one reader of archives: elmo_bilm.archives
     except FormatError:
         return False
     return True
