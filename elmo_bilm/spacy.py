@@ -89,7 +89,8 @@ class ElmoComponent(Pipe):
         the top layer, the layers' mean, or the fixed Eq. (1) mix `sum_j s_j * h_j` of the
         weights `s_j` as given (not softmaxed; one per layer).
     batch_size : `int` (default = `64`)
-        Docs per `nlp.pipe` batch and sequences per biLM pass (length-sorted).
+        Sequences (docs, or sentences) per biLM pass, length-sorted within each batch of docs
+        that `nlp.pipe(texts, batch_size=...)` hands over.
     set_tensor : `bool` (default = `False`)
         Also set `doc.tensor` and the vector / similarity user hooks.
     device : `str | int` (default = `"cpu"`)
@@ -195,8 +196,9 @@ class ElmoComponent(Pipe):
         return doc
 
     def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
-        """Docs in input order, `batch_size` docs at a time (their sequences length-sorted and
-        run `batch_size` at a time, so memory stays bounded by the batch)."""
+        """Docs in input order, annotated `batch_size` docs at a time (`nlp.pipe`'s): their
+        sequences length-sorted and run through the biLM the setting `batch_size` at a time, so
+        memory stays bounded by the two."""
         for docs in minibatch(stream, size=batch_size):
             self.annotate(docs)
             yield from docs
