@@ -23,6 +23,7 @@ from elmo_bilm.bulk import embed_file
 from elmo_bilm.characters import batch_char_ids, vocabulary_char_ids
 from elmo_bilm.hub import PREFIX, is_hub_id
 from elmo_bilm.loading import load_bilm
+from elmo_bilm.precision import set_precision
 from elmo_bilm.published import is_url, published_urls
 from elmo_bilm.scalar_mix import ScalarMix
 
@@ -63,6 +64,9 @@ class Elmo(nn.Module):
         Fixed raw mixing weights (not trained).
     module : `BiLm`, optional
         A biLM already in memory, instead of the files.
+    precision : `str`, optional (default = `"float32"`)
+        The frozen biLM's arithmetic: `"bfloat16"` or `"int8"` products for cheaper inference
+        (`elmo_bilm.precision`; a pass with gradients runs in float32).
     """
 
     def __init__(
@@ -77,11 +81,13 @@ class Elmo(nn.Module):
         keep_sentence_boundaries: bool = False,
         scalar_mix_parameters: Optional[List[float]] = None,
         module: Optional[BiLm] = None,
+        precision: str = "float32",
     ) -> None:
         super().__init__()
         if module is not None and (options_file is not None or weight_file is not None):
             raise ValueError("give either module or options_file + weight_file")
-        self.bilm = module if module is not None else load_bilm(options_file, weight_file)
+        bilm = module if module is not None else load_bilm(options_file, weight_file)
+        self.bilm = set_precision(bilm, precision)
         self.requires_grad = requires_grad
         for parameter in self.bilm.parameters():
             parameter.requires_grad_(requires_grad)
@@ -180,6 +186,8 @@ class ElmoEmbedder:
     cuda_device : `int`, optional (default = `-1`)
         GPU id, -1 for the CPU. Read on every batch, as in 0.9: code that moves a loaded
         embedder sets it and moves `elmo_bilm` (flair does after unpickling).
+    precision : `str`, optional (default = `"float32"`)
+        `"bfloat16"` or `"int8"` products for cheaper inference (`elmo_bilm.precision`).
     """
 
     def __init__(
@@ -187,9 +195,11 @@ class ElmoEmbedder:
         options_file: Optional[str] = None,
         weight_file: Optional[str] = None,
         cuda_device: int = -1,
+        precision: str = "float32",
     ) -> None:
         self.cuda_device = cuda_device
-        self.elmo_bilm = load_bilm(options_file, weight_file).to(self.device).eval()
+        bilm = load_bilm(options_file, weight_file).to(self.device).eval()
+        self.elmo_bilm = set_precision(bilm, precision)
 
     @property
     def device(self) -> torch.device:

@@ -221,3 +221,28 @@ def test_elmo_embed_corpus_precision(tmp_path):
         str(OPTIONS_FILE), str(WEIGHT_FILE), {}, "float32", 8, str(tmp_path), 1, "int8"
     )
     assert worker.bilm.lstm.products.precision == "int8"
+
+
+@pytest.mark.parametrize("precision", ["bfloat16", "int8"])
+def test_elmo_and_elmo_embedder_take_a_precision(precision: str) -> None:
+    """`Elmo(..., precision=)` / `ElmoEmbedder(..., precision=)` run the biLM as
+    `set_precision` prepares it (the numerics themselves are tested above)."""
+    from elmo_bilm import Elmo, ElmoEmbedder, batch_to_ids
+
+    sentences = [["The", "cat", "sat", "."], ["Hi"]]
+    files = (str(OPTIONS_FILE), str(WEIGHT_FILE))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the float32 fallback on a CPU without AVX-512 BF16
+        bilm = set_precision(load_bilm(*files).eval(), precision)
+        elmo = Elmo(
+            *files, 1, dropout=0.0, scalar_mix_parameters=[-9e10, -9e10, 0], precision=precision
+        )
+        embedder = ElmoEmbedder(*files, precision=precision)
+    with torch.no_grad():  # int8 scales each product's input by the batch: compare like batches
+        expected = bilm(batch_to_ids(sentences))["activations"]
+        alone = bilm(batch_to_ids(sentences[:1]))["activations"]
+    top = elmo(batch_to_ids(sentences))["elmo_representations"][0]
+    assert torch.equal(top, expected[-1])
+    assert torch.equal(
+        torch.from_numpy(embedder.embed_sentence(sentences[0])), torch.stack(alone)[:, 0]
+    )
