@@ -33,6 +33,7 @@ from elmo_bilm.bilm import BiLm, frozen
 from elmo_bilm.bilm_tf import load_bilm_tf
 from elmo_bilm.characters import batch_char_ids
 from elmo_bilm.loading import load_bilm
+from elmo_bilm.precision import PRECISIONS, set_precision
 from elmo_bilm.published import LOCAL, PUBLISHED, resolve
 
 Layers = Union[str, List[float]]
@@ -44,6 +45,7 @@ DEFAULT_CONFIG: Dict[str, Any] = {
     "set_tensor": False,
     "device": "cpu",
     "sentences": True,
+    "precision": "float32",
 }
 OPTIONS_NAME, WEIGHTS_NAME, CFG_NAME = "options.json", "weights.hdf5", "cfg"
 
@@ -59,6 +61,7 @@ def make_elmo(
     set_tensor: bool,
     device: Union[str, int],
     sentences: bool,
+    precision: str,
 ) -> "ElmoComponent":
     """The `elmo` factory (see `ElmoComponent`)."""
     return ElmoComponent(
@@ -71,6 +74,7 @@ def make_elmo(
         set_tensor=set_tensor,
         device=device,
         sentences=sentences,
+        precision=precision,
     )
 
 
@@ -98,6 +102,9 @@ class ElmoComponent(Pipe):
     sentences : `bool` (default = `True`)
         Feed each sentence to the biLM on its own when the doc has sentence boundaries (a
         `sentencizer` or parser before this component); otherwise the whole doc is one sequence.
+    precision : `str` (default = `"float32"`)
+        The biLM's arithmetic: `"bfloat16"` or `"int8"` products for cheaper inference
+        (`elmo_bilm.precision`).
 
     The biLM is loaded when first needed (`initialize`, the first doc, or `from_disk`), so that
     `spacy.load` of a saved pipeline reads the biLM files saved with it, not the original ones.
@@ -115,8 +122,11 @@ class ElmoComponent(Pipe):
         set_tensor: bool = False,
         device: Union[str, int] = "cpu",
         sentences: bool = True,
+        precision: str = "float32",
     ) -> None:
         install_extensions()
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         if isinstance(layers, str) and layers not in ("all", "top", "average"):
@@ -131,6 +141,7 @@ class ElmoComponent(Pipe):
             "set_tensor": set_tensor,
             "device": device,
             "sentences": sentences,
+            "precision": precision,
         }
         self.device  # noqa: B018  (a malformed device fails here, not on the first doc)
         self._bilm: Optional[BiLm] = None
@@ -171,7 +182,9 @@ class ElmoComponent(Pipe):
         layers = self.cfg["layers"]
         if not isinstance(layers, str) and len(layers) != bilm.num_layers:
             raise ValueError(f"{len(layers)} layer weights for a biLM of {bilm.num_layers} layers")
-        self._bilm = bilm.to(self.device).eval()
+        self._bilm = set_precision(
+            bilm.to(self.device).eval(), self.cfg.get("precision", "float32")
+        )
         self._files = files
         self._link_dims()
 

@@ -124,6 +124,15 @@ def test_empty_and_whitespace_docs():
     assert [doc._.elmo.shape[1] for doc in nlp.pipe(["", "  ", ""])] == [0, 1, 0]
 
 
+def test_precision_setting_runs_the_biLM_as_elmo_embedder_does():
+    text = "The cat sat on the mat ."
+    embedder = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE), precision="int8")
+    layers = blank(precision="int8")(text)._.elmo
+    numpy.testing.assert_array_equal(layers, embedder.embed_sentence(text.split()))
+    with pytest.raises(ValueError, match="precision must be one of"):
+        blank(precision="fp8")
+
+
 def test_bad_settings_fail_early():
     with pytest.raises(ValueError, match="layers must be"):
         blank(layers="bottom")
