@@ -3,9 +3,10 @@
 The configs ship inside the package (`elmo_plugin/configs`, the checkout's `training_config/`);
 `allennlp train NAME ...` takes a config's name (`snli_esim_elmo`) as well as a path. AllenNLP
 passes the environment to jsonnet, and jsonnet has no default for a missing variable, so each
-time AllenNLP reads a config (`Params.from_file`, hook 2 of `elmo_plugin.hooks`) the defaults
-below are passed along for the variables the user has not set, and nothing is written into the
-environment. A user's own value always wins.
+time AllenNLP reads one of the plugin's configs (`Params.from_file`, hook 2 of
+`elmo_plugin.hooks`; `is_plugin_config` tells which) the defaults below are passed along for the
+variables the user has not set, and nothing is written into the environment. A user's own value
+always wins; any other config is read as AllenNLP alone reads it.
 
 - The biLM: `ELMO_OPTIONS_FILE` / `ELMO_WEIGHT_FILE` default to the biLM shipped in `elmo_bilm`;
   `ELMO_OPTIONS_FILE` may also name one (`wikipedia_1024`, `original`, ...; the weight file then
@@ -27,7 +28,7 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
@@ -57,26 +58,38 @@ def config_names() -> List[str]:
     return sorted(path.stem for path in CONFIG_DIR.glob("*.jsonnet"))
 
 
-def _did_you_mean(name: str) -> str:
+def _did_you_mean(name: str, list_all: bool = True) -> str:
     """The packaged configs closest to `name` ("did you mean ...": difflib's closest, then those
-    containing it), else all of them."""
+    containing it), else all of them (`list_all`) or where to find them."""
     names = config_names()
     close = difflib.get_close_matches(name, names, n=3, cutoff=0.7)
     close += [other for other in names if len(name) >= 3 and name in other and other not in close]
     close = close[:4]
     if close:
         return f"did you mean {' or '.join(close)}? (`allennlp elmo-config` lists them all)"
+    if not list_all:
+        return "`allennlp elmo-config` lists the packaged configs"
     return f"the packaged configs: {', '.join(names)}"
 
 
 def config_path(name: str) -> str:
-    """A config given as a path (returned as it is) or as a packaged config's name; a name or a
-    local path that is neither is a `ConfigNotFoundError` naming the closest packaged configs."""
+    """A config given as a path (returned as it is) or as a packaged config's name (also where a
+    folder of that name is in the current one: a folder is no config); a name or a local path
+    that is neither is a `ConfigNotFoundError` naming the closest packaged configs."""
+    if os.path.isdir(name):
+        if name in config_names():
+            return str(CONFIG_DIR / f"{name}.jsonnet")
+        raise ConfigNotFoundError(
+            f"{name}: a folder, not a config file, and no packaged config of that name; "
+            f"{_did_you_mean(Path(name).name, list_all=False)}"
+        )
     if os.path.exists(name) or "://" in name:
         return name
     if "/" in name or name.endswith((".jsonnet", ".json")):
         stem = Path(name).name.rsplit(".", 1)[0] if "." in Path(name).name else Path(name).name
-        raise ConfigNotFoundError(f"{name}: no such config file; {_did_you_mean(stem)}")
+        raise ConfigNotFoundError(
+            f"{name}: no such config file; {_did_you_mean(stem, list_all=False)}"
+        )
     if name not in config_names():
         raise ConfigNotFoundError(
             f"{name}: no such config file, and no packaged config of that name; "
@@ -176,24 +189,39 @@ def config_defaults() -> Dict[str, str]:
     return defaults
 
 
-_IMPORT = re.compile(r'import(?:str)?\s+"([^"]+)"')
-_EXTVAR = re.compile(r'std\.extVar\(\s*"(\w+)"\s*\)')
+_IMPORT = re.compile(r"""import(?:str|bin)?\s+(?:"([^"]+)"|'([^']+)')""")
+_EXTVAR = re.compile(r"""std\.extVar\(\s*["'](\w+)["']\s*\)""")
+
+
+def _config_files(config_file: str) -> Set[Path]:
+    """`config_file` and every file it imports, directly or not (jsonnet resolves an import
+    against the importing file's folder; AllenNLP passes no search path), resolved."""
+    seen: Set[Path] = set()
+    todo = [Path(config_file)]
+    while todo:
+        path = todo.pop().resolve()
+        if path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        text = path.read_text(encoding="utf-8", errors="replace")
+        todo.extend(path.parent / (double or single) for double, single in _IMPORT.findall(text))
+    return seen
 
 
 def config_variables(config_file: str) -> Set[str]:
     """The `std.extVar` names a jsonnet config reads, in its own text and its imports'."""
     names: Set[str] = set()
-    seen: Set[Path] = set()
-    todo = [Path(config_file)]
-    while todo:
-        path = todo.pop()
-        if path in seen or not path.is_file():
-            continue
-        seen.add(path)
-        text = path.read_text(encoding="utf-8", errors="replace")
-        names.update(_EXTVAR.findall(text))
-        todo.extend(path.parent / imported for imported in _IMPORT.findall(text))
+    for path in _config_files(config_file):
+        names.update(_EXTVAR.findall(path.read_text(encoding="utf-8", errors="replace")))
     return names
+
+
+def is_plugin_config(config_file: str) -> bool:
+    """Whether `config_file` is one of the plugin's configs: it, or a file it imports (directly or
+    not), lies in the package's config folder (`elmo_plugin/configs`, the checkout's
+    `training_config/`), symbolic links resolved. Only these get the plugin's defaults."""
+    folder = CONFIG_DIR.resolve()
+    return any(path.parent == folder for path in _config_files(config_file))
 
 
 _SLICE = re.compile(r"\[[-\d]*:[-\d]*\]$")
@@ -316,6 +344,29 @@ def config_ext_vars(config_file: str) -> Dict[str, str]:
     return ext_vars
 
 
+def variable_sources(config_file: str) -> List[Tuple[str, str, str]]:
+    """Each variable a plugin config reads: its name, the value a load passes to jsonnet, and
+    where that value comes from (the environment, a default under `ELMO_PLUGIN_DATA`, the plugin's
+    default, or derived from the options file); a variable with no value is left out (jsonnet
+    names it)."""
+    ext_vars = config_ext_vars(config_file) if is_plugin_config(config_file) else {}
+    rows = []
+    for name in sorted(config_variables(config_file)):
+        if name == "ELMO_PROJECTION_DIM" and name in ext_vars:
+            source = "read from the ELMO_OPTIONS_FILE in force"
+        elif name in os.environ:
+            changed = name in ext_vars and ext_vars[name] != os.environ[name]
+            source = "set in the environment" + (", made absolute" if changed else "")
+        elif name not in ext_vars:
+            continue
+        elif name in DATA_VARIABLES:
+            source = "default from ELMO_PLUGIN_DATA"
+        else:
+            source = "the plugin's default"
+        rows.append((name, ext_vars.get(name, os.environ.get(name, "")), source))
+    return rows
+
+
 def jsonnet_variables() -> Dict[str, str]:
     """Every variable as a config load sees it (the defaults, the environment over them, the
     biLM's width), for evaluating jsonnet snippets outside `Params.from_file`."""
@@ -326,8 +377,9 @@ def jsonnet_variables() -> Dict[str, str]:
 
 def install() -> None:
     """Wrap `Params.from_file` (AllenNLP offers no hook for default `ext_vars`): a packaged
-    config's name stands for its path, and `config_ext_vars` gives the defaults; the caller's
-    own `ext_vars` and the environment win. A second call changes nothing."""
+    config's name stands for its path, and for the plugin's own configs (`is_plugin_config`)
+    `config_ext_vars` gives the defaults; the caller's own `ext_vars` and the environment win.
+    Any other config is read as AllenNLP alone reads it. A second call changes nothing."""
     from allennlp.common import Params
 
     read = Params.from_file.__func__  # type: ignore[attr-defined]
@@ -338,6 +390,8 @@ def install() -> None:
         cls: Any, params_file: Any, params_overrides: Any = "", ext_vars: Any = None
     ) -> Any:
         params_file = config_path(str(params_file))
+        if not is_plugin_config(params_file):  # another's config: AllenNLP's read as it is
+            return read(cls, params_file, params_overrides, ext_vars)
         defaults = config_ext_vars(params_file)
         return read(cls, params_file, params_overrides, {**defaults, **(ext_vars or {})})
 
