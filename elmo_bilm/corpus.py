@@ -7,6 +7,7 @@ worker seeks straight to its lines) and to check every line: an empty or non-UTF
 error naming FILE:LINE before any work, or with `--skip-bad-lines` skipped and counted. Each
 shard is one Parquet file, written to a partial file and moved into place when complete, so a
 re-run (same arguments; `_manifest.json` checks them) embeds only the shards that are missing.
+A corpus too small to give every worker a shard is cut into smaller shards (one line says so).
 Ray restarts a worker that dies and retries its shard. A worker holds its shard's text and one
 batch of vectors: memory is bounded by `--batch-size`, not by the corpus.
 """
@@ -34,6 +35,7 @@ from elmo_bilm.files import USER_ERRORS, FormatError, decode_line, expand_paths,
 from elmo_bilm.loading import add_bilm_arguments, load_bilm
 from elmo_bilm.parquet import DTYPES, EmbeddingWriter, import_extra, require_pyarrow
 from elmo_bilm.precision import add_precision_argument, set_precision
+from elmo_bilm.ray_noise import filtered_stderr
 
 logger = logging.getLogger(__name__)
 
@@ -168,6 +170,19 @@ def plan(
     return shards, skipped
 
 
+def lines_for_workers(shards: Sequence[Shard], shard_lines: int, num_workers: int) -> int:
+    """The largest shard size up to `shard_lines` that gives each of `num_workers` workers a
+    shard of the planned lines (each file is sharded on its own); 1 with fewer lines than
+    workers."""
+    per_file: Dict[str, int] = {}
+    for shard in shards:
+        per_file[shard.file] = per_file.get(shard.file, 0) + shard.lines
+    size = max(1, min(shard_lines, sum(per_file.values()) // num_workers))
+    while size > 1 and sum(-(-lines // size) for lines in per_file.values()) < num_workers:
+        size -= 1
+    return size
+
+
 def shard_sentences(shard: Shard) -> Iterator[Tuple[int, List[str]]]:
     """`(line number, tokens)` of the shard's lines, bad ones left out."""
     skipped = set(shard.skipped)
@@ -264,6 +279,29 @@ def _manifest(arguments: Dict[str, Any], shards: Sequence[Shard]) -> Dict[str, A
     }
 
 
+def _read_manifest(fs: Any, root: str) -> Optional[Dict[str, Any]]:
+    """The manifest an earlier run left in `root`, or None."""
+    try:
+        with fs.open_input_stream(f"{root}/{MANIFEST}") as handle:
+            manifest: Dict[str, Any] = json.loads(handle.read().decode("utf-8"))
+            return manifest
+    except FileNotFoundError:
+        return None
+
+
+def _shard_size(
+    fs: Any, root: str, shards: Sequence[Shard], shard_lines: int, num_workers: int
+) -> int:
+    """Lines per shard: an earlier run's in this folder (a resume keeps its shards, whatever the
+    worker count), else `shard_lines`, or fewer when that leaves a worker without a shard."""
+    previous = _read_manifest(fs, root)
+    if previous is not None and previous.get("shard_lines") == shard_lines:
+        return int(previous.get("lines_per_shard", shard_lines))
+    if len(shards) >= num_workers:
+        return shard_lines
+    return lines_for_workers(shards, shard_lines, num_workers)
+
+
 def _check_manifest(fs: Any, root: str, manifest: Dict[str, Any]) -> None:
     """Write the run's manifest, or compare it with the one a previous run left: a resumed run
     must embed the same inputs the same way."""
@@ -326,6 +364,27 @@ def embed_corpus(
     shards, skipped = plan(inputs, shard_lines, skip_bad_lines)
     fs, root = filesystem(output_dir)
     fs.create_dir(root, recursive=True)
+    size = _shard_size(fs, root, shards, shard_lines, num_workers)
+    if size != shard_lines:  # a small corpus: smaller shards, so that every worker gets one
+        lines = sum(s.lines for s in shards)
+        shards, skipped = plan(inputs, size, skip_bad_lines)
+        if len(shards) < num_workers:
+            logger.warning(
+                "elmo-embed-corpus: %d lines for %d workers: %d shards of one line, %d workers",
+                lines,
+                num_workers,
+                len(shards),
+                len(shards),
+            )
+        else:
+            logger.info(
+                "elmo-embed-corpus: %d lines in %d shards of %d (not %d) so that %d workers get work",
+                lines,
+                len(shards),
+                size,
+                shard_lines,
+                num_workers,
+            )
     arguments = {
         "options_file": options_file,
         "weight_file": weight_file,
@@ -335,6 +394,8 @@ def embed_corpus(
     }
     if precision != "float32":  # another precision, other vectors (float32: old manifests match)
         arguments["precision"] = precision
+    if size != shard_lines:  # the split of a small corpus (unsplit: old manifests match)
+        arguments["lines_per_shard"] = size
     _check_manifest(fs, root, _manifest(arguments, shards))
     present = set(_remove_partials(fs, root))  # left by a killed run
     pending = [s for s in shards if f"{s.name}.parquet" not in present]
@@ -366,7 +427,11 @@ def embed_corpus(
                 },
                 batch_size=1,
                 batch_format="numpy",
-                compute=ray.data.ActorPoolStrategy(size=num_workers),
+                # one shard at a time per actor: a shard is a long task, and a second queued on
+                # a busy actor while another is idle would serialise them (Ray's default: 4)
+                compute=ray.data.ActorPoolStrategy(
+                    size=min(num_workers, len(pending)), max_tasks_in_flight_per_actor=1
+                ),
                 num_cpus=cpus_per_worker,
                 num_gpus=gpus_per_worker or None,
             )
@@ -428,6 +493,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return parser
 
 
+@filtered_stderr()  # Ray's start-up noise off stderr (elmo_bilm.ray_noise)
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """The `elmo-embed-corpus` console script."""
     parser = add_arguments(

@@ -2,6 +2,7 @@
 after a kill, a dead worker retried, float16, malformed lines, the missing extra."""
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -230,3 +231,38 @@ def test_elmo_embed_flags_reach_the_output(tmp_path):
     with h5py.File(top, "r") as out:
         assert out["0"].dtype == numpy.float16
         numpy.testing.assert_allclose(out["0"][()], layers[1][-1], rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.slow
+def test_a_small_corpus_is_split_for_the_workers_and_ray_noise_filtered(
+    tmp_path, local_ray, capfd, caplog
+):
+    """30 lines, `--num-workers 2` (one 1,000-line shard before): two shards of 15, one line
+    saying so; Ray Data's actor-pool line from its C++ core and its INFO lines filtered."""
+    caplog.set_level(logging.INFO, logger="elmo_bilm.corpus")
+    corpus = write_corpus(tmp_path / "in", files=1, lines=30)
+    arguments = [str(corpus), str(tmp_path / "out"), "--num-workers", "2", "--top"]
+    arguments += ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
+    assert main(arguments) == 0
+    summary = json.loads((tmp_path / "out" / "_summary.json").read_text())
+    assert (summary["shards"], summary["sentences"]) == (2, 30)
+    err = capfd.readouterr().err
+    assert "30 lines in 2 shards of 15 (not 1000) so that 2 workers get work" in caplog.text
+    for noise in ("core_worker.cc", "Starting execution", "Progress bars disabled", "minimum"):
+        assert noise not in err, err
+    # a resume with another worker count keeps the run's shards
+    assert main([*arguments[:3], "1", *arguments[4:]]) == 0
+    assert json.loads((tmp_path / "out" / "_summary.json").read_text())["embedded_shards"] == 0
+
+
+def test_lines_for_workers_gives_each_worker_a_shard(tmp_path):
+    from elmo_bilm.corpus import lines_for_workers
+
+    one = write_corpus(tmp_path / "one", files=1, lines=30)
+    two = write_corpus(tmp_path / "two", files=2, lines=23)
+    tiny = write_corpus(tmp_path / "tiny", files=1, lines=3)
+    assert lines_for_workers(plan([str(one)], 1000)[0], 1000, 2) == 15
+    assert lines_for_workers(plan([str(one)], 1000)[0], 10, 2) == 10  # never above --shard-lines
+    size = lines_for_workers(plan([str(two)], 1000)[0], 1000, 5)  # each file sharded on its own
+    assert size == 9 and len(plan([str(two)], size)[0]) == 6
+    assert lines_for_workers(plan([str(tiny)], 1000)[0], 1000, 4) == 1  # fewer lines than workers
