@@ -211,7 +211,7 @@ class ElmoEmbedder:
     ) -> Tuple[torch.Tensor, torch.Tensor]:
         """`(activations (batch, n_layers, T, dim), mask (batch, T))` on the model's device."""
         with torch.no_grad():
-            output = self.elmo_bilm(batch_to_ids(batch).to(self.device))
+            output = self.elmo_bilm(self.elmo_bilm.batch_to_ids(batch).to(self.device))
         return torch.stack(output["activations"], dim=1), output["mask"]
 
     def embed_sentence(self, sentence: Sequence[str]) -> numpy.ndarray:
