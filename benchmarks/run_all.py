@@ -19,6 +19,7 @@ RUNS = [
     ["benchmarks.shipped_bilm"],
     ["benchmarks.embed_cli"],
     ["benchmarks.embed_corpus"],
+    ["benchmarks.precision", "--config", "small", "paper", "--sentences", "200"],
 ]
 
 
@@ -120,6 +121,35 @@ def main() -> None:
             cells = [r["command"], r["tokens"], r["tokens_per_s"]]
             cells += [r["embedding_tokens_per_s"] or "-", rss, r["output_mb"]]
             print(row(cells))
+
+    precision = [r for r in records if r["bench"] == "precision"]
+    if precision:
+        print_precision(precision)
+
+
+def print_precision(records: List[Dict[str, Any]]) -> None:
+    """The table of `benchmarks.precision`: speed per thread count, error per layer."""
+    first = records[0]
+    print(
+        f"\n## biLM inference by precision (CoNLL-2003 dev, {first['sentences']} sentences, "
+        f"{first['tokens']} tokens, length-sorted batches, word cache emptied)"
+    )
+    threads = sorted({r["threads"] for r in records})
+    layers = len(first["layers"])
+    header = ["config", "precision"]
+    header += [f"tok/s ({t} thr)" for t in threads] + [f"x float32 ({t} thr)" for t in threads]
+    header += [f"layer {k} max abs / mean cos" for k in range(layers)]
+    print(row(header))
+    print(row(["---", "---"] + ["---:"] * (len(header) - 2)))
+    by_key = {(r["config"], r["variant"], r["threads"]): r for r in records}
+    for config, variant in dict.fromkeys((r["config"], r["variant"]) for r in records):
+        speeds = [by_key.get((config, variant, t)) for t in threads]
+        cells = [config, variant]
+        cells += [f"{r['tokens_per_s']:.0f}" if r else "-" for r in speeds]
+        cells += [f"{r['speed_up']:.2f}x" if r else "-" for r in speeds]
+        errors = next(r for r in speeds if r)["layers"]
+        cells += [f"{e['max_abs']:.1e} / {e['mean_cosine']:.6f}" for e in errors]
+        print(row(cells))
 
 
 if __name__ == "__main__":
