@@ -9,10 +9,12 @@
    `scalar_parameters`) is counted once, by that regulariser, with a warning.
 2. **Configs by name, and their variables' defaults.** AllenNLP offers no hook for default
    `ext_vars`, so `Params.from_file` is wrapped: a packaged config's name (`snli_esim_elmo`)
-   stands for its path, and the variables the config reads that the environment lacks get their
-   defaults as `ext_vars` of that one read (`elmo_plugin.common.config_env`): the shipped biLM,
-   data under `$ELMO_PLUGIN_DATA`, built word vectors; an unset or missing dataset is one error
-   naming the variable. Nothing is written into the environment.
+   stands for its path, and for the plugin's own configs only (in the package's config folder,
+   or importing a file there: `config_env.is_plugin_config`) the variables the config reads that
+   the environment lacks get their defaults as `ext_vars` of that one read
+   (`elmo_plugin.common.config_env`): the shipped biLM, data under `$ELMO_PLUGIN_DATA`, built
+   word vectors; an unset or missing dataset is one error naming the variable. Any other config
+   is read as AllenNLP reads it. Nothing is written into the environment.
 3. **Safe checkpoint loading.** torch >= 2.6 loads with `weights_only=True`; AllenNLP's training
    states (`allennlp train --recover`) hold numpy scalars, so exactly those numpy types are added to
    torch's allow-list (instead of switching the safe loader off).
@@ -33,9 +35,13 @@
    naming what its serialization folder holds and the `--recover` command that resumes it
    (`elmo_plugin.common.command_line`); other exceptions reach AllenNLP's hook as before.
 
-Besides, importing the plugin registers its components; `reduce_on_plateau` is registered again
-over AllenNLP's (whose constructor passes the `verbose=` that torch >= 2.7 removed), in
-`elmo_plugin.training.reduce_on_plateau`.
+Besides, importing the plugin registers its components, each under a name of its own
+(`elmo_plugin_*`): AllenNLP's `reduce_on_plateau`, which passes the `verbose=` that torch >= 2.7
+removed, is left as it is; the plugin's configs name `elmo_plugin_reduce_on_plateau`. Hooks 1, 5
+and 7 act only on the plugin's objects (its mixes, its placement modules, its errors and
+`allennlp train`'s interrupts); 3, 4 and 6 reach everyone by design (docs/design.md says why);
+`tests/test_foreign_configs.py` trains a config without the plugin's components to the same
+weights and metrics with and without the plugin.
 """
 
 import atexit

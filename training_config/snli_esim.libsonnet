@@ -66,7 +66,7 @@ function(elmo=null, seed=13370)
     validation_data_loader: common.validation_loader(32),
     trainer: {
       optimizer: { type: "adam", lr: 0.0004 },
-      learning_rate_scheduler: { type: "reduce_on_plateau", factor: 0.5, mode: "max", patience: 0 },
+      learning_rate_scheduler: { type: "elmo_plugin_reduce_on_plateau", factor: 0.5, mode: "max", patience: 0 },
       validation_metric: "+accuracy",
       // the bundled small-scale default (training on SNLI dev) stops after 8 epochs, ~30 min on 2 cores
       num_epochs: if std.endsWith(std.extVar("SNLI_TRAIN"), "snli_eval/dev") then 8 else 75,

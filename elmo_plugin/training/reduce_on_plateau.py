@@ -1,9 +1,9 @@
-"""AllenNLP's `reduce_on_plateau` scheduler, fixed for torch >= 2.7 (which removed `verbose=`)."""
+"""AllenNLP's `reduce_on_plateau` scheduler, fixed for torch >= 2.7 (which removed `verbose=`), under
+a name of the plugin's own: AllenNLP's entry stays as it is (issue 58 item 3)."""
 
 from typing import List, Union
 
 import torch
-from allennlp.common.registrable import Registrable
 from allennlp.training.learning_rate_schedulers import LearningRateScheduler
 from allennlp.training.learning_rate_schedulers.pytorch_lr_schedulers import (
     _PyTorchLearningRateSchedulerWithMetricsWrapper,
@@ -11,14 +11,15 @@ from allennlp.training.learning_rate_schedulers.pytorch_lr_schedulers import (
 from torch.optim import Optimizer
 
 
+@LearningRateScheduler.register("elmo_plugin_reduce_on_plateau")
 class ReduceOnPlateauScheduler(_PyTorchLearningRateSchedulerWithMetricsWrapper):
     """torch's `ReduceLROnPlateau` (e.g. ESIM's "halve the learning rate on plateau").
 
-    Replaces AllenNLP's registration of the same name, whose constructor passes `verbose=` to torch
-    and fails on torch >= 2.7. `verbose` is still accepted, so existing configs keep working, and
-    ignored (the Trainer logs the learning rate).
+    AllenNLP's `reduce_on_plateau` passes `verbose=` to torch and fails on torch >= 2.7; this one
+    takes the same arguments (`verbose` accepted and ignored: the Trainer logs the learning rate).
+    The plugin's configs name it; AllenNLP's own registration is left alone.
 
-    Registered as a `LearningRateScheduler` with name "reduce_on_plateau".
+    Registered as a `LearningRateScheduler` with name "elmo_plugin_reduce_on_plateau".
 
     # Parameters
 
@@ -56,8 +57,3 @@ class ReduceOnPlateauScheduler(_PyTorchLearningRateSchedulerWithMetricsWrapper):
         )
         # torch 2 made ReduceLROnPlateau an LRScheduler; AllenNLP's annotation predates that
         super().__init__(lr_scheduler)  # type: ignore[arg-type]
-
-
-# Over AllenNLP's entry of the same name, set directly: `register(..., exist_ok=True)` would log an
-# INFO line about the overwrite on every `allennlp` start (the registry holds (class, constructor)).
-Registrable._registry[LearningRateScheduler]["reduce_on_plateau"] = (ReduceOnPlateauScheduler, None)
