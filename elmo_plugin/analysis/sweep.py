@@ -331,6 +331,35 @@ def summarise(records: Sequence[Dict]) -> List[Dict]:
     return rows
 
 
+# the task configs' validation metrics as a reader names them on an axis
+METRIC_LABELS = {
+    "f1-measure-overall": "F1 (labelled spans)",  # NER's entities, SRL's arguments
+    "accuracy": "accuracy",
+    "f1": "F1",
+    "em": "exact match",
+    "coref_f1": "average F1 (MUC, B3, CEAF)",
+    "perplexity": "perplexity",
+}
+PLACEMENTS = {"input": "the input", "output": "the output", "both": "the input and output"}
+
+
+def metric_label(metric: str) -> str:
+    """`test METRIC` in words (an unknown metric: its name, `_` and `-` as spaces)."""
+    return "test " + METRIC_LABELS.get(metric, metric.replace("_", " ").replace("-", " "))
+
+
+def line_label(name: str) -> str:
+    """A plotted setting in words: `placement=input` -> `+ ELMo at the input`, other settings
+    below it as they are."""
+    parts = label(name).split(",")
+    first = parts[0].removeprefix("placement=")
+    if first == BASELINE:
+        return "baseline (no ELMo)"
+    if parts[0].startswith("placement="):
+        parts[0] = f"+ ELMo at {PLACEMENTS.get(first, first)}"
+    return "\n".join(parts)
+
+
 def figure_1(rows: Sequence[Dict], metric: str):
     """Test metric against training fraction (log scale), one line per setting."""
     from elmo_plugin.analysis.report import pyplot
@@ -348,13 +377,12 @@ def figure_1(rows: Sequence[Dict], metric: str):
             yerr=[p["test_std"] for p in points],
             marker="o",
             capsize=3,
-            label="baseline"
-            if name.startswith(f"placement={BASELINE}")
-            else label(name).replace(",", "\n"),
+            label=line_label(name),
         )
     axis.set_xscale("log")
+    axis.xaxis.set_major_formatter(lambda value, _: f"{value:g}")  # 1, 10, 100: not 10^0
     axis.set_xlabel("% of the training set")
-    axis.set_ylabel(f"test {metric}")
+    axis.set_ylabel(metric_label(metric))
     axis.legend(fontsize=6)
     figure.tight_layout()
     return figure

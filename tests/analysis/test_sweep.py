@@ -191,3 +191,18 @@ def test_eta_counts_each_grid_point_by_its_own_finished_runs(tmp_path):
     todo = [tmp_path / "placement=none,fraction=0.1,seed=2", tmp_path / "placement=input,seed=1"]
     left = sweep.seconds_left(todo, done, sweep.group_key)
     assert left == [6 * 60.0, 28 * 60.0]  # its grid point's 6 minutes; a new point: the mean
+
+
+def test_figure_1_labels_its_axes_and_lines_for_a_reader():
+    summary = json.loads((REPO_ROOT / "docs" / "section5" / "figure1_ner.json").read_text())
+    figure = sweep.figure_1(summary["summary"], summary["metric"])
+    (axis,) = figure.axes
+    assert axis.get_ylabel() == "test F1 (labelled spans)"
+    figure.canvas.draw()
+    low, high = axis.get_xlim()
+    ticks = zip(axis.get_xticks(), axis.get_xticklabels())
+    assert [text.get_text() for value, text in ticks if low <= value <= high] == ["1", "10", "100"]
+    legend = sorted(t.get_text() for t in axis.get_legend().get_texts())
+    assert legend == ["+ ELMo at the input", "baseline (no ELMo)"]
+    assert sweep.metric_label("accuracy") == "test accuracy"
+    assert sweep.metric_label("some_new-metric") == "test some new metric"
