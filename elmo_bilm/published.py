@@ -4,29 +4,43 @@ Scripts written for AllenNLP name the published weights by URL (`Elmo(options_ur
 ...)`); AllenNLP fetched them through `cached_path`. Here an `http(s)` URL given for a biLM file
 is downloaded once into `$ELMO_BILM_CACHE` (default `~/.cache/elmo_bilm`), written atomically
 (an interrupted download leaves nothing a later run could mistake for the file), with a progress
-bar, checked against the server's announced length (a short read is retried), and reused from
-then on without the network. The four published biLMs also have names, accepted wherever an
+bar, checked against the server's announced length (a short read is retried) and against the
+kind of file the URL names (an HTML page or an unreadable HDF5 file is not cached), recorded
+beside it (`NAME.meta.json`: Content-Length, ETag, SHA-256) and checked against that record on
+use, and reused from then on without the network. The four published biLMs also have names, accepted wherever an
 options file is: `small`, `medium`, `original`, `original_5.5b` (the weight file then omitted),
 and so do this project's: `wikipedia` (shipped with the core) and `wikipedia_1024` (the
 distribution `elmo-bilm-wikipedia-1024`); a Hugging Face Hub repository is `hf://ORG/REPO`
 (`elmo_bilm.hub`).
 """
 
+import contextlib
+import errno
 import hashlib
 import importlib.util
+import json
+import logging
 import os
+import shutil
 import sys
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: no lock between processes there
+    fcntl = None  # type: ignore[assignment]
 
 from tqdm import tqdm
 
 from elmo_bilm.archives import bilm_archive_files, is_bilm_archive
 from elmo_bilm.files import atomic_output
 from elmo_bilm.hub import hub_files, is_hub_id
+
+logger = logging.getLogger(__name__)
 
 BASE_URL = "https://allennlp.s3.amazonaws.com/models/elmo"
 # name -> the model folder AllenNLP published it under (Peters et al. 2018 and AllenNLP's ELMo page)
@@ -64,15 +78,176 @@ def is_url(path: Optional[str]) -> bool:
     return isinstance(path, str) and path.startswith(("http://", "https://"))
 
 
+# A second process fetching a URL that one is downloading waits for it this long (the deadline of
+# a download of about 470 MB: longer than any published file's)
+LOCK_TIMEOUT_S = 3 * 3600.0
+# cache entries whose SHA-256 this process has checked, with the (size, mtime, inode) it had then
+_verified: Dict[str, Tuple[int, int, int]] = {}
+
+
 def cached_path(url: str) -> str:
     """The local copy of `url`, downloaded first if the cache lacks it; its name is the URL's
-    last part behind a hash of the whole URL (two hosts' files of one name stay apart)."""
+    last part behind a hash of the whole URL (two hosts' files of one name stay apart).
+
+    Beside each entry, `NAME.meta.json` records what identifies the download (the URL, its
+    Content-Length and ETag, the file's size and SHA-256); each process checks an entry's SHA-256
+    against it on first use, and a changed or damaged entry is removed and downloaded again (or
+    refused, naming the URL and the path, where it cannot be removed). A process fetching a URL
+    that another is downloading waits for it (`NAME.lock`, at most `LOCK_TIMEOUT_S`)."""
     digest = hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
     path = cache_dir() / f"{digest}_{url.rstrip('/').rsplit('/', 1)[-1]}"
-    if not path.is_file():
+    if path.is_file() and _damage(url, path) is None:
+        return str(path)
+    try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        _download(url, path)
+    except OSError as error:
+        raise OSError(_unwritable(url, path, error)) from None
+    with _locked(url, path):
+        damage = _damage(url, path) if path.is_file() else None
+        if path.is_file() and damage is None:  # another process downloaded it meanwhile
+            return str(path)
+        if damage is not None:
+            _remove_damaged(url, path, damage)
+        try:
+            _download(url, path)
+        except OSError as error:
+            if damage is None:
+                raise
+            raise OSError(f"{error} (the cached copy was removed: {damage})") from None
     return str(path)
+
+
+def _record_path(path: Path) -> Path:
+    return path.with_name(f"{path.name}.meta.json")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _damage(url: str, path: Path) -> Optional[str]:
+    """Why the cache entry `path` is not what was downloaded from `url` (its size or SHA-256
+    differ from its record), or None. An entry without a record (cached by an older version) gets
+    one now, from the file as it is."""
+    stat = path.stat()
+    key = (stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    if _verified.get(str(path)) == key:
+        return None
+    try:
+        record = json.loads(_record_path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        record = None
+    except (OSError, ValueError) as error:
+        return f"its record {_record_path(path)} is unreadable ({error})"
+    actual = _sha256(path)
+    if record is None:
+        _write_record(path, {"url": url, "size": stat.st_size, "sha256": actual}, quiet=True)
+    elif record.get("size") != stat.st_size:
+        return f"{stat.st_size} bytes, {record.get('size')} were downloaded"
+    elif record.get("sha256") != actual:
+        return f"SHA-256 {actual}, the download's was {record.get('sha256')}"
+    _verified[str(path)] = key
+    return None
+
+
+def _write_record(path: Path, record: Dict[str, Any], quiet: bool = False) -> None:
+    """Write an entry's record atomically (over an older one); `quiet`: skip an unwritable cache."""
+    try:
+        with atomic_output(_record_path(path), overwrite=True) as partial:
+            Path(partial).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    except OSError:
+        if not quiet:
+            raise
+
+
+def _remove_damaged(url: str, path: Path, damage: str) -> None:
+    """Remove a damaged cache entry and its record before it is downloaded again; one that
+    cannot be removed is refused."""
+    try:
+        path.unlink()
+        _record_path(path).unlink(missing_ok=True)
+    except OSError as error:
+        raise OSError(
+            f"{url}: the cached copy {path} is not what was downloaded ({damage}); refusing it, "
+            f"and it cannot be removed ({error.strerror or error}): delete it by hand"
+        ) from None
+    _verified.pop(str(path), None)
+    logger.warning(
+        "%s: the cached copy %s is not what was downloaded (%s); removed it, downloading again",
+        url,
+        path,
+        damage,
+    )
+
+
+def _is_local_write_error(error: BaseException) -> bool:
+    """A cache folder that cannot be written (read-only, no permission, full), not the network."""
+    if isinstance(error, urllib.error.URLError):
+        return False
+    return isinstance(error, PermissionError) or getattr(error, "errno", None) in (
+        errno.EACCES,
+        errno.EPERM,
+        errno.EROFS,
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.EFBIG,
+    )
+
+
+def _unwritable(url: str, path: Path, error: BaseException) -> str:
+    """One line for a cache folder that cannot take the download."""
+    folder = path.parent
+    reason = getattr(error, "strerror", None) or str(error)
+    if getattr(error, "errno", None) in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        try:
+            reason += f", {shutil.disk_usage(folder).free / 1e6:.1f} MB free"
+        except OSError:
+            pass
+    return (
+        f"{url}: cannot write the download cache {folder} ({reason}); nothing cached (set "
+        "ELMO_BILM_CACHE to a writable folder with room for the file, or pass a local path)"
+    )
+
+
+@contextlib.contextmanager
+def _locked(url: str, path: Path) -> Iterator[None]:
+    """Hold `PATH.lock` (an exclusive `flock`) while the entry is checked and downloaded; a
+    second process waits for the first, at most `LOCK_TIMEOUT_S`."""
+    if fcntl is None:
+        yield
+        return
+    lock = path.with_name(f"{path.name}.lock")
+    try:
+        handle = open(lock, "a")
+    except OSError as error:
+        if _is_local_write_error(error):
+            raise OSError(_unwritable(url, path, error)) from None
+        raise
+    with handle:
+        deadline = time.monotonic() + LOCK_TIMEOUT_S
+        waiting = False
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not waiting:
+                    waiting = True
+                    print(f"{url}: waiting for another process downloading it", file=sys.stderr)
+                if time.monotonic() > deadline:
+                    raise OSError(
+                        f"{url}: another process has been downloading it for more than "
+                        f"{LOCK_TIMEOUT_S:g} s (it holds {lock}); gave up waiting"
+                    ) from None
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 class _ShortRead(OSError):
@@ -81,6 +256,11 @@ class _ShortRead(OSError):
 
 class _TooSlow(OSError):
     """The download passed its deadline (see `MIN_RATE_BPS`); not retried."""
+
+
+class _BadContent(OSError):
+    """What arrived is not the file the URL names (an HTML page, a truncated HDF5 file); not
+    retried."""
 
 
 def _download(url: str, path: Path) -> None:
@@ -98,11 +278,17 @@ def _download(url: str, path: Path) -> None:
                 f"{url}: download too slow ({error}); gave up, nothing cached in {cache_dir()} "
                 f"(copy the file there as {path.name}, or pass a local path)"
             ) from None
+        except _BadContent as error:
+            raise OSError(
+                f"{url}: {error}; the download was removed from the cache (nothing kept as {path})"
+            ) from None
         except FileExistsError:
             if path.is_file():  # another process finished the same download meanwhile
                 return
             raise
         except (urllib.error.URLError, OSError) as error:
+            if _is_local_write_error(error):  # the cache folder, not the network: no retry
+                raise OSError(_unwritable(url, path, error)) from None
             last = error
     reason = getattr(last, "reason", None) or last
     if isinstance(reason, TimeoutError):
@@ -113,12 +299,41 @@ def _download(url: str, path: Path) -> None:
     )
 
 
+def _content_problem(url: str, partial: str, content_type: str) -> Optional[str]:
+    """What is wrong with a downloaded file, judged by the kind the URL names (an HTML page
+    for any file but a page; an unreadable HDF5 or JSON file), or None."""
+    name = url.split("?", 1)[0].lower()
+    with open(partial, "rb") as handle:
+        head = handle.read(1024).lstrip().lower()
+    if not name.endswith((".html", ".htm")) and (
+        "html" in content_type.lower() or head.startswith((b"<!doctype html", b"<html"))
+    ):
+        return (
+            f"the server sent an HTML page (Content-Type: {content_type or 'none'}), not the file"
+        )
+    if name.endswith((".hdf5", ".h5")):
+        import h5py
+
+        try:
+            h5py.File(partial, "r").close()
+        except OSError as error:
+            return f"not a readable HDF5 file ({str(error).splitlines()[0]})"
+    elif name.endswith(".json"):
+        try:
+            with open(partial, encoding="utf-8") as handle:
+                json.load(handle)
+        except ValueError as error:
+            return f"not a JSON file ({error})"
+    return None
+
+
 def _fetch(url: str, path: Path) -> None:
     started = time.monotonic()
     with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response:
         announced = response.headers.get("Content-Length")
         total = int(announced) if announced is not None else None
         received = 0
+        digest = hashlib.sha256()
         with (
             atomic_output(path) as partial,
             open(partial, "wb") as out,
@@ -135,6 +350,7 @@ def _fetch(url: str, path: Path) -> None:
                 if not chunk:
                     break
                 out.write(chunk)
+                digest.update(chunk)
                 received += len(chunk)
                 progress.update(len(chunk))
                 elapsed = time.monotonic() - started
@@ -145,6 +361,20 @@ def _fetch(url: str, path: Path) -> None:
                     )
             if total is not None and received != total:
                 raise _ShortRead(f"received {received} of {total} bytes")
+            out.flush()
+            problem = _content_problem(url, partial, response.headers.get("Content-Type", ""))
+            if problem is not None:
+                raise _BadContent(problem)
+            record = {
+                "url": url,
+                "content_length": total,
+                "etag": response.headers.get("ETag"),
+                "size": received,
+                "sha256": digest.hexdigest(),
+            }
+            _write_record(path, record)  # before the file: an entry never lacks its record
+    stat = path.stat()
+    _verified[str(path)] = (stat.st_size, stat.st_mtime_ns, stat.st_ino)
 
 
 # biLMs of this project, by name: the one the core ships, and the larger one, a distribution of

@@ -75,9 +75,11 @@ def test_urls_download_once_and_work_offline(server, tmp_path):
     elmo = Elmo(options_url, weight_url, 2, dropout=0.0)  # AllenNLP's way of naming them
     assert same_bilm(elmo.bilm) and len(server.requests) == 2
     cached = sorted(p.name.split("_", 1)[1] for p in (tmp_path / "cache").iterdir())
-    assert cached == [
-        "elmo_2x4096_512_2048cnn_2xhighway_options.json",
-        "elmo_2x4096_512_2048cnn_2xhighway_weights.hdf5",
+    stem = "elmo_2x4096_512_2048cnn_2xhighway"
+    assert cached == [  # each file, its record and its lock
+        f"{stem}_{name}{suffix}"
+        for name in ("options.json", "weights.hdf5")
+        for suffix in ("", ".lock", ".meta.json")
     ]
     server.stop()  # offline from here on
     again = ElmoEmbedder(options_url, weight_url)
@@ -113,7 +115,8 @@ def test_a_short_download_is_retried_and_never_cached_whole(server, tmp_path):
         OSError, match=r"download failed after 3 tries \(received \d+ of \d+ bytes\)"
     ):
         published.cached_path(other)
-    assert not [p for p in (tmp_path / "cache").iterdir() if "again" in p.name]
+    left = [p for p in (tmp_path / "cache").iterdir() if "again" in p.name]
+    assert [p.suffix for p in left] == [".lock"]  # the lock file only
 
 
 def test_a_missing_file_and_no_network_are_one_line(server, tmp_path, capsys):
