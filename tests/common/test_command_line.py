@@ -87,31 +87,29 @@ def test_not_installed_by_a_plain_import():
     assert result.stdout.strip() == "False", result.stderr[-2000:]
 
 
+CASES = {
+    "misspelt config": ("snli_esim_elmoo", {}, "snli_esim_elmoo: no such config file"),
+    "unset variable": ("snli_esim_elmo", {"ELMO_PLUGIN_DATA": None}, "SNLI_DEV is not set: "),
+    "missing file": ("snli_esim_elmo", {"SNLI_DEV": "nowhere/test"}, "SNLI_DEV=nowhere/test: no "),
+}
+
+
 @pytest.mark.slow
-def test_a_misspelt_config_under_allennlp_train_is_one_line(tmp_path):
+@pytest.mark.parametrize("case", CASES)
+def test_a_user_error_under_allennlp_train_is_one_line(tmp_path, case):
+    config, changes, message = CASES[case]
     home = tmp_path / "home"
     home.mkdir()
-    command = [
-        ALLENNLP,
-        "train",
-        "snli_esim_elmoo",
-        "-s",
-        "out",
-        "--include-package",
-        "elmo_plugin",
-    ]
+    env = {**os.environ, "HOME": str(home), **{k: v for k, v in changes.items() if v}}
+    env = {k: v for k, v in env.items() if k not in changes or changes[k]}
+    command = [ALLENNLP, "train", config, "-s", "out", "--include-package", "elmo_plugin"]
     result = subprocess.run(
-        command,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "HOME": str(home)},
+        command, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env
     )
     assert result.returncode == 1
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith("allennlp: error: snli_esim_elmoo: no such config file"), last
+    assert last.startswith(f"allennlp: error: {message}"), last
 
 
 @pytest.mark.slow
