@@ -222,9 +222,13 @@ def read_dictionary(path: Path) -> Dict[str, int]:
         fields = line.strip().split("\t")
         if len(fields) == 1:
             fields.insert(0, "\u3000")
-        if len(fields) != 2 or not fields[1].isdigit() or int(fields[1]) >= MAX_VOCABULARY:
-            raise FormatError(f"{path}:{number}: expected TOKEN<TAB>ID (an id below 2**24)")
-        entries[fields[0]] = int(fields[1])
+        try:
+            index = int(fields[1]) if len(fields) == 2 else -1  # int() as its loader parses
+        except ValueError:
+            index = -1
+        if not 0 <= index < MAX_VOCABULARY:
+            raise FormatError(f"{path}:{number}: expected TOKEN<TAB>ID (an id from 0 to 2**24 - 1)")
+        entries[fields[0]] = index
     return entries
 
 
@@ -259,6 +263,12 @@ def _reason(error: BaseException) -> str:
     found = re.search(r"WeightsUnpickler error:\s*(.+?)(?:\s+Please use|\n\n|$)", text, re.S)
     gist = found.group(1) if found else (text.strip() or type(error).__name__)
     return " ".join(re.sub(r"\x1b\[[0-9;]*m", "", gist).split())[:200]
+
+
+def _rows(state: Dict[str, torch.Tensor], name: str) -> int:
+    """How many rows `state[name]` has (0 when absent or 0-d: `_take` then names the problem)."""
+    tensor = state.get(name)
+    return int(tensor.shape[0]) if tensor is not None and tensor.dim() > 0 else 0
 
 
 def _take(
@@ -315,14 +325,17 @@ class CharVocabulary:
         if isinstance(sentences, str) or any(isinstance(s, str) for s in sentences):
             raise TypeError("batch_to_ids takes a list of tokenised sentences (lists of tokens)")
         longest = max((len(s) for s in sentences), default=0)
-        ids = torch.zeros((len(sentences), longest, self.width), dtype=torch.long)
         rows: Dict[str, List[int]] = {}
-        for i, sentence in enumerate(sentences):
-            for j, token in enumerate(sentence):
+        padding = [0] * self.width
+        flat: List[List[int]] = []
+        for sentence in sentences:
+            for token in sentence:
                 if token not in rows:
                     rows[token] = self.token_ids(token)
-                ids[i, j] = torch.tensor(rows[token])
-        return ids
+                flat.append(rows[token])
+            flat.extend([padding] * (longest - len(sentence)))
+        ids = torch.tensor(flat, dtype=torch.long)
+        return ids.view(len(sentences), longest, self.width)
 
 
 class ManyLangsTokenEncoder(CharCnnEncoder):
@@ -450,7 +463,7 @@ def load_manylangs(folder: str, dropout: float = 0.0) -> ManyLangsBiLm:
     filters = [(int(w), int(n)) for w, n in embedder["filters"]]
     n_filters = sum(n for _, n in filters)
     # the dictionaries' ids index the embeddings, which have one row per entry
-    char_rows = tokens.get("char_emb_layer.embedding.weight", torch.empty(0)).shape[0]
+    char_rows = _rows(tokens, "char_emb_layer.embedding.weight")
     if max(chars.values()) >= char_rows:
         raise FormatError(
             f"{root / CHAR_DIC}: id {max(chars.values())} beyond the {char_rows} character "
@@ -462,7 +475,7 @@ def load_manylangs(folder: str, dropout: float = 0.0) -> ManyLangsBiLm:
     expected = {"char_emb_layer.embedding.weight", "projection.weight", "projection.bias"}
     word_table = None
     if words is not None:
-        word_rows = tokens.get("word_emb_layer.embedding.weight", torch.empty(0)).shape[0]
+        word_rows = _rows(tokens, "word_emb_layer.embedding.weight")
         if max(words.values()) >= word_rows:
             raise FormatError(
                 f"{root / WORD_DIC}: id {max(words.values())} beyond the {word_rows} word "

@@ -148,6 +148,13 @@ def test_char_dic_without_a_special_entry(tmp_path):
     assert "<pad>" in _one_line_error(folder, "char.dic")
 
 
+def test_malformed_dictionary_line(tmp_path):
+    folder = _copy(tmp_path)
+    with open(folder / "word.dic", "a", encoding="utf-8") as handle:
+        handle.write("zebra\tseven\n")
+    assert "word.dic:33:" in _one_line_error(folder, "word.dic")
+
+
 def test_shape_mismatch_against_the_config(tmp_path):
     folder = _copy(tmp_path)
     architecture = json.loads((folder / "architecture.json").read_text("utf-8"))
