@@ -15,6 +15,7 @@ distribution `elmo-bilm-wikipedia-1024`); a Hugging Face Hub repository is `hf:/
 """
 
 import contextlib
+import difflib
 import errno
 import hashlib
 import importlib.util
@@ -404,11 +405,34 @@ def local_files(name: str) -> Tuple[str, str]:
     return str(folder / "options.json"), str(folder / "weights.hdf5")
 
 
+def check_name(options_file: Optional[str], weight_file: Optional[str] = None) -> None:
+    """Refuse a biLM's name given with a weight file (a name stands for both files), and a
+    misspelt name (no such file, and close to a name: the closest names, difflib's); paths that
+    exist, URLs and names pass."""
+    if not options_file or is_url(options_file) or os.path.exists(options_file):
+        return
+    named = options_file in names() or is_hub_id(options_file)
+    if named and weight_file is not None:
+        raise ValueError(
+            f"{options_file!r} is a biLM's name, which stands for its options and weights: give it "
+            f"alone, without the weight file {weight_file!r} (or an options file's path with it)"
+        )
+    if named or "/" in options_file or os.sep in options_file or is_bilm_archive(options_file):
+        return
+    close = difflib.get_close_matches(options_file, names(), n=3, cutoff=0.6)
+    if close:  # else the caller's own error (a missing file, the names a name could be) stands
+        raise FileNotFoundError(
+            f"{options_file}: no such options file, nor a biLM's name; did you mean "
+            f"{' or '.join(close)}?"
+        )
+
+
 def resolve(options_file: Optional[str], weight_file: Optional[str]) -> Tuple[str, str]:
     """Local paths for a biLM named by files, URLs (downloaded into the cache) or a name in
     place of the options file (the weight file omitted or empty): one of this project's
     (`wikipedia`, `wikipedia_1024`) or AllenNLP's published ones."""
     weight_file = weight_file or None
+    check_name(options_file, weight_file)
     if is_hub_id(options_file) and weight_file is None:
         return hub_files(options_file)  # type: ignore[arg-type]
     if is_bilm_archive(options_file) and weight_file is None:
@@ -427,6 +451,7 @@ def resolve(options_file: Optional[str], weight_file: Optional[str]) -> Tuple[st
 
 def options_path(options_file: str) -> str:
     """The local options file of a path, URL or name (for the width a config needs)."""
+    check_name(options_file)
     if is_hub_id(options_file):
         return hub_files(options_file)[0]
     if is_bilm_archive(options_file):

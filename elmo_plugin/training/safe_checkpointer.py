@@ -9,7 +9,15 @@ from typing import Any, Set, Tuple
 
 from allennlp.training.checkpointer import Checkpointer
 
+from elmo_plugin.common.config_env import ConfigError
+
 logger = logging.getLogger(__name__)
+
+
+class CheckpointWriteError(ConfigError, OSError):
+    """A checkpoint that cannot be written (a full disk): an `OSError`, and a `ConfigError` so
+    that the `allennlp` command reports it in one line, not a traceback
+    (`elmo_plugin.common.command_line`)."""
 
 
 @Checkpointer.register("elmo_plugin_safe")
@@ -54,7 +62,8 @@ class SafeCheckpointer(Checkpointer):
             folder = self._serialization_dir
             free = shutil.disk_usage(folder).free / 2**20 if os.path.isdir(folder) else 0.0
             first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
-            raise OSError(
-                errno.ENOSPC if free < 1 else errno.EIO,
-                f"{folder}: writing a checkpoint failed ({free:.1f} MB free; full disk?): {first}",
-            ) from error
+            failure = CheckpointWriteError(
+                f"{folder}: writing a checkpoint failed ({free:.1f} MB free; full disk?): {first}"
+            )
+            failure.errno = errno.ENOSPC if free < 1 else errno.EIO
+            raise failure from error
