@@ -363,7 +363,8 @@ def variable_sources(config_file: str) -> List[Tuple[str, str, str]]:
             source = "default from ELMO_PLUGIN_DATA"
         else:
             source = "the plugin's default"
-        rows.append((name, ext_vars.get(name, os.environ.get(name, "")), source))
+        value = ext_vars.get(name, os.environ.get(name, ""))
+        rows.append((name, value, source if value else f"{source}: empty"))
     return rows
 
 
