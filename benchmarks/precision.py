@@ -58,10 +58,10 @@ def prepared(bilm: BiLm, variant: Variant, force: bool) -> Callable[[], None]:
     """Set `variant`'s precision on `bilm`; returns what sets it again later with the same
     derived weights (casts and packs are made once, not timed at every switch)."""
     precision, recurrent, cell_dtype, _ = variant
-    if force or (precision, recurrent) != ("bfloat16", "bfloat16"):
-        _prepare(bilm, precision, recurrent, cell_dtype)
+    if variant == VARIANTS[precision] and not force:
+        set_precision(bilm, precision)  # the public path, with its CPU check
     else:
-        set_precision(bilm, precision)
+        _prepare(bilm, precision, recurrent, cell_dtype)
     cnn = bilm.char_cnn
     highways = [(h.transform, h.carry) for h in cnn.highway_layers()]
     saved = (bilm.lstm.products, cnn.projection, cnn.convolutions, cnn.precision)
@@ -105,6 +105,56 @@ def errors(
     return result
 
 
+PRODUCT_SHAPES = (  # (rows, in, out): the paper configuration's products
+    (2048, 512, 16384),  # input-to-gate, a batch's positions at once
+    (128, 512, 16384),  # recurrent, 128 sentences running
+    (16, 512, 16384),  # recurrent, in a batch's tail
+    (128, 4096, 512),  # projection
+)
+
+
+def product_row(rows: int, n_in: int, n_out: int, repeats: int) -> str:
+    """One row of `products`: medians of `repeats` calls of each kind, alternating call by call,
+    and the largest error of bfloat16 and int8 relative to the largest exact value."""
+    from elmo_bilm.precision import Bf16Weight, _int8_linear, _int8_pack
+
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(rows, n_in, generator=generator)
+    w = torch.randn(n_out, n_in, generator=generator) * n_in**-0.5
+    packed = torch.ops.mkldnn._reorder_linear_weight(w, rows)
+    w16, w8 = Bf16Weight(w, rows), _int8_pack(w, None)
+    linear = torch.ops.mkldnn._linear_pointwise
+    kinds: Dict[str, Callable[[], torch.Tensor]] = {
+        "mm": lambda: x @ w.T,
+        "packed": lambda: linear(x, packed, None, "none", [], ""),
+        "bf16": lambda: w16.linear(x).float(),
+        "int8": lambda: _int8_linear(x, w8),
+    }
+    exact = (x.double() @ w.double().T).float()
+    times: Dict[str, List[float]] = {kind: [] for kind in kinds}
+    for run in kinds.values():
+        run()
+    for _ in range(repeats):
+        for kind, run in kinds.items():
+            start = time.perf_counter()
+            run()
+            times[kind].append(1000 * (time.perf_counter() - start))
+    ms = [f"{statistics.median(times[kind]):.2f}" for kind in kinds]
+    err = [float((kinds[k]() - exact).abs().max() / exact.abs().max()) for k in ("bf16", "int8")]
+    return f"| {rows} x {n_in} -> {n_out} | {' | '.join(ms)} | {err[0]:.1e} | {err[1]:.1e} |"
+
+
+def products(repeats: int) -> None:
+    """Milliseconds of the paper configuration's single products (one direction)."""
+    print(
+        "| rows x in -> out | float32 mm | float32 oneDNN packed | bfloat16 | int8 "
+        "| bfloat16 error | int8 error |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for shape in PRODUCT_SHAPES:
+        print(product_row(*shape, repeats), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", nargs="+", default=["small", "paper"])
@@ -113,9 +163,21 @@ def main() -> None:
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--rounds", type=int, default=3, help="timed passes over the batches")
     parser.add_argument("--variants", action="store_true", help="also the alternatives")
+    parser.add_argument(
+        "--only", nargs="+", metavar="NAME", help="of those, only these (and float32)"
+    )
     parser.add_argument("--force", action="store_true", help="bfloat16 without the CPU check")
+    parser.add_argument(
+        "--products", action="store_true", help="only time single products (threads: the first)"
+    )
     args = parser.parse_args()
+    if args.products:
+        torch.set_num_threads(args.threads[0])
+        products(max(5, 4 * args.rounds))
+        return
     variants = {**VARIANTS, **(EXTRA if args.variants else {})}
+    if args.only:
+        variants = {k: v for k, v in variants.items() if k == "float32" or k in args.only}
     sentences = sorted(conll_dev_sentences(args.sentences), key=len)
     batches = [
         batch_char_ids(sentences[i : i + args.batch_size])
