@@ -14,14 +14,14 @@ import os
 import shutil
 import sys
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 import h5py
 import numpy
 import torch
 from tqdm import tqdm
 
-from elmo_bilm.bilm import BiLm
+from elmo_bilm.bilm import BiLm, frozen
 from elmo_bilm.files import FormatError, atomic_output, numbered_lines
 from elmo_bilm.parquet import DTYPES, EmbeddingWriter
 from elmo_bilm.scalar_mix import ScalarMix
@@ -48,6 +48,16 @@ class Layers:
         elif self.name not in LAYER_CHOICES:
             raise ValueError(f"layers must be one of {LAYER_CHOICES}, got {self.name!r}")
 
+    @classmethod
+    def of(cls, layers: "str | Layers") -> "Layers":
+        """`layers` as a `Layers` (a name: "all", "top", "average")."""
+        return layers if isinstance(layers, Layers) else cls(layers)
+
+    @property
+    def metadata(self) -> Optional[Dict[str, object]]:
+        """What a Parquet file records of a fixed mix (None for the named choices)."""
+        return {"mix": self.mix, "gamma": self.gamma} if self.mix is not None else None
+
     def depth(self, n_layers: int) -> int:
         """The layers kept per sentence (checking a mix's length against the biLM's)."""
         if self.mix is not None and len(self.mix) != n_layers:
@@ -67,19 +77,24 @@ class Layers:
         return activations
 
 
+def line_words(input_file: str, line_number: int, line: str) -> List[str]:
+    """The tokens of one input line; an empty line is an error naming FILE:LINE (`elmo-embed`
+    and `elmo-embed-corpus` take one whitespace-tokenised sentence per line)."""
+    words = line.split()
+    if not words:
+        raise FormatError(
+            f"{input_file}:{line_number}: empty line; one whitespace-tokenised sentence per line"
+        )
+    return words
+
+
 def count_sentences(input_file: str) -> Tuple[int, int]:
     """Check every line (an empty one is an error naming FILE:LINE) and count the sentences and
     their tokens."""
     sentences = tokens = 0
     for line_number, line in numbered_lines(input_file):
-        words = len(line.split())
-        if not words:
-            raise FormatError(
-                f"{input_file}:{line_number}: empty line; elmo-embed needs one "
-                "whitespace-tokenised sentence per line"
-            )
         sentences += 1
-        tokens += words
+        tokens += len(line_words(input_file, line_number, line))
     if sentences == 0:
         raise FormatError(f"{input_file}: no sentences")
     return sentences, tokens
@@ -137,7 +152,7 @@ def embed_file(
     The file appears only when complete (written to `OUTPUT.PID.partial`, then renamed); one
     that the disk's free space cannot hold is refused before any work, and a disk that fills
     up meanwhile ends the run with an error naming the output."""
-    layers = layers if isinstance(layers, Layers) else Layers(layers)
+    layers = Layers.of(layers)
     if output_format not in FORMATS:
         raise ValueError(f"output format must be one of {FORMATS}, got {output_format!r}")
     if dtype not in DTYPES:
@@ -164,7 +179,7 @@ def embed_file(
         output_file, width * depth * bilm.get_output_dim() * tokens + 512 * total + index_bytes
     )
     device = torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
-    bilm = bilm.to(device).eval()
+    bilm = bilm.to(device)
     with atomic_output(output_file, overwrite) as partial, open(partial, "w+b") as raw:
         # through a Python file object: a full disk raises OSError here, where HDF5 writing to
         # the path itself crashed (segmentation fault in its cache flush)
@@ -172,18 +187,19 @@ def embed_file(
             sink: _Sink = _ParquetSink(raw, input_file, layers, depth, bilm, dtype)
         else:
             sink = _Hdf5Sink(raw, input_file, dtype, sentence_index, sentence_keys)
-        with sink, torch.no_grad():
+        with sink:
             progress = tqdm(total=total, desc="elmo-embed", unit=" sentences", file=sys.stderr)
             for chunk in read_chunks(input_file, chunk_size):
                 sink.index(chunk)
-                chunk.sort(key=lambda item: len(item[2]))
-                for start in range(0, len(chunk), batch_size):
-                    batch = chunk[start : start + batch_size]
-                    host = batch_layers(bilm, [tokens for _, _, tokens in batch], device, layers)
+                for batch, host in embed_sorted(bilm, chunk, _words, batch_size, device, layers):
                     sink.write(batch, host)
                     progress.update(len(batch))
             progress.close()
     return total
+
+
+def _words(item: Tuple[int, str, List[str]]) -> List[str]:
+    return item[2]
 
 
 class _Sink:
@@ -253,7 +269,7 @@ class _ParquetSink(_Sink):
             depth,
             bilm.get_output_dim(),
             dtype,
-            metadata={"mix": layers.mix, "gamma": layers.gamma} if layers.mix else None,
+            metadata=layers.metadata,
         )
 
     def write(self, batch: List[Tuple[int, str, List[str]]], host: numpy.ndarray) -> None:
@@ -275,29 +291,35 @@ def batch_layers(
     layers: "str | Layers" = "all",
 ) -> numpy.ndarray:
     """The biLM layers of one batch on the host: `(batch, n_layers, T, dim)` for "all",
-    `(batch, T, dim)` otherwise; one device-to-host copy per batch."""
-    layers = layers if isinstance(layers, Layers) else Layers(layers)
+    `(batch, T, dim)` otherwise; one device-to-host copy per batch; the biLM frozen for the pass
+    (`frozen`: eval mode, no gradient)."""
     char_ids = bilm.batch_to_ids(sentences)  # the biLM's own ids (elmo_bilm.manylangs)
     if device.type == "cuda":
         char_ids = char_ids.pin_memory()
-    activations = torch.stack(bilm(char_ids.to(device, non_blocking=True))["activations"], dim=1)
-    return layers.select(activations).cpu().numpy()
+    with frozen(bilm):
+        activations = bilm(char_ids.to(device, non_blocking=True))["activations"]
+        return Layers.of(layers).select(torch.stack(activations, dim=1)).cpu().numpy()
 
 
-def sentence_layers(
+T = TypeVar("T")
+
+
+def embed_sorted(
     bilm: BiLm,
-    sentences: Sequence[Sequence[str]],
+    items: Sequence[T],
+    words: Callable[[T], Sequence[str]],
     batch_size: int = DEFAULT_BATCH_SIZE,
     device: torch.device = torch.device("cpu"),
-    layers: str = "all",
-) -> Iterator[Tuple[int, numpy.ndarray]]:
-    """`(index, layers of sentence index)` for every sentence, batched by length (in that order,
-    not the input's); eval mode, no gradient."""
-    bilm = bilm.to(device).eval()
-    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
-    with torch.no_grad():
-        for start in range(0, len(order), batch_size):
-            batch = order[start : start + batch_size]
-            host = batch_layers(bilm, [sentences[i] for i in batch], device, layers)
-            for row, index in enumerate(batch):
-                yield index, host[row, ..., : len(sentences[index]), :]
+    layers: "str | Layers" = "all",
+) -> Iterator[Tuple[List[T], numpy.ndarray]]:
+    """The one embedding loop of the project (`ElmoEmbedder`, `elmo-embed`, each
+    `elmo-embed-corpus` worker, the Section 5 features): `items` sorted by the length of their
+    `words` (similar lengths pad little; the biLM is stateless, so order is free), then
+    `(batch of items, their kept layers on the host)` batch by batch. Row `r` of a batch's
+    layers holds item `r`'s vectors in its first `len(words(item))` positions."""
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    order = sorted(items, key=lambda item: len(words(item)))
+    for start in range(0, len(order), batch_size):
+        batch = order[start : start + batch_size]
+        yield batch, batch_layers(bilm, [words(item) for item in batch], device, layers)

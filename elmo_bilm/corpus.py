@@ -29,7 +29,7 @@ import numpy
 import torch
 from tqdm import tqdm
 
-from elmo_bilm.bulk import DEFAULT_BATCH_SIZE, Layers, batch_layers
+from elmo_bilm.bulk import DEFAULT_BATCH_SIZE, Layers, embed_sorted, line_words
 from elmo_bilm.embed import add_layer_arguments, layers_of
 from elmo_bilm.files import USER_ERRORS, FormatError, decode_line, expand_paths, raw_lines
 from elmo_bilm.loading import add_bilm_arguments, load_bilm
@@ -119,10 +119,7 @@ def _shard_prefix(file: str, files: Sequence[str]) -> str:
 
 def _check(file: str, number: int, raw: bytes) -> List[str]:
     """The tokens of line `number`; a bad line is a `FormatError` naming FILE:LINE."""
-    words = decode_line(file, number, raw).split()
-    if not words:
-        raise FormatError(f"{file}:{number}: empty line; one tokenised sentence per line")
-    return words
+    return line_words(file, number, decode_line(file, number, raw))
 
 
 def _lines(handle: BinaryIO) -> Iterator[Tuple[int, bytes]]:
@@ -233,7 +230,7 @@ class ShardEmbedder:
 
     def embed(self, shard: Shard) -> Dict[str, Any]:
         started = time.perf_counter()
-        sentences = sorted(shard_sentences(shard), key=lambda item: len(item[1]))
+        sentences = list(shard_sentences(shard))
         final = f"{self.root}/{shard.name}.parquet"
         partial = f"{final}.{uuid.uuid4().hex}.partial"
         try:
@@ -244,16 +241,13 @@ class ShardEmbedder:
                     self.depth,
                     self.bilm.get_output_dim(),
                     self.dtype,
-                    metadata={"mix": self.layers.mix, "gamma": self.layers.gamma}
-                    if self.layers.mix
-                    else None,
+                    metadata=self.layers.metadata,
                 )
-                with torch.no_grad():
-                    for start in range(0, len(sentences), self.batch_size):
-                        batch = sentences[start : start + self.batch_size]
-                        words = [tokens for _, tokens in batch]
-                        host = batch_layers(self.bilm, words, self.device, self.layers)
-                        writer.write([shard.file] * len(batch), [n for n, _ in batch], words, host)
+                for batch, host in embed_sorted(
+                    self.bilm, sentences, _words, self.batch_size, self.device, self.layers
+                ):
+                    words = [tokens for _, tokens in batch]
+                    writer.write([shard.file] * len(batch), [n for n, _ in batch], words, host)
                 writer.close()
             self.fs.move(partial, final)
         except BaseException:
@@ -270,6 +264,10 @@ class ShardEmbedder:
             # ru_maxrss is KiB on Linux
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         }
+
+
+def _words(item: Tuple[int, List[str]]) -> List[str]:
+    return item[1]
 
 
 def _manifest(arguments: Dict[str, Any], shards: Sequence[Shard]) -> Dict[str, Any]:

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from elmo_bilm.bilm import BiLm, frozen, remove_sentence_boundaries
-from elmo_bilm.bulk import embed_file
+from elmo_bilm.bulk import embed_file, embed_sorted
 from elmo_bilm.characters import batch_char_ids, vocabulary_char_ids
 from elmo_bilm.hub import PREFIX, is_hub_id
 from elmo_bilm.loading import load_bilm
@@ -174,6 +174,10 @@ class Elmo(nn.Module):
         return inputs.flatten(0, -3), tuple(inputs.shape[:-2])
 
 
+def _words(row: Tuple[int, Sequence[str]]) -> Sequence[str]:
+    return row[1]
+
+
 class ElmoEmbedder:
     """AllenNLP 0.9's `allennlp.commands.elmo.ElmoEmbedder`: every biLM layer of tokenised
     sentences as numpy arrays `(3, n_tokens, dim)` (more layers for deeper biLMs).
@@ -251,12 +255,13 @@ class ElmoEmbedder:
     def _embed_chunk(
         self, chunk: Sequence[Sequence[str]], batch_size: int
     ) -> Iterator[numpy.ndarray]:
-        order = sorted(range(len(chunk)), key=lambda i: len(chunk[i]))
+        """One chunk through the core's embedding loop (`elmo_bilm.bulk.embed_sorted`), back in
+        input order."""
         results: List[Optional[numpy.ndarray]] = [None] * len(chunk)
-        for start in range(0, len(order), batch_size):
-            rows = order[start : start + batch_size]
-            for row, array in zip(rows, self.embed_batch([chunk[i] for i in rows])):
-                results[row] = array
+        rows = list(enumerate(chunk))
+        for batch, host in embed_sorted(self.elmo_bilm, rows, _words, batch_size, self.device):
+            for row, (index, sentence) in enumerate(batch):
+                results[index] = host[row, :, : len(sentence)]
         yield from results  # type: ignore[misc]
 
     def embed_file(

@@ -7,7 +7,7 @@ import torch
 from tqdm import tqdm
 
 from elmo_bilm.bilm import BiLm
-from elmo_bilm.bulk import sentence_layers
+from elmo_bilm.bulk import embed_sorted
 
 
 def token_layers(
@@ -26,19 +26,16 @@ def token_layers(
             raise IndexError(f"token {index} of sentence {sentence} is out of range")
         wanted[sentence].append((row, index))
     needed = sorted({s for s, _ in positions})
-    subset = [sentences[s] for s in needed]
     out = None
-    for local, layers in tqdm(
-        sentence_layers(bilm, subset, batch_size, device),
-        total=len(subset),
-        desc=desc,
-        unit=" sentences",
-    ):
-        if out is None:
-            out = numpy.zeros(
-                (layers.shape[0], len(positions), layers.shape[-1]), dtype=numpy.float32
-            )
-        for row, index in wanted[needed[local]]:
-            out[:, row] = layers[:, index]
+    progress = tqdm(total=len(needed), desc=desc, unit=" sentences")
+    bilm = bilm.to(device)
+    for batch, host in embed_sorted(bilm, needed, sentences.__getitem__, batch_size, device):
+        if out is None:  # host: (batch, n_layers, T, dim)
+            out = numpy.zeros((host.shape[1], len(positions), host.shape[-1]), dtype=numpy.float32)
+        for sentence_row, sentence in enumerate(batch):
+            for row, index in wanted[sentence]:
+                out[:, row] = host[sentence_row, :, index]
+        progress.update(len(batch))
+    progress.close()
     assert out is not None, "no positions"
     return out
