@@ -2,7 +2,6 @@
 weight file, a misspelt biLM name, a full disk while `allennlp train` checkpoints."""
 
 import json
-import os
 import resource
 import signal
 import subprocess
@@ -66,7 +65,6 @@ def test_a_full_disk_while_allennlp_train_checkpoints_is_one_line(tmp_path):
     result = subprocess.run(
         [*command, "--include-package", "elmo_plugin"],
         cwd=tmp_path,
-        env={**os.environ, "HOME": str(tmp_path)},
         capture_output=True,
         text=True,
         timeout=300,
