@@ -132,8 +132,8 @@ def _sha256(path: Path) -> str:
 
 def _damage(url: str, path: Path) -> Optional[str]:
     """Why the cache entry `path` is not what was downloaded from `url` (its size or SHA-256
-    differ from its record), or None. An entry without a record (cached by an older version) gets
-    one now, from the file as it is."""
+    differ from its record), or None. An entry without a record (cached by an older version) is
+    checked as a download is (`_content_problem`) and gets one, from the file as it is."""
     stat = path.stat()
     key = (stat.st_size, stat.st_mtime_ns, stat.st_ino)
     if _verified.get(str(path)) == key:
@@ -144,6 +144,10 @@ def _damage(url: str, path: Path) -> Optional[str]:
         record = None
     except (OSError, ValueError) as error:
         return f"its record {_record_path(path)} is unreadable ({error})"
+    if record is None:
+        problem = _content_problem(url, str(path), "")
+        if problem is not None:
+            return f"{problem}; cached without a record, by an older version"
     actual = _sha256(path)
     if record is None:
         _write_record(path, {"url": url, "size": stat.st_size, "sha256": actual}, quiet=True)

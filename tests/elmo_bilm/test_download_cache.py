@@ -127,6 +127,24 @@ def test_an_html_page_or_a_truncated_hdf5_file_is_not_cached(server, tmp_path):
     assert cached == []
 
 
+def test_an_entry_cached_without_a_record_is_checked_then_recorded(server, tmp_path):
+    url = server.serve("/old/weights.hdf5", WEIGHT_FILE.read_bytes())
+    path = Path(published.cached_path(url))
+    Path(f"{path}.meta.json").unlink()  # as an older version left it
+    path.write_bytes(WEIGHT_FILE.read_bytes()[:3000])  # and truncated
+    published._verified.clear()
+    assert (
+        published.cached_path(url) == str(path) and server.requests.count("/old/weights.hdf5") == 2
+    )
+    assert path.read_bytes() == WEIGHT_FILE.read_bytes()
+    Path(f"{path}.meta.json").unlink()  # a complete one gets its record on use, not fetched
+    published._verified.clear()
+    assert (
+        published.cached_path(url) == str(path) and server.requests.count("/old/weights.hdf5") == 2
+    )
+    assert json.loads(Path(f"{path}.meta.json").read_text())["sha256"] == published._sha256(path)
+
+
 def test_a_read_only_cache_folder_says_so(server, monkeypatch):
     url = server.serve("/m/options.json", OPTIONS_FILE.read_bytes())
     folder = Path("/sys/kernel")  # read-only even for root
