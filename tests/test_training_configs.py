@@ -298,3 +298,21 @@ def test_sst_relu_layers_get_he_initialisation(repo_root):
         assert abs(layer.weight.std().item() - (2 / fan_in) ** 0.5) < 0.05 * (2 / fan_in) ** 0.5
     last = model._output_layer._linear_layers[2]
     assert last.weight.std().item() < 0.8 * (2 / last.weight.shape[1]) ** 0.5  # not He
+
+
+def test_snli_epoch_cap_is_the_configs_argument_not_the_data_path(monkeypatch):
+    """The cap is `num_epochs` (8 by default, the README's headline run), whatever `SNLI_TRAIN`
+    names: a slice of the bundled dev pairs (the headline test's) or another file gets the same;
+    `elmo-table1` passes each scale's cap (the `full` scale the paper's 75)."""
+    from elmo_plugin.analysis import table1
+
+    snli = os.path.join(os.environ["ELMO_PLUGIN_DATA"], "snli_eval")
+    for train in (f"{snli}/dev", f"{snli}/dev[:96]", f"{snli}/test[:100]"):
+        monkeypatch.setenv("SNLI_TRAIN", train)
+        for name in ("snli_esim.jsonnet", "snli_esim_elmo.jsonnet"):
+            assert _params(name)["trainer"]["num_epochs"] == 8, (train, name)
+    caps = {
+        scale: table1.SCALES[scale]["snli"].overrides["trainer.num_epochs"]
+        for scale in table1.SCALES
+    }
+    assert caps == {"cpu": 8, "cpu_long": 24, "full": 75}

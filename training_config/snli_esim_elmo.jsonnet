@@ -17,8 +17,10 @@ function(
   layers="all",  // "all": Eq. (1) over every biLM layer; "top": the last layer only
   gamma=true,  // false: gamma fixed at 1
   seed=std.parseInt(std.extVar("SEED")),  // all three of AllenNLP's seeds; another: SEED=2 allennlp train ...
+  num_epochs=8,  // the bundled small-scale run (the README's); the paper's setting on all of SNLI: 75 (`-o '{"trainer.num_epochs": 75}'`)
 )
   esim(
     elmo={ placement: placement, l2_coefficient: l2_coefficient, do_layer_norm: do_layer_norm, dropout: dropout, layers: layers, gamma: gamma },
     seed=seed,
+    num_epochs=num_epochs,
   )

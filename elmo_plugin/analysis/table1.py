@@ -56,7 +56,8 @@ class Scale:
 # measured reasons for each scale's sizes are in docs/table1.md ("Scales").
 _CPU: Dict[str, Scale] = {
     "squad": Scale(overrides={"trainer.num_epochs": 4, "trainer.patience": 2}),
-    "snli": Scale(),  # trains on SNLI dev for at most 8 epochs (the headline's setting)
+    # trains on SNLI dev for at most 8 epochs (the headline's setting, passed: no data path sets it)
+    "snli": Scale(overrides={"trainer.num_epochs": 8}),
     # a smaller batch than He et al.'s: on 10% of the predicates their batch gives too few
     # updates an epoch to learn anything before patience stops the run (docs/table1.md)
     "srl": Scale(
@@ -97,7 +98,12 @@ SCALES: Dict[str, Dict[str, Scale]] = {
             overrides={**_CPU["coref"].overrides, "trainer.num_epochs": 18}  # patience 3
         ),
     },
-    "full": {name: Scale() for name in TASKS},
+    # SNLI's cap is the paper's setting on all of SNLI (the config's own default is the bundled
+    # small-scale run's 8)
+    "full": {
+        **{name: Scale() for name in TASKS},
+        "snli": Scale(overrides={"trainer.num_epochs": 75}),
+    },
 }
 
 SUBSET_SEED = 0  # the training subset of a fraction < 1, the same for every run

@@ -344,7 +344,7 @@ def test_every_scale_overrides_keys_the_configs_have(scale):
 
 def test_the_cpu_long_scale_reaches_the_runs_it_raises(tmp_path):
     """`--scale cpu_long` trains SNLI with its 24-epoch cap and SQuAD with 26 epochs, patience 3
-    (the `cpu` scale passes none for SNLI, 4 and 2 for SQuAD)."""
+    (the `cpu` scale passes SNLI's 8, 4 and 2 for SQuAD)."""
     passed = []
 
     def training(run_dir: Path, config_text: str, overrides):
@@ -358,7 +358,7 @@ def test_the_cpu_long_scale_reaches_the_runs_it_raises(tmp_path):
     assert passed == [
         {"trainer.num_epochs": 24},
         {"trainer.num_epochs": 26, "trainer.patience": 3},
-        {},
+        {"trainer.num_epochs": 8},
         {"trainer.num_epochs": 4, "trainer.patience": 2},
     ]
 
