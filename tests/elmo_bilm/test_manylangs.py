@@ -16,7 +16,7 @@ import torch
 from elmo_bilm import Elmo, ElmoEmbedder, FormatError
 from elmo_bilm.embed import main as elmo_embed
 from elmo_bilm.loading import load_bilm
-from elmo_bilm.manylangs import ManyLangsBiLm
+from elmo_bilm.manylangs import ManyLangsBiLm, read_architecture
 from tests.numerics import NETWORK, assert_float32_close
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "elmoformanylangs"
@@ -212,6 +212,16 @@ def test_config_path_outside_the_folder_is_not_read(tmp_path):
     settings["config_path"] = "../outside.json"
     (folder / "config.json").write_text(json.dumps(settings), "utf-8")
     assert "outside.json" in _one_line_error(folder, "config.json")
+
+
+def test_published_folders_name_a_packaged_config(tmp_path):
+    """The published folders' `config_path` names ELMoForManyLangs' packaged architecture by a
+    path of the machine that trained them: found by its file name."""
+    settings = {"config_path": "/home/trainer/configs/cnn_50_100_512_4096_sample.json"}
+    (tmp_path / "config.json").write_text(json.dumps(settings), "utf-8")
+    config, source = read_architecture(tmp_path)
+    assert "packaged cnn_50_100_512_4096_sample.json" in source
+    assert config["encoder"]["dim"] == 4096 and config["token_embedder"]["word_dim"] == 100
 
 
 def test_elmo_embed_reports_a_malformed_folder_in_one_line(tmp_path, capsys):
