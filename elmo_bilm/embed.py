@@ -97,8 +97,11 @@ def layers_of(args: argparse.Namespace) -> Layers:
 
 def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
     """Embed as the parsed arguments say, with `bilm` or the one they name."""
+    precision = getattr(args, "precision", "float32")
+    if precision == "int8" and args.cuda_device >= 0:
+        raise ValueError("--precision int8 runs on the CPU (fbgemm); leave out --cuda-device")
     bilm = bilm or load_bilm(args.options_file, args.weight_file)
-    set_precision(bilm, getattr(args, "precision", "float32"))
+    set_precision(bilm, precision)
     count = embed_file(
         bilm,
         args.input_file,

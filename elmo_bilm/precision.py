@@ -52,10 +52,13 @@ def set_precision(bilm: BiLm, precision: str = "float32") -> BiLm:
     """Prepare `bilm` (loaded, any device) to run its inference in `precision`, one of
     `PRECISIONS`; returns it. `"bfloat16"` on a CPU without AVX-512 BF16 or AMX falls back to
     float32 with a warning naming the missing instructions (emulated bfloat16 is slower than
-    float32). `"float32"` undoes another setting."""
+    float32). `"float32"` undoes another setting. Call it where the biLM will run: `"int8"` is
+    for the CPU only."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     device = next(bilm.parameters()).device
+    if precision == "int8" and device.type != "cpu":
+        raise ValueError(f"precision 'int8' runs on the CPU (fbgemm), the biLM is on {device}")
     if precision == "bfloat16" and device.type == "cpu":
         missing = missing_bfloat16_instructions()
         if missing is not None:

@@ -198,7 +198,27 @@ def test_a_prepared_biLM_copies_and_keeps_its_parameters(char_ids):
     assert set(bilm.state_dict()) == set(fresh().state_dict())
 
 
-def test_elmo_embed_precision(tmp_path, fixture_sentences):
+def test_set_precision_checks_its_argument_and_returns_the_biLM():
+    bilm = fresh()
+    assert set_precision(bilm, "int8") is bilm
+    products = bilm.lstm.products
+    assert set_precision(bilm, "int8").lstm.products is products  # packs kept: no new work
+    with pytest.raises(ValueError, match="float32"):
+        set_precision(bilm, "float16")
+
+
+@pytest.mark.filterwarnings("ignore:precision 'bfloat16' needs")  # the AVX2 pass of make test
+def test_the_benchmark_runs(capsys, monkeypatch):
+    from benchmarks import precision as bench
+
+    arguments = "--config tiny --sentences 6 --batch-size 4 --rounds 1 --threads 1".split()
+    monkeypatch.setattr(sys, "argv", ["benchmarks.precision", *arguments])
+    bench.main()
+    records = [line for line in capsys.readouterr().out.splitlines() if line.startswith("BENCH ")]
+    assert len(records) == 3
+
+
+def test_elmo_embed_precision(tmp_path, fixture_sentences, capsys):
     text = tmp_path / "in.txt"
     text.write_text("\n".join(" ".join(s) for s in fixture_sentences[0]) + "\n")
     files = ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
@@ -211,6 +231,9 @@ def test_elmo_embed_precision(tmp_path, fixture_sentences):
     scale = float(outputs["float32"].abs().max())
     bound = 4 * INT8_EPS * math.sqrt(depth(fresh(), 2)) * scale
     assert 0 < float((outputs["int8"] - outputs["float32"]).abs().max()) <= bound
+    gpu = [str(text), str(tmp_path / "gpu.hdf5"), "--precision", "int8", "--cuda-device", "0"]
+    assert embed_main(gpu + files) == 1  # int8 is for the CPU: an error, not a crash
+    assert "--precision int8 runs on the CPU" in capsys.readouterr().err
 
 
 def test_elmo_embed_corpus_precision(tmp_path):
