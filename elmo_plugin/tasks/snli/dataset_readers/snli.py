@@ -8,7 +8,7 @@ from typing import Iterable, Iterator, List, Optional, Tuple
 
 from allennlp.common.file_utils import cached_path
 from allennlp.data import DatasetReader, Instance
-from allennlp.data.tokenizers import WhitespaceTokenizer
+from allennlp.data.tokenizers import Tokenizer, WhitespaceTokenizer
 from allennlp_models.pair_classification.dataset_readers.snli import SnliReader
 
 from elmo_bilm.files import FormatError, numbered_lines
@@ -43,13 +43,13 @@ class ElmoSnliReader(SnliReader):
     and `.../snli_eval/test[4912:]`: two disjoint halves). Invalid JSON, a missing field, an empty
     sentence, an unknown label or files of different lengths stop reading with `FILE:LINE: ...`.
 
-    Registered as a `DatasetReader` with name "elmo_plugin_snli". Parameters as AllenNLP's "snli",
-    except that the tokenizer is fixed.
+    Registered as a `DatasetReader` with name "elmo_plugin_snli". Parameters as AllenNLP's "snli";
+    `tokenizer` splits each sentence, by default on whitespace (the parse tokens and the line
+    files are tokenised already; AllenNLP's default, spaCy, would need a downloaded model).
     """
 
-    def __init__(self, **kwargs) -> None:
-        kwargs.pop("tokenizer", None)
-        super().__init__(tokenizer=WhitespaceTokenizer(), **kwargs)
+    def __init__(self, tokenizer: Optional[Tokenizer] = None, **kwargs) -> None:
+        super().__init__(tokenizer=tokenizer or WhitespaceTokenizer(), **kwargs)
 
     def _records(self, file_path: str) -> Iterator[Tuple[str, str, Optional[str]]]:
         path, start, end = split_slice(file_path)

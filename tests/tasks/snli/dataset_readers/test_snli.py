@@ -56,3 +56,19 @@ def test_line_format_errors_name_file_and_line(tmp_path):
     path = write_split(tmp_path, "c", ["A b .", ""], ["E f .", "x"], ["neutral", "neutral"])
     with pytest.raises(FormatError, match=r"s1.c:2: empty line"):
         list(ElmoSnliReader().read(path))
+
+
+def test_a_given_tokenizer_is_used_whitespace_by_default(tmp_path):
+    """A config's `tokenizer` reaches the reader (it was dropped for whitespace)."""
+    from allennlp.common import Params
+    from allennlp.data import DatasetReader
+
+    (tmp_path / "a.jsonl").write_text(
+        '{"sentence1": "Ab cd", "sentence2": "Ef", "gold_label": "entailment"}\n'
+    )
+    path = str(tmp_path / "a.jsonl")
+    for tokenizer, premise in ((None, ["Ab", "cd"]), ({"type": "character"}, list("Ab cd"))):
+        params = {"type": "elmo_plugin_snli", **({"tokenizer": tokenizer} if tokenizer else {})}
+        reader = DatasetReader.from_params(Params(params))
+        (instance,) = reader.read(path)
+        assert [t.text for t in instance["premise"].tokens] == premise
