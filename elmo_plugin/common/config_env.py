@@ -8,9 +8,12 @@ time AllenNLP reads one of the plugin's configs (`Params.from_file`, hook 2 of
 variables the user has not set, and nothing is written into the environment. A user's own value
 always wins; any other config is read as AllenNLP alone reads it.
 
-- The biLM: `ELMO_OPTIONS_FILE` / `ELMO_WEIGHT_FILE` default to the biLM shipped in `elmo_bilm`;
-  `ELMO_OPTIONS_FILE` may also name one (`wikipedia_1024`, `original`, ...; the weight file then
-  unset). `ELMO_PROJECTION_DIM` (encoder input sizes) is read from the options in force.
+- The biLM (`weight_file_default`): `ELMO_OPTIONS_FILE` unset, both files default to the biLM
+  shipped in `elmo_bilm`; a biLM that stands alone in it (a name, `wikipedia_1024`, `original`,
+  ...; `hf://ORG/REPO`; a `.zip` / `.tar.gz`) needs no `ELMO_WEIGHT_FILE` (default empty); an
+  options file's path or URL needs `ELMO_WEIGHT_FILE` set, else a `ConfigError` (never the shipped
+  weights under another biLM's options). `ELMO_PROJECTION_DIM` (encoder input sizes) is read from
+  the options in force.
 - The data: `SNLI_TRAIN`, `CONLL2003_DEV`, ... default to paths under `$ELMO_PLUGIN_DATA`, a
   folder laid out as this project's bundled data, when it is set; the package knows no data
   folder of its own. A data variable that is unset, or names a missing path, is one error naming
@@ -169,17 +172,36 @@ OPTIONAL = {
 }
 
 
+def stands_alone(options_file: str) -> bool:
+    """Whether `options_file` names a whole biLM, weights included: a biLM's name, a Hugging Face
+    Hub id or a biLM archive (`elmo_bilm.published.resolve` takes each without a weight file)."""
+    return (
+        options_file in published.names()
+        or published.is_hub_id(options_file)
+        or published.is_bilm_archive(options_file)
+    )
+
+
+def weight_file_default(options_file: Optional[str]) -> Optional[str]:
+    """`ELMO_WEIGHT_FILE`'s default for the `ELMO_OPTIONS_FILE` in force: the shipped weights for
+    the shipped options (unset or its path); empty for a biLM that `stands_alone`; none (the user
+    sets it) for any other options file."""
+    if options_file is None or options_file == str(DEFAULT_OPTIONS_FILE):
+        return str(DEFAULT_WEIGHT_FILE)
+    return "" if stands_alone(options_file) else None
+
+
 def config_defaults() -> Dict[str, str]:
     """Every variable with a default, given the current environment (unbuilt baseline word
-    vectors: empty)."""
-    named = os.environ.get("ELMO_OPTIONS_FILE") in published.names()  # a biLM by name
+    vectors: empty; `ELMO_WEIGHT_FILE` as `weight_file_default`)."""
     defaults = {
-        # the biLM shipped with the plugin (see README); a name in ELMO_OPTIONS_FILE needs none
-        "ELMO_OPTIONS_FILE": str(DEFAULT_OPTIONS_FILE),
-        "ELMO_WEIGHT_FILE": "" if named else str(DEFAULT_WEIGHT_FILE),
+        "ELMO_OPTIONS_FILE": str(DEFAULT_OPTIONS_FILE),  # the biLM shipped with the plugin
         "SEED": "13370",  # the task configs' `seed` (AllenNLP's random, numpy and torch seeds)
         **OPTIONAL,
     }
+    weight_file = weight_file_default(os.environ.get("ELMO_OPTIONS_FILE"))
+    if weight_file is not None:
+        defaults["ELMO_WEIGHT_FILE"] = weight_file
     defaults.update(
         {name: path if Path(path).is_file() else "" for name, path in vector_defaults().items()}
     )
@@ -295,8 +317,9 @@ _warned: Set[str] = set()
 def config_ext_vars(config_file: str) -> Dict[str, str]:
     """The defaults to pass to jsonnet for `config_file`: every variable it reads that the
     environment lacks; `ELMO_PROJECTION_DIM` from the options file in force. Raises one
-    `ConfigError` naming the variable for an unset or missing dataset and for an options
-    file that cannot give the biLM's width; warns once about unbuilt word vectors."""
+    `ConfigError` naming the variable for an unset or missing dataset, for an options
+    file that cannot give the biLM's width and for an options file's path without
+    `ELMO_WEIGHT_FILE`; warns once about unbuilt word vectors."""
     wanted = config_variables(config_file)
     defaults = config_defaults()
     ext_vars = {name: defaults[name] for name in wanted if name in defaults}
@@ -327,6 +350,12 @@ def config_ext_vars(config_file: str) -> Dict[str, str]:
         except (FormatError, OSError) as error:
             raise ConfigError(f"ELMO_OPTIONS_FILE: {error}") from None
         ext_vars["ELMO_PROJECTION_DIM"] = str(options["lstm"]["projection_dim"])
+    if "ELMO_WEIGHT_FILE" in wanted and value("ELMO_WEIGHT_FILE") is None:
+        raise ConfigError(
+            f"ELMO_OPTIONS_FILE={os.environ['ELMO_OPTIONS_FILE']} is an options file: set "
+            "ELMO_WEIGHT_FILE to its weights (a biLM's name alone needs none: "
+            f"{', '.join(published.names())})"
+        )
     unbuilt = sorted(
         name
         for name in wanted & set(vector_defaults())

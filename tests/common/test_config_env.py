@@ -10,7 +10,7 @@ from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 
 from elmo_plugin.common import config_env
-from tests.conftest import DATA, REPO_ROOT
+from tests.conftest import DATA, OPTIONS_FILE, REPO_ROOT, WEIGHT_FILE
 
 
 def test_importing_the_plugin_sets_no_environment_variable():
@@ -169,3 +169,29 @@ def test_relative_word_vectors_and_optional_inputs_are_made_absolute(monkeypatch
     assert snli["SNLI_WORD_VECTORS"] == str(tmp_path / "vectors" / "glove.txt.gz")
     bilm = config_env.config_ext_vars(config_env.config_path("bilm_small"))
     assert bilm["BILM_VOCAB"] == os.path.expanduser("~/vocab.txt")
+
+
+def test_the_weight_file_rule_of_the_options_file_in_force(monkeypatch):
+    """`ELMO_WEIGHT_FILE`'s default follows one rule: the shipped weights for the shipped options;
+    none needed for a biLM that stands alone (a name, a Hub id, an archive); an options file's
+    path needs it set (it got the shipped weights, another biLM's, and a Hub id got them too)."""
+    from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+
+    default = config_env.weight_file_default
+    assert default(None) == default(str(DEFAULT_OPTIONS_FILE)) == str(DEFAULT_WEIGHT_FILE)
+    for name in ("wikipedia_1024", "original", "hf://org/repo", "bilm.tar.gz"):
+        assert default(name) == "", name
+    assert default(str(OPTIONS_FILE)) is None and default("https://x/options.json") is None
+    monkeypatch.setenv("ELMO_OPTIONS_FILE", str(OPTIONS_FILE))
+    monkeypatch.delenv("ELMO_WEIGHT_FILE")
+    with pytest.raises(config_env.ConfigError, match="is an options file: set ELMO_WEIGHT_FILE"):
+        Params.from_file("conll2003_crf_tagger_elmo")
+    assert "ELMO_WEIGHT_FILE" not in config_env.config_defaults()
+    monkeypatch.setenv("ELMO_WEIGHT_FILE", str(WEIGHT_FILE))  # set: no default needed
+    Params.from_file("conll2003_crf_tagger_elmo")
+    monkeypatch.setenv("ELMO_OPTIONS_FILE", "wikipedia_1024")
+    monkeypatch.delenv("ELMO_WEIGHT_FILE")
+    embedder = Params.from_file("conll2003_crf_tagger_elmo").as_dict()["model"][
+        "text_field_embedder"
+    ]
+    assert embedder["weight_file"] == ""
