@@ -6,7 +6,10 @@ The driver reads the inputs once to plan shards of `--shard-lines` lines (byte r
 worker seeks straight to its lines) and to check every line: an empty or non-UTF-8 line is one
 error naming FILE:LINE before any work, or with `--skip-bad-lines` skipped and counted. Each
 shard is one Parquet file, written to a partial file and moved into place when complete, so a
-re-run (same arguments; `_manifest.json` checks them) embeds only the shards that are missing.
+re-run embeds only the shards that are missing or truncated (each kept shard's footer and row
+count checked). `_manifest.json` records what the shards are computed from (the biLM's SHA-256,
+each input's absolute path, size and SHA-256, the options that change the vectors): a re-run
+that differs is refused, naming what changed; `--overwrite` starts over.
 A corpus too small to give every worker a shard is cut into smaller shards (one line says so).
 Ray restarts a worker that dies and retries its shard. A worker holds its shard's text and one
 batch of vectors: memory is bounded by `--batch-size`, not by the corpus.
@@ -15,6 +18,7 @@ batch of vectors: memory is bounded by `--batch-size`, not by the corpus.
 import argparse
 import dataclasses
 import gzip
+import hashlib
 import io
 import json
 import logging
@@ -33,9 +37,12 @@ from elmo_bilm.bulk import DEFAULT_BATCH_SIZE, Layers, embed_sorted, line_words
 from elmo_bilm.embed import add_layer_arguments, layers_of
 from elmo_bilm.files import USER_ERRORS, FormatError, decode_line, expand_paths, raw_lines
 from elmo_bilm.loading import add_bilm_arguments, load_bilm
+from elmo_bilm.manylangs import is_manylangs_folder
 from elmo_bilm.parquet import DTYPES, EmbeddingWriter, import_extra, require_pyarrow
 from elmo_bilm.precision import add_precision_argument, set_precision
+from elmo_bilm.published import resolve
 from elmo_bilm.ray_noise import filtered_stderr
+from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +60,8 @@ def require_ray() -> Any:
 class Shard:
     """`lines` lines of `file` from `first_line` (1-based): bytes `start` to `end` (`end` -1:
     to the end of the file; `start` -1: a gzip file, read from its start); `skipped`: the bad
-    lines left out (`--skip-bad-lines`); `tokens`: the tokens of the rest."""
+    lines left out (`--skip-bad-lines`); `tokens`: the tokens of the rest; `path`: where the
+    workers open `file` (absolute, or the URI)."""
 
     name: str
     file: str
@@ -63,6 +71,12 @@ class Shard:
     end: int = -1
     skipped: List[int] = dataclasses.field(default_factory=list)
     tokens: int = 0
+    path: str = ""
+
+
+def location(file: str) -> str:
+    """`file` as every worker opens it: a URI as it is, a local path made absolute."""
+    return file if "://" in file else os.path.abspath(file)
 
 
 def filesystem(path: str) -> Tuple[Any, str]:
@@ -150,7 +164,8 @@ def plan(
                     if shards and shards[-1].file == file and offset >= 0:
                         shards[-1].end = offset
                     index = (count - 1) // shard_lines
-                    shards.append(Shard(f"{prefix}-{index:05d}", file, count, start=offset))
+                    name = f"{prefix}-{index:05d}"
+                    shards.append(Shard(name, file, count, start=offset, path=location(file)))
                 shard = shards[-1]
                 shard.lines += 1
                 try:
@@ -183,7 +198,7 @@ def lines_for_workers(shards: Sequence[Shard], shard_lines: int, num_workers: in
 def shard_sentences(shard: Shard) -> Iterator[Tuple[int, List[str]]]:
     """`(line number, tokens)` of the shard's lines, bad ones left out."""
     skipped = set(shard.skipped)
-    with _open(shard.file) as handle:
+    with _open(shard.path or shard.file) as handle:
         if shard.start >= 0:
             handle.seek(shard.start)
             data = handle.read(shard.end - shard.start) if shard.end >= 0 else handle.read()
@@ -270,6 +285,41 @@ def _words(item: Tuple[int, List[str]]) -> List[str]:
     return item[1]
 
 
+def _sha256(fs: Any, paths: Sequence[str]) -> Tuple[int, str]:
+    """The total size and SHA-256 of the files `paths` on `fs`, read in 1 MiB blocks."""
+    digest, size = hashlib.sha256(), 0
+    for path in paths:
+        with fs.open_input_stream(path) as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+                size += len(block)
+    return size, digest.hexdigest()
+
+
+def bilm_sha256(options_file: Optional[str], weight_file: Optional[str]) -> str:
+    """The SHA-256 of the biLM's files as `load_bilm` finds them: the shipped biLM's, a name's or
+    URL's resolved local files (`elmo_bilm.published.resolve`), an ELMoForManyLangs folder's
+    files (name order)."""
+    if not options_file and not weight_file:
+        files = [str(DEFAULT_OPTIONS_FILE), str(DEFAULT_WEIGHT_FILE)]
+    elif not weight_file and is_manylangs_folder(options_file):  # type: ignore[arg-type]
+        folder = str(options_file)
+        files = sorted(
+            os.path.join(top, name) for top, _, names in os.walk(folder) for name in names
+        )
+    else:
+        files = list(resolve(options_file, weight_file))
+    fs = filesystem(files[0])[0]
+    return _sha256(fs, [filesystem(f)[1] for f in files])[1]
+
+
+def input_record(file: str) -> Dict[str, Any]:
+    """What identifies an input: its absolute path (or URI), size and SHA-256."""
+    fs, path = filesystem(file)
+    size, digest = _sha256(fs, [path])
+    return {"path": location(file), "size": size, "sha256": digest}
+
+
 def _manifest(arguments: Dict[str, Any], shards: Sequence[Shard]) -> Dict[str, Any]:
     return {
         **arguments,
@@ -300,23 +350,115 @@ def _shard_size(
     return lines_for_workers(shards, shard_lines, num_workers)
 
 
+# recorded for the reader, not compared: the same biLM by another path is the same biLM
+INFORMATIONAL = ("options_file", "weight_file")
+
+
+def _inputs_changed(previous: List[Dict[str, Any]], current: List[Dict[str, Any]]) -> str:
+    """The first difference between two runs' input records, in words."""
+    before = {record["path"]: record for record in previous}
+    for record in current:
+        old = before.get(record["path"])
+        if old is None:
+            return f"{record['path']} is not among the earlier run's"
+        if old != record:
+            return (
+                f"{record['path']} changed ({old['size']} -> {record['size']} bytes, other content)"
+            )
+    missing = sorted(set(before) - {record["path"] for record in current})
+    return f"{missing[0]} is not given" if missing else "in another order"
+
+
 def _check_manifest(fs: Any, root: str, manifest: Dict[str, Any]) -> None:
     """Write the run's manifest, or compare it with the one a previous run left: a resumed run
-    must embed the same inputs the same way."""
+    must embed the same inputs with the same biLM the same way."""
     path = f"{root}/{MANIFEST}"
-    try:
-        with fs.open_input_stream(path) as handle:
-            previous = json.loads(handle.read().decode("utf-8"))
-    except FileNotFoundError:
+    previous = _read_manifest(fs, root)
+    if previous is None:
         with fs.open_output_stream(path + ".partial") as out:
             out.write(json.dumps(manifest, indent=1).encode("utf-8"))
         fs.move(path + ".partial", path)
         return
-    changed = sorted(key for key in manifest if previous.get(key) != manifest[key])
-    if changed:
+    again = "resume with the same inputs, biLM and options, start over with --overwrite, or write elsewhere"
+    if "inputs" not in previous:
         raise ValueError(
-            f"{path}: this folder holds a run with other {', '.join(changed)}; resume it with "
-            "the same arguments or write elsewhere"
+            f"{path}: this folder holds a run of an earlier elmo-embed-corpus that did not record "
+            f"its inputs and biLM; start over with --overwrite, or write elsewhere"
+        )
+    changed = [key for key in manifest if key not in INFORMATIONAL]
+    changed = [key for key in changed if previous.get(key) != manifest[key]]
+    if "inputs" in changed and "shards" in changed:
+        changed.remove("shards")  # the inputs' shards
+    words = {
+        "bilm_sha256": "biLM (its files' SHA-256 {} -> {})".format(
+            str(previous.get("bilm_sha256"))[:12], str(manifest.get("bilm_sha256"))[:12]
+        ),
+    }
+    if "inputs" in changed:
+        words["inputs"] = f"inputs ({_inputs_changed(previous['inputs'], manifest['inputs'])})"
+    if changed:
+        what = ", ".join(words.get(key, key) for key in changed)
+        raise ValueError(f"{path}: this folder holds a run with other {what}; {again}")
+
+
+def _overwrite(fs: Any, root: str) -> None:
+    """Delete what runs of `elmo-embed-corpus` wrote in `root` (shards, partial files, the
+    manifest and the summary), nothing else."""
+    import pyarrow.fs as pafs
+
+    ours = (".parquet", ".partial", MANIFEST, SUMMARY)
+    for item in fs.get_file_info(pafs.FileSelector(root)):
+        if item.type == pafs.FileType.File and item.base_name.endswith(ours):
+            fs.delete_file(f"{root}/{item.base_name}")
+
+
+def _complete(fs: Any, path: str, rows: int) -> Optional[str]:
+    """None when the Parquet file `path` has a footer and `rows` rows, else what is wrong."""
+    pq = require_pyarrow()
+    try:
+        with fs.open_input_file(path) as handle:
+            found = pq.ParquetFile(handle).metadata.num_rows
+    except (ValueError, OSError) as error:  # pyarrow's ArrowInvalid is a ValueError
+        return f"truncated or damaged ({str(error).splitlines()[0]})"
+    return None if found == rows else f"{found} rows, not {rows}"
+
+
+def _count(number: float, unit: str) -> str:
+    return f"no {unit}" if number == 0 else f"{number:g} {unit}{'s' if number != 1 else ''}"
+
+
+def check_resources(ray: Any, workers: int, cpus: int, gpus: float) -> None:
+    """Refuse (one line) `workers` actors of `cpus` CPUs and `gpus` GPUs that the Ray cluster
+    cannot hold: Ray itself would wait for them forever."""
+    total = ray.cluster_resources()
+    nodes = [node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")] or [total]
+    has_cpus, has_gpus = total.get("CPU", 0.0), total.get("GPU", 0.0)
+    has = f"{_count(has_cpus, 'CPU')} ({_count(has_gpus, 'GPU')})"
+    if gpus > 0:
+        largest = max(node.get("GPU", 0.0) for node in nodes)
+        flag = f"--gpus-per-worker {gpus:g}"
+        if has_gpus == 0:
+            raise ValueError(
+                f"{flag} asks for {_count(gpus, 'GPU')} per worker; the Ray cluster has no GPU "
+                f"({_count(has_cpus, 'CPU')})"
+            )
+        if largest < gpus:
+            raise ValueError(
+                f"{flag} asks for {_count(gpus, 'GPU')} per worker; the Ray cluster's largest "
+                f"machine has {_count(largest, 'GPU')}"
+            )
+        if workers * gpus > has_gpus:
+            raise ValueError(
+                f"{flag} --num-workers {workers} asks for {_count(workers * gpus, 'GPU')} "
+                f"({gpus:g} per worker); the Ray cluster has {_count(has_gpus, 'GPU')} "
+                f"({_count(has_cpus, 'CPU')})"
+            )
+    largest = max(node.get("CPU", 0.0) for node in nodes)
+    if cpus > largest or workers * cpus > has_cpus:
+        raise ValueError(
+            f"--cpus-per-worker {cpus} --num-workers {workers} asks for "
+            f"{_count(workers * cpus, 'CPU')} ({cpus} per worker); the Ray cluster has {has}"
+            + (f", {largest:g} on its largest machine" if len(nodes) > 1 else "")
         )
 
 
@@ -347,9 +489,11 @@ def embed_corpus(
     address: Optional[str] = None,
     skip_bad_lines: bool = False,
     precision: str = "float32",
+    overwrite: bool = False,
 ) -> Dict[str, Any]:
-    """Embed every line of `inputs` into Parquet shards under `output_dir` (see the module);
-    returns the run's summary (also written to `_summary.json`)."""
+    """Embed every line of `inputs` into Parquet shards under `output_dir` (see the module;
+    `overwrite`: delete an earlier run's shards there first); returns the run's summary (also
+    written to `_summary.json`)."""
     ray = require_ray()
 
     options_file = os.fspath(options_file) if options_file else None
@@ -362,6 +506,8 @@ def embed_corpus(
     shards, skipped = plan(inputs, shard_lines, skip_bad_lines)
     fs, root = filesystem(output_dir)
     fs.create_dir(root, recursive=True)
+    if overwrite:
+        _overwrite(fs, root)
     size = _shard_size(fs, root, shards, shard_lines, num_workers)
     if size != shard_lines:  # a small corpus: smaller shards, so that every worker gets one
         lines = sum(s.lines for s in shards)
@@ -388,15 +534,26 @@ def embed_corpus(
         "weight_file": weight_file,
         "layers": dataclasses.asdict(layers),
         "dtype": dtype,
+        "precision": precision,
         "shard_lines": shard_lines,
+        # what the vectors are computed from (--batch-size changes float32 rounding only)
+        "bilm_sha256": bilm_sha256(options_file, weight_file),
+        "inputs": [input_record(file) for file in dict.fromkeys(s.file for s in shards)],
     }
-    if precision != "float32":  # another precision, other vectors (float32: old manifests match)
-        arguments["precision"] = precision
-    if size != shard_lines:  # the split of a small corpus (unsplit: old manifests match)
+    if size != shard_lines:  # the split of a small corpus
         arguments["lines_per_shard"] = size
     _check_manifest(fs, root, _manifest(arguments, shards))
     present = set(_remove_partials(fs, root))  # left by a killed run
-    pending = [s for s in shards if f"{s.name}.parquet" not in present]
+    pending = []
+    for shard in shards:
+        path = f"{root}/{shard.name}.parquet"
+        if f"{shard.name}.parquet" in present:
+            wrong = _complete(fs, path, shard.lines - len(shard.skipped))
+            if wrong is None:
+                continue
+            logger.warning("elmo-embed-corpus: %s: %s; embedding it again", path, wrong)
+            fs.delete_file(path)
+        pending.append(shard)
     workers: Dict[int, float] = {}  # peak RSS of each worker process
     busy: Dict[int, float] = {}  # seconds each worker spent on its shards
     started = time.perf_counter()
@@ -405,6 +562,7 @@ def embed_corpus(
         if not ready:
             ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING)
         try:
+            check_resources(ray, min(num_workers, len(pending)), cpus_per_worker, gpus_per_worker)
             context = ray.data.DataContext.get_current()
             context.enable_progress_bars = False
             dataset = ray.data.from_items(
@@ -488,6 +646,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         action="store_true",
         help="skip (and count) empty or non-UTF-8 lines instead of stopping at the first",
     )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start over: delete an earlier run's shards, manifest and summary in output_dir",
+    )
     return parser
 
 
@@ -517,6 +680,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             args.address,
             args.skip_bad_lines,
             args.precision,
+            args.overwrite,
         )
     except (*USER_ERRORS, ImportError) as error:
         print(f"elmo-embed-corpus: error: {error}", file=sys.stderr)

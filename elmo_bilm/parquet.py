@@ -135,7 +135,14 @@ def read_embeddings(path: str) -> Iterator[EmbeddedSentence]:
     memory at a time."""
     pq = require_pyarrow()
     for name in parquet_files(path):
-        handle = pq.ParquetFile(name)
+        try:
+            handle = pq.ParquetFile(name)
+        except (ValueError, OSError) as error:  # pyarrow's ArrowInvalid is a ValueError
+            raise ValueError(
+                f"{name}: not a complete Parquet file, truncated or damaged "
+                f"({str(error).splitlines()[0]}); embed it again (a re-run of elmo-embed-corpus "
+                "redoes its truncated shards)"
+            ) from error
         metadata = (handle.schema_arrow.metadata or {}).get(METADATA_KEY)
         if metadata is None:
             raise ValueError(f"{name}: not a file of ELMo vectors (no elmo_bilm metadata)")

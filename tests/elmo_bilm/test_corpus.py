@@ -266,3 +266,103 @@ def test_lines_for_workers_gives_each_worker_a_shard(tmp_path):
     size = lines_for_workers(plan([str(two)], 1000)[0], 1000, 5)  # each file sharded on its own
     assert size == 9 and len(plan([str(two)], size)[0]) == 6
     assert lines_for_workers(plan([str(tiny)], 1000)[0], 1000, 4) == 1  # fewer lines than workers
+
+
+def run_options(**extra):
+    return {"options_file": OPTIONS_FILE, "weight_file": WEIGHT_FILE, "shard_lines": 10, **extra}
+
+
+@pytest.mark.slow
+def test_a_truncated_shard_is_named_by_read_embeddings_and_redone_on_resume(tmp_path, local_ray):
+    """A shard cut short (a copy that stopped midway): `read_embeddings` says which file in one
+    line (not pyarrow's ArrowInvalid), and a resume checks each shard's footer and row count
+    against the manifest and redoes it."""
+    corpus = write_corpus(tmp_path / "in", files=1, lines=20)
+    out = tmp_path / "out"
+    assert embed_corpus([str(corpus)], str(out), **run_options())["embedded_shards"] == 2
+    whole = by_key(out)
+    shard = out / "part0.txt-00001.parquet"
+    data = shard.read_bytes()
+    shard.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match=r"part0.txt-00001.parquet: .*truncated") as error:
+        list(read_embeddings(str(out)))
+    assert "\n" not in str(error.value)
+    summary = embed_corpus([str(corpus)], str(out), **run_options())
+    assert summary["embedded_shards"] == 1
+    again = by_key(out)
+    assert again.keys() == whole.keys()
+    for key, row in whole.items():
+        assert_float32_close(row.embeddings, again[key].embeddings, NETWORK)
+
+
+@pytest.mark.slow
+def test_a_resume_over_other_inputs_or_another_bilm_is_refused(tmp_path, local_ray, monkeypatch):
+    """The manifest records what the shards were computed from: biLM files replaced at the same
+    paths, an input edited (same line count), the same relative input path from another working
+    folder: each resume refused in one line naming what changed and `--overwrite`; with it, the
+    run starts over."""
+    import shutil
+
+    from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+
+    bilm = tmp_path / "bilm"
+    bilm.mkdir()
+    shutil.copy(OPTIONS_FILE, bilm / "options.json")
+    shutil.copy(WEIGHT_FILE, bilm / "weights.hdf5")
+    files = {"options_file": str(bilm / "options.json"), "weight_file": str(bilm / "weights.hdf5")}
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    write_corpus(first / "in", files=1, lines=12)
+    write_corpus(second / "in", files=1, lines=12)
+    (second / "in" / "part0.txt").write_text("another corpus here\n" * 12)
+    out = tmp_path / "out"
+    monkeypatch.chdir(first)
+    assert embed_corpus(["in/part0.txt"], str(out), shard_lines=10, **files)["shards"] == 2
+    # (c) the same relative path from another working folder: another corpus
+    monkeypatch.chdir(second)
+    with pytest.raises(ValueError, match=r"other inputs .*second/in/part0.txt.*--overwrite"):
+        embed_corpus(["in/part0.txt"], str(out), shard_lines=10, **files)
+    # (b) an input edited, the same line count
+    monkeypatch.chdir(first)
+    text = (first / "in" / "part0.txt").read_text()
+    (first / "in" / "part0.txt").write_text(text.replace("cat", "dog", 1))
+    with pytest.raises(ValueError, match=r"other inputs .*first/in/part0.txt.*--overwrite"):
+        embed_corpus(["in/part0.txt"], str(out), shard_lines=10, **files)
+    (first / "in" / "part0.txt").write_text(text)
+    # (a) the biLM's files replaced at the same paths
+    shutil.copy(DEFAULT_OPTIONS_FILE, bilm / "options.json")
+    shutil.copy(DEFAULT_WEIGHT_FILE, bilm / "weights.hdf5")
+    with pytest.raises(ValueError, match=r"other biLM .*--overwrite") as error:
+        embed_corpus(["in/part0.txt"], str(out), shard_lines=10, **files)
+    assert "\n" not in str(error.value)
+    # --overwrite starts over: every shard from the new biLM
+    arguments = ["in/part0.txt", str(out), "--shard-lines", "10", "--overwrite", "--top"]
+    arguments += ["--options-file", files["options_file"], "--weight-file", files["weight_file"]]
+    assert main(arguments) == 0
+    summary = json.loads((out / "_summary.json").read_text())
+    assert summary["embedded_shards"] == 2
+    assert all(row.embeddings.ndim == 2 for row in read_embeddings(str(out)))
+
+
+@pytest.mark.timeout(60)
+def test_ray_requests_the_cluster_cannot_meet_are_one_line(tmp_path, local_ray, capfd):
+    """On the 2-CPU local Ray without a GPU: `--gpus-per-worker 1`, and `--cpus-per-worker 4
+    --num-workers 2`, are one line each naming what was asked and what the cluster has (Ray
+    itself waits forever)."""
+    corpus = write_corpus(tmp_path / "in", files=1, lines=4)
+    arguments = [str(corpus), str(tmp_path / "out"), "--options-file", str(OPTIONS_FILE)]
+    arguments += ["--weight-file", str(WEIGHT_FILE)]
+    assert main([*arguments, "--gpus-per-worker", "1"]) == 1
+    err = capfd.readouterr().err.strip().splitlines()[-1]
+    assert err == (
+        "elmo-embed-corpus: error: --gpus-per-worker 1 asks for 1 GPU per worker; "
+        "the Ray cluster has no GPU (2 CPUs)"
+    )
+    arguments[1] = str(tmp_path / "out2")
+    assert main([*arguments, "--cpus-per-worker", "4", "--num-workers", "2"]) == 1
+    err = capfd.readouterr().err.strip().splitlines()[-1]
+    assert err == (
+        "elmo-embed-corpus: error: --cpus-per-worker 4 --num-workers 2 asks for 8 CPUs "
+        "(4 per worker); the Ray cluster has 2 CPUs (no GPU)"
+    )
