@@ -273,7 +273,9 @@ def run_options(**extra):
 
 
 @pytest.mark.slow
-def test_a_truncated_shard_is_named_by_read_embeddings_and_redone_on_resume(tmp_path, local_ray):
+def test_a_truncated_shard_is_named_by_read_embeddings_and_redone_on_resume(
+    tmp_path, local_ray, caplog
+):
     """A shard cut short (a copy that stopped midway): `read_embeddings` says which file in one
     line (not pyarrow's ArrowInvalid), and a resume checks each shard's footer and row count
     against the manifest and redoes it."""
@@ -289,6 +291,8 @@ def test_a_truncated_shard_is_named_by_read_embeddings_and_redone_on_resume(tmp_
     assert "\n" not in str(error.value)
     summary = embed_corpus([str(corpus)], str(out), **run_options())
     assert summary["embedded_shards"] == 1
+    assert "part0.txt-00001.parquet: truncated or damaged" in caplog.text
+    assert "embedding it again" in caplog.text
     again = by_key(out)
     assert again.keys() == whole.keys()
     for key, row in whole.items():
