@@ -3,11 +3,9 @@ interface as the `bmm` path of `elmo_bilm.lstm`.
 
 For the small-batch products of the recurrence whose weights do not fit in the CPU cache (streamed
 from memory at every step) oneDNN's prepacked linear is faster than `bmm`; for small weights its
-per-call overhead loses. Measured here (2-core EPYC, 32 MB L3, batch 32, 2 layers): per-step
-weights of 5 MB per layer (both directions) 175 ms bmm vs 205 ms oneDNN, 20 MB 516 vs 502, 40 MB
-1018 vs 814, 80 MB (the paper's biLM) 2092 vs 1692. The input-to-gate products cover every
-position of a batch at once (hundreds of rows): oneDNN beats `baddbmm` there at every size
-measured (e.g. 350 rows x 512 -> 16384: 41 vs 83 ms).
+per-call overhead loses, hence the size threshold below. The input-to-gate products cover every
+position of a batch at once (hundreds of rows), where oneDNN is faster at every size measured.
+The measurements behind the threshold are in docs/performance.md ("oneDNN's packed products").
 
 The only torch entry points are `torch.ops.mkldnn._reorder_linear_weight` and
 `torch.ops.mkldnn._linear_pointwise` (what `torch.compile`'s CPU backend uses): there is no
