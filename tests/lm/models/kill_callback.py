@@ -23,14 +23,15 @@ class KillAfterEpoch(TrainerCallback):
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-@TrainerCallback.register("test_kill_at_batch")
-class KillAtBatch(TrainerCallback):
-    """SIGKILL as training batch `$KILL_AT_BATCH` ("EPOCH:BATCH", 1-based) of an epoch ends, after
-    the checkpoints before it and before its own (a run preempted mid-epoch)."""
+class SignalAtBatch(TrainerCallback):
+    """Sends this process `SIGNAL` as training batch `$VARIABLE` ("EPOCH:BATCH") ends."""
+
+    SIGNAL = signal.SIGKILL
+    VARIABLE = "KILL_AT_BATCH"
 
     def __init__(self, serialization_dir: str) -> None:
         super().__init__(serialization_dir)
-        epoch, batch = os.environ.get("KILL_AT_BATCH", "-1:-1").split(":")
+        epoch, batch = os.environ.get(self.VARIABLE, "-1:-1").split(":")
         self.at = (int(epoch), int(batch))
 
     def on_batch(
@@ -46,4 +47,10 @@ class KillAtBatch(TrainerCallback):
         **kwargs: Any,
     ) -> None:
         if is_training and (epoch, batch_number) == self.at:
-            os.kill(os.getpid(), signal.SIGKILL)
+            os.kill(os.getpid(), self.SIGNAL)
+
+
+@TrainerCallback.register("test_kill_at_batch")
+class KillAtBatch(SignalAtBatch):
+    """SIGKILL as training batch `$KILL_AT_BATCH` ("EPOCH:BATCH", 1-based) of an epoch ends, after
+    the checkpoints before it and before its own (a run preempted mid-epoch)."""
