@@ -8,7 +8,9 @@ before each batch (every word through the CNN). `--variants` adds the alternativ
 choose the defaults: bfloat16 with a bfloat16 LSTM cell state or a float32 recurrent product,
 int8 with the recurrent product in bfloat16 or float32, and `torch.autocast` around a float32
 biLM. `--force` runs bfloat16 without the CPU check (to time it where the CPU lacks the
-instructions, e.g. under `ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2`).
+instructions, e.g. under `ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2`). `--products` times
+the paper configuration's single products instead, `--pos-probe N` the Section 5 POS probe's
+accuracy per layer in each precision.
 """
 
 import argparse
@@ -155,6 +157,32 @@ def products(repeats: int) -> None:
         print(product_row(*shape, repeats), flush=True)
 
 
+def pos_probes(train_sentences: int, bilm_name: "str | None") -> None:
+    """The POS probe's accuracy per layer with the biLM in each precision (one seed: the
+    probe's training is seeded, so the precisions differ only by their features)."""
+    from benchmarks.common import DATA
+    from elmo_plugin.analysis.probes import pos_probe
+
+    folder = DATA / "ud_english_ewt"
+    print("| precision | accuracy per layer | difference from float32 (points) |")
+    print("| --- | --- | --- |")
+    reference = None
+    for name in VARIANTS:
+        bilm = set_precision(load_bilm(bilm_name).eval(), name)
+        result = pos_probe(
+            bilm,
+            str(folder / "en_ewt-ud-train.conllu"),
+            str(folder / "en_ewt-ud-dev.conllu"),
+            max_train_sentences=train_sentences,
+        )
+        accuracy = result["accuracy_per_layer"]
+        reference = reference or accuracy
+        cells = " / ".join(f"{100 * a:.2f}" for a in accuracy)
+        diffs = " / ".join(f"{100 * (a - r):+.2f}" for a, r in zip(accuracy, reference))
+        print(f"| {name} | {cells} | {diffs} |", flush=True)
+        emit({"bench": "precision_pos", "precision": name, **result})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", nargs="+", default=["small", "paper"])
@@ -170,10 +198,21 @@ def main() -> None:
     parser.add_argument(
         "--products", action="store_true", help="only time single products (threads: the first)"
     )
+    parser.add_argument(
+        "--pos-probe",
+        type=int,
+        metavar="N",
+        help="only the Section 5 POS probe (UD English EWT, the first N training sentences, the "
+        "dev set) of each precision, with the biLM of --bilm",
+    )
+    parser.add_argument("--bilm", help="for --pos-probe: a biLM's name (default: the shipped one)")
     args = parser.parse_args()
+    torch.set_num_threads(args.threads[0])
     if args.products:
-        torch.set_num_threads(args.threads[0])
         products(max(5, 4 * args.rounds))
+        return
+    if args.pos_probe:
+        pos_probes(args.pos_probe, args.bilm)
         return
     variants = {**VARIANTS, **(EXTRA if args.variants else {})}
     if args.only:

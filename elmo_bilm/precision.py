@@ -149,6 +149,11 @@ _REDUCE_RANGE = not torch.cpu._is_vnni_supported()
 
 def _int8_linear(x: torch.Tensor, packed: Any) -> torch.Tensor:
     """`x @ W.T + b` with `x` quantized per call (fbgemm: one scale per tensor)."""
+    if x.device.type != "cpu":  # a biLM moved after `set_precision(bilm, "int8")`
+        raise RuntimeError(
+            f"precision 'int8' runs on the CPU, the biLM is on {x.device}: set another "
+            "precision (set_precision) before moving it"
+        )
     return cast(torch.Tensor, torch.ops.quantized.linear_dynamic(x, packed, _REDUCE_RANGE))
 
 
