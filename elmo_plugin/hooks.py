@@ -15,9 +15,10 @@
    (`elmo_plugin.common.config_env`): the shipped biLM, data under `$ELMO_PLUGIN_DATA`, built
    word vectors; an unset or missing dataset is one error naming the variable. Any other config
    is read as AllenNLP reads it. Nothing is written into the environment.
-3. **Safe checkpoint loading.** torch >= 2.6 loads with `weights_only=True`; AllenNLP's training
-   states (`allennlp train --recover`) hold numpy scalars, so exactly those numpy types are added to
-   torch's allow-list (instead of switching the safe loader off).
+3. **Safe checkpoint loading: no longer global.** torch >= 2.6 loads with `weights_only=True`;
+   AllenNLP's training states (`allennlp train --recover`) hold numpy scalars, which the plugin's
+   checkpointer (`elmo_plugin_safe`, in every config of the plugin) allows for its own loads only
+   (`torch.serialization.safe_globals`); torch's allow-list is left as it is.
 4. **An exit hook for distributed runs.** AllenNLP's workers return without destroying their
    process group; with torch 2.x gloo can then abort the process at exit (SIGABRT) before the
    model is archived. The group is destroyed at exit.
@@ -39,15 +40,14 @@ Besides, importing the plugin registers its components, each under a name of its
 (`elmo_plugin_*`): AllenNLP's `reduce_on_plateau`, which passes the `verbose=` that torch >= 2.7
 removed, is left as it is; the plugin's configs name `elmo_plugin_reduce_on_plateau`. Hooks 1, 5
 and 7 act only on the plugin's objects (its mixes, its placement modules, its errors and
-`allennlp train`'s interrupts); 3, 4 and 6 reach everyone by design (docs/design.md says why);
+`allennlp train`'s interrupts), 3 lives in the plugin's checkpointer; 4 and 6 reach everyone by
+design (docs/design.md says why);
 `tests/test_foreign_configs.py` trains a config without the plugin's components to the same
 weights and metrics with and without the plugin.
 """
 
 import atexit
 
-import numpy
-import torch
 import torch.distributed as dist
 
 from elmo_bilm import archives
@@ -55,17 +55,6 @@ from elmo_plugin.common import command_line, config_env
 from elmo_plugin.modules import placement_contract, regularization
 
 _installed = False
-
-
-def allow_numpy_scalars_in_checkpoints() -> None:
-    """Add numpy's scalar reconstructor and dtypes to torch's weights-only allow-list."""
-    dtypes = [
-        type(numpy.dtype(name))
-        for name in ("float16", "float32", "float64", "int32", "int64", "bool")
-    ]
-    # numpy 2 pickles scalars by this private path; numpy's stubs do not declare it
-    scalar = numpy._core.multiarray.scalar  # type: ignore[attr-defined]
-    torch.serialization.add_safe_globals([scalar, numpy.dtype, *dtypes])
 
 
 def destroy_process_group() -> None:
@@ -82,13 +71,12 @@ def route_archive_extraction() -> None:
 
 
 def install() -> None:
-    """Install hooks 1-7; idempotent."""
+    """Install hooks 1, 2 and 4-7 (3 lives in the plugin's checkpointer); idempotent."""
     global _installed
     if _installed:
         return
     regularization.install()
     config_env.install()
-    allow_numpy_scalars_in_checkpoints()
     atexit.register(destroy_process_group)
     placement_contract.install()
     route_archive_extraction()

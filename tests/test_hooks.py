@@ -1,3 +1,4 @@
+import pickle
 import subprocess
 import sys
 
@@ -8,12 +9,26 @@ import torch
 from tests.conftest import free_port
 
 
-def test_checkpoints_with_numpy_scalars_load_with_the_safe_default(tmp_path):
-    # elmo_plugin (imported by conftest) allow-lists numpy scalars for torch's weights-only loader
+def test_checkpoints_with_numpy_scalars_load_through_the_plugins_checkpointer_only(tmp_path):
+    # AllenNLP's training states hold numpy scalars: the plugin's checkpointer loads them with
+    # torch's weights-only loader; torch's own allow-list is left as it is (issue 58 item 3)
+    from allennlp.training.checkpointer import Checkpointer
+
+    from elmo_plugin.training.safe_checkpointer import SafeCheckpointer
+
     state = {"metric_tracker": {"best": numpy.float64(0.25), "count": numpy.int64(3)}}
-    torch.save(state, tmp_path / "training_state.th")
-    loaded = torch.load(tmp_path / "training_state.th", weights_only=True)
-    assert loaded["metric_tracker"]["best"] == 0.25 and loaded["metric_tracker"]["count"] == 3
+    for checkpointer in (SafeCheckpointer(str(tmp_path)), Checkpointer(str(tmp_path))):
+        torch.save({"w": torch.ones(1)}, tmp_path / "model_state_e0_b0.th")
+        torch.save(state, tmp_path / "training_state_e0_b0.th")
+        if isinstance(checkpointer, SafeCheckpointer):
+            loaded = checkpointer.load_checkpoint()
+            assert loaded is not None
+            assert loaded.trainer_state["metric_tracker"] == {"best": 0.25, "count": 3}
+        else:  # AllenNLP's, as without the plugin
+            with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+                checkpointer.load_checkpoint()
+    with pytest.raises(pickle.UnpicklingError):
+        torch.load(tmp_path / "training_state_e0_b0.th", weights_only=True)
 
 
 @pytest.mark.slow

@@ -5,9 +5,11 @@ import logging
 import os
 import shutil
 import zipfile
-from typing import Any, Set, Tuple
+from typing import Any, List, Optional, Set, Tuple
 
-from allennlp.training.checkpointer import Checkpointer
+import numpy
+import torch
+from allennlp.training.checkpointer import Checkpointer, TrainerCheckpoint
 
 from elmo_plugin.common.config_env import ConfigError
 
@@ -20,6 +22,18 @@ class CheckpointWriteError(ConfigError, OSError):
     (`elmo_plugin.common.command_line`)."""
 
 
+def numpy_scalar_globals() -> List[Any]:
+    """numpy's scalar reconstructor and dtypes: what AllenNLP's training states hold beyond
+    tensors and plain values (its metric tracker keeps numpy scalars)."""
+    dtypes = [
+        type(numpy.dtype(name))
+        for name in ("float16", "float32", "float64", "int32", "int64", "bool")
+    ]
+    # numpy 2 pickles scalars by this private path; numpy's stubs do not declare it
+    scalar = numpy._core.multiarray.scalar  # type: ignore[attr-defined]
+    return [scalar, numpy.dtype, *dtypes]
+
+
 @Checkpointer.register("elmo_plugin_safe")
 class SafeCheckpointer(Checkpointer):
     """AllenNLP's checkpointer, but only complete checkpoints count.
@@ -30,7 +44,8 @@ class SafeCheckpointer(Checkpointer):
     incomplete one is renamed to `*.incomplete` (kept, never deleted) and recovery resumes from the
     newest complete one. A checkpoint that cannot be written (a full disk: torch's "enforce fail
     at inline_container.cc ... unexpected pos") stops the run with one line naming the folder and
-    its free space. Same parameters as the "default" checkpointer.
+    its free space. `--recover` loads AllenNLP's training states (numpy scalars in them) with
+    torch's weights-only loader. Same parameters as the "default" checkpointer.
 
     Registered as a `Checkpointer` with name "elmo_plugin_safe".
     """
@@ -49,6 +64,13 @@ class SafeCheckpointer(Checkpointer):
                         )
                         os.replace(path, f"{path}.incomplete")
         return complete
+
+    def load_checkpoint(self) -> Optional[TrainerCheckpoint]:
+        """AllenNLP's, with numpy's scalars allowed to torch's weights-only loader for this load
+        only (torch >= 2.6 loads weights-only by default, and refused AllenNLP's training states;
+        the loader stays safe: no code, only these types)."""
+        with torch.serialization.safe_globals(numpy_scalar_globals()):
+            return super().load_checkpoint()
 
     def save_checkpoint(self, trainer: Any) -> None:
         try:
