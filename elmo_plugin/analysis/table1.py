@@ -5,12 +5,14 @@ The grid is six tasks x {baseline, + ELMo (the config's paper placement)} x seed
 and metrics are written), so an interrupted table continues where it stopped.
 """
 
+import contextlib
 import json
 import math
+import os
 import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from elmo_plugin.analysis import sweep
 from elmo_plugin.common.config_env import CONFIG_DIR
@@ -48,6 +50,8 @@ class Scale:
     fraction: float = 1.0
     overrides: Dict[str, Any] = field(default_factory=dict)
     fraction_batches_per_epoch: Optional[int] = None
+    # data variables the scale sets for its runs, over the environment (the `smoke` slices)
+    data: Dict[str, str] = field(default_factory=dict)
 
 
 # `cpu`: subsets and epoch caps sized for one CPU core a run, on the data the configs default to;
@@ -106,7 +110,107 @@ SCALES: Dict[str, Dict[str, Scale]] = {
     },
 }
 
+# `smoke`: a taste of the table in minutes on the slices shipped in elmo_plugin/data/smoke (its
+# README: licences, provenance), 2 epochs a run, with word2vec vectors of a 10,000-sentence slice of
+# Wikipedia built beside the runs; NER (CoNLL-2003 cannot be shipped) joins only when its data
+# variables name CoNLL-2003, then on 3% of its training sentences. Not comparable to the paper.
+SMOKE_DIR = Path(__file__).resolve().parents[1] / "data" / "smoke"
+SMOKE_NOTE = "smoke: not comparable to the paper (tiny slices, 2 epochs a run)"
+SMOKE_EPOCHS = {"trainer.num_epochs": 2}
+
+
+def _smoke_data(*pairs: Tuple[str, str]) -> Dict[str, str]:
+    """Each data variable's three splits, `PREFIX_TRAIN`... = the smoke file `PATTERN` names."""
+    return {
+        f"{prefix}_{split.upper()}": str(SMOKE_DIR / pattern.format(split=split))
+        for prefix, pattern in pairs
+        for split in ("train", "dev", "test")
+    }
+
+
+SCALES["smoke"] = {
+    "squad": Scale(overrides=SMOKE_EPOCHS, data=_smoke_data(("SQUAD", "squad/{split}.json"))),
+    "snli": Scale(overrides=SMOKE_EPOCHS, data=_smoke_data(("SNLI", "snli/{split}"))),
+    "srl": Scale(
+        overrides={**SMOKE_EPOCHS, "data_loader.batch_sampler.batch_size": 16},
+        data=_smoke_data(("SRL", "srl/{split}.gold_conll")),
+    ),
+    "coref": Scale(
+        overrides={**SMOKE_EPOCHS, "model.max_antecedents": 50},
+        data=_smoke_data(("COREF", "coref/{split}.gold_conll")),
+    ),
+    "ner": Scale(fraction=0.03, overrides=SMOKE_EPOCHS),  # the user's CoNLL-2003
+    "sst": Scale(
+        overrides={**SMOKE_EPOCHS, "dataset_reader.use_subtrees": False},
+        data=_smoke_data(("SST", "sst/{split}.txt")),
+    ),
+}
+SMOKE_WIKIPEDIA = SMOKE_DIR / "wikipedia" / "sentences.txt.gz"
+CONLL2003_VARIABLES = ("CONLL2003_TRAIN", "CONLL2003_DEV", "CONLL2003_TEST")
+
 SUBSET_SEED = 0  # the training subset of a fraction < 1, the same for every run
+
+
+def conll2003_given() -> bool:
+    """Whether CoNLL-2003 is at hand for NER at the `smoke` scale: its three data variables (set,
+    or defaults under `$ELMO_PLUGIN_DATA`) name existing files."""
+    from elmo_plugin.common.config_env import config_defaults
+
+    values = {**config_defaults(), **os.environ}
+    return all(os.path.isfile(values.get(name) or "") for name in CONLL2003_VARIABLES)
+
+
+def scale_tasks(scale: str, tasks: Optional[Sequence[str]] = None) -> List[str]:
+    """The tasks a table at `scale` trains: `tasks` (default all six), less NER at the `smoke`
+    scale without CoNLL-2003 (asked for by name, that is an error saying what to set)."""
+    if tasks is None:
+        return [t for t in TASKS if not (scale == "smoke" and t == "ner" and not conll2003_given())]
+    if scale == "smoke" and "ner" in tasks and not conll2003_given():
+        raise ValueError(
+            "ner at the smoke scale reads CoNLL-2003 (its licence does not allow shipping a "
+            f"slice): set {', '.join(CONLL2003_VARIABLES)} to its files (or ELMO_PLUGIN_DATA to a "
+            "folder with conll2003/)"
+        )
+    return list(tasks)
+
+
+def build_smoke_vectors(serialization_dir: str, tasks: Sequence[str]) -> Dict[str, str]:
+    """The `smoke` scale's word vectors for `tasks`: word2vec on the shipped Wikipedia slice,
+    built once under `serialization_dir/word_vectors` (a progress bar per file); returns each
+    task's word-vector variable -> its file."""
+    from elmo_plugin.data.word_vectors import BASELINE_VECTORS, train_word_vectors
+
+    folder = Path(serialization_dir) / "word_vectors"
+    folder.mkdir(parents=True, exist_ok=True)
+    wanted = {TASKS[task].word_vectors for task in tasks}
+    variables = {}
+    for name, spec in BASELINE_VECTORS.items():
+        if not wanted & set(spec.variables):
+            continue
+        path = folder / f"{name}.txt.gz"
+        if not path.is_file():
+            train_word_vectors(
+                [str(SMOKE_WIKIPEDIA)], str(path), dim=spec.dim, lowercase=spec.lowercase,
+                min_count=3, epochs=3,
+            )  # fmt: skip
+        variables.update({v: str(path) for v in spec.variables if v in wanted})
+    return variables
+
+
+@contextlib.contextmanager
+def environment(variables: Dict[str, str]) -> Iterator[None]:
+    """`variables` set in `os.environ` (the runs' `allennlp train` processes inherit them), the
+    previous values restored afterwards."""
+    before = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def runs(seeds: Sequence[int], fraction: float) -> List[sweep.Run]:
@@ -253,8 +357,10 @@ def markdown(
         else ""
     )
     source = f"; baseline runs from `{baselines_from}`" if baselines_from else ""
+    note = f"**{SMOKE_NOTE}**\n\n" if scale == "smoke" else ""
     return (
-        f"Table 1 at the `{scale}` scale (test figures, mean +/- std over seeds{source})\n\n"
+        note
+        + f"Table 1 at the `{scale}` scale (test figures, mean +/- std over seeds{source})\n\n"
         + markdown_table(header, body)
         + total
         + runs_section
@@ -315,8 +421,9 @@ def comparison_markdown(compared: Sequence[Dict[str, Any]], other_path: str) -> 
     )
 
 
-def figure(rows: Sequence[Dict[str, Any]]):
-    """Per task: baseline and + ELMo (mean, std bars), the paper's two figures as markers."""
+def figure(rows: Sequence[Dict[str, Any]], title: Optional[str] = None):
+    """Per task: baseline and + ELMo (mean, std bars), the paper's two figures as markers;
+    `title` above (the `smoke` scale's note)."""
     from elmo_plugin.analysis.report import pyplot
 
     plt = pyplot()
@@ -345,6 +452,8 @@ def figure(rows: Sequence[Dict[str, Any]]):
     axis.set_xticklabels([f"{r['task']}\n({r['metric']})" for r in rows], fontsize=8)
     axis.set_ylabel("test metric (%)")
     axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    if title:
+        axis.set_title(title, fontsize=9, color="tab:red")
     fig.tight_layout()
     return fig
 
@@ -369,6 +478,7 @@ def result(scale: str, seeds: Sequence[int], records: Dict[str, List[Dict]], row
     """table1.json's content."""
     return {
         "scale": scale,
+        **({"note": SMOKE_NOTE} if scale == "smoke" else {}),
         "seeds": list(seeds),
         "scales": {task: asdict(SCALES[scale][task]) for task in records},
         "runs": records,
@@ -405,6 +515,7 @@ def run_table(
     unknown = sorted(set(tasks) - set(TASKS))
     if unknown:
         raise ValueError(f"unknown task(s) {unknown}; the table's tasks are {list(TASKS)}")
+    tasks = scale_tasks(scale, tasks)
     placements = {"baseline": sweep.BASELINE, "elmo": None}
 
     def task_runs(task: str) -> List[sweep.Run]:
@@ -431,6 +542,9 @@ def run_table(
     progress = sweep.Progress(
         "Table 1 runs", [out / task / run.name for task, run in todo], logged, run_keys
     )
+    variables: Dict[str, str] = {}
+    if scale == "smoke" and progress.unfinished:
+        variables = build_smoke_vectors(serialization_dir, tasks)
     for task, run in todo:
         run_dir = out / task / run.name
         if run_dir not in progress.unfinished:
@@ -441,17 +555,18 @@ def run_table(
             **({"trainer.cuda_device": cuda_device} if cuda_device >= 0 else {}),
         }
         progress.start(run_dir, f"{task} {run.name}")
-        next(
-            sweep.sweep(
-                str(CONFIG_DIR / TASKS[task].config),
-                str(out / task),
-                [run],
-                json.dumps(overrides) if overrides else None,
-                train_run=train_run,
-                fraction_batches_per_epoch=spec.fraction_batches_per_epoch,
-                subset_seed=SUBSET_SEED,
+        with environment({**variables, **spec.data}):
+            next(
+                sweep.sweep(
+                    str(CONFIG_DIR / TASKS[task].config),
+                    str(out / task),
+                    [run],
+                    json.dumps(overrides) if overrides else None,
+                    train_run=train_run,
+                    fraction_batches_per_epoch=spec.fraction_batches_per_epoch,
+                    subset_seed=SUBSET_SEED,
+                )
             )
-        )
         progress.finish(run_dir)
     progress.close()
     return collect(serialization_dir, scale, seeds, baselines_from, runs_from)

@@ -77,6 +77,34 @@ def _crc32_hash(text: str) -> int:
     return zlib.crc32(text.encode("utf-8"))
 
 
+class _EpochProgress:
+    """A progress bar over word2vec's epochs (its ETA: the epochs so far), as a gensim callback."""
+
+    def __init__(self, epochs: int, name: str) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=epochs, desc=f"word2vec {name}", unit="epoch")
+
+    def __enter__(self) -> "_EpochProgress":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.close()
+
+    def on_epoch_begin(self, model: object) -> None:
+        """gensim's hook; nothing to do."""
+
+    def on_epoch_end(self, model: object) -> None:
+        """One epoch more on the bar."""
+        self.bar.update(1)
+
+    def on_train_begin(self, model: object) -> None:
+        """gensim's hook; nothing to do."""
+
+    def on_train_end(self, model: object) -> None:
+        """gensim's hook; nothing to do."""
+
+
 def train_word_vectors(
     corpus: Sequence[str],
     output: str,
@@ -119,13 +147,15 @@ def train_word_vectors(
                 raise FormatError(
                     f"{', '.join(corpus)}: no word occurs {min_count} times; nothing to train"
                 )
-            model.train(
-                corpus_file=text,
-                total_examples=model.corpus_count,
-                total_words=model.corpus_total_words,
-                epochs=epochs,
-                report_delay=30.0,
-            )
+            with _EpochProgress(epochs, os.path.basename(output)) as progress:
+                model.train(
+                    corpus_file=text,
+                    total_examples=model.corpus_count,
+                    total_words=model.corpus_total_words,
+                    epochs=epochs,
+                    report_delay=30.0,
+                    callbacks=[progress],
+                )
         finally:
             if os.path.exists(text):
                 os.remove(text)
