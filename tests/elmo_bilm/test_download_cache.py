@@ -215,3 +215,23 @@ def test_a_second_process_waits_for_the_first_download(server, tmp_path):
     assert outputs[0][0] == outputs[1][0] and Path(outputs[0][0].strip()).read_bytes() == body
     assert server.requests == ["/slow/weights.hdf5"]
     assert f"{url}: waiting for another process downloading it" in outputs[1][1]
+
+
+def test_a_lock_held_past_the_timeout_is_one_line(server, tmp_path, monkeypatch):
+    import fcntl
+
+    url = server.serve("/m/options.json", OPTIONS_FILE.read_bytes())
+    monkeypatch.setattr(published, "LOCK_TIMEOUT_S", 0.5)
+    (tmp_path / "cache").mkdir()
+    digest = published.hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
+    lock = tmp_path / "cache" / f"{digest}_options.json.lock"
+    with open(lock, "a") as held:  # another download in progress
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(OSError) as error:
+            published.cached_path(url)
+    assert str(error.value) == (
+        f"{url}: another process has been downloading it for more than 0.5 s (it holds {lock}); "
+        "gave up waiting"
+    )
+    assert server.requests == []
+    assert Path(published.cached_path(url)).read_bytes() == OPTIONS_FILE.read_bytes()
