@@ -16,13 +16,13 @@ from typing import Dict, List, Tuple
 HERE = Path(__file__).resolve().parent
 
 # (source split, first line, number of lines) of each smoke split
-SNLI = {"train": ("dev", 0, 500), "dev": ("test", 0, 150), "test": ("test", 150, 150)}
-SST = {"train": ("train", 0, 300), "dev": ("dev", 0, 100), "test": ("test", 0, 100)}
+SNLI = {"train": ("dev", 0, 300), "dev": ("test", 0, 100), "test": ("test", 100, 100)}
+SST = {"train": ("train", 0, 200), "dev": ("dev", 0, 60), "test": ("test", 0, 60)}
 # (article index in dev-v1.1.json, number of paragraphs from its first)
-SQUAD = {"train": (0, 12), "dev": (36, 12), "test": (42, 12)}
+SQUAD = {"train": (0, 4), "dev": (36, 4), "test": (42, 4)}
 # (source file, number of documents from its first)
-SRL = {"train": ("train", 12), "dev": ("dev", 10), "test": ("test", 10)}
-COREF = {"train": ("train", 2), "dev": ("dev", 1), "test": ("test", 1)}
+SRL = {"train": ("train", 5), "dev": ("dev", 4), "test": ("test", 4)}
+COREF = {"train": ("train", 1), "dev": ("dev", 1), "test": ("test", 1)}
 WIKI_SHARDS, WIKI_SENTENCES = ("AA_wiki_00.gz", "AA_wiki_01.gz"), 10_000
 
 
