@@ -122,9 +122,18 @@ def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """The `elmo-embed` console script."""
     parser = add_arguments(argparse.ArgumentParser(prog="elmo-embed", description=DESCRIPTION))
-    # accepted out of habit from `allennlp elmo-embed ... --include-package elmo_plugin`; unused
+    # `--include-package elmo_plugin` is accepted, so that a command line of `allennlp elmo-embed`
+    # runs unchanged here; any other package is refused: this command imports none (no AllenNLP)
     parser.add_argument("--include-package", action="append", default=[], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    others = [name for name in args.include_package if name != "elmo_plugin"]
+    if others:
+        print(
+            f"elmo-embed: error: --include-package {others[0]}: elmo-embed imports no package "
+            "(it needs no plugin); drop the option, or use `allennlp elmo-embed` with it",
+            file=sys.stderr,
+        )
+        return 1
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
         run(args)

@@ -214,3 +214,17 @@ def test_allennlp_elmo_flags_and_layout(tmp_path, bilm, capsys):
         assert sorted(out.keys()) == ["0", "1"]
     with pytest.raises(SystemExit):  # one of the three, as AllenNLP's mutually exclusive group
         main([str(source), str(tmp_path / "x.hdf5"), "--top", "--average"])
+
+
+def test_include_package_other_than_the_plugin_is_refused_in_one_line(tmp_path, capsys):
+    """`--include-package elmo_plugin` (a habit from `allennlp elmo-embed`) is accepted; another
+    package, which this command would not import, is refused (it was silently ignored)."""
+    from elmo_bilm.embed import main
+
+    source = write_input(tmp_path / "in.txt", [["a", "cat"]])
+    arguments = [source, str(tmp_path / "out.hdf5"), "--options-file", str(OPTIONS_FILE)]
+    arguments += ["--weight-file", str(WEIGHT_FILE), "--include-package", "my_components"]
+    assert main(arguments) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("elmo-embed: error: --include-package my_components:")
+    assert not (tmp_path / "out.hdf5").exists()
