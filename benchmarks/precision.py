@@ -10,7 +10,8 @@ int8 with the recurrent product in bfloat16 or float32, and `torch.autocast` aro
 biLM. `--force` runs bfloat16 without the CPU check (to time it where the CPU lacks the
 instructions, e.g. under `ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2`). `--products` times
 the paper configuration's single products instead, `--pos-probe N` the Section 5 POS probe's
-accuracy per layer in each precision.
+accuracy per layer in each precision, `--onnx` the exported biLM in onnxruntime against its int8
+quantization.
 """
 
 import argparse
@@ -183,6 +184,57 @@ def pos_probes(train_sentences: int, bilm_name: "str | None") -> None:
         emit({"bench": "precision_pos", "precision": name, **result})
 
 
+def onnx_int8(config: str, batches: List[torch.Tensor], rounds: int, threads: int) -> None:
+    """onnxruntime: the exported float32 biLM against its int8 quantization (`elmo-export-onnx
+    --quantize int8`), alternating batch by batch; errors of the int8 model's layers."""
+    import tempfile
+
+    import onnxruntime
+
+    from elmo_bilm.onnx import export_onnx, quantize_onnx
+
+    folder = tempfile.mkdtemp()
+    export_onnx(load(config), f"{folder}/float32.onnx")
+    quantize_onnx(f"{folder}/float32.onnx", f"{folder}/int8.onnx")
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    sessions = {
+        name: onnxruntime.InferenceSession(
+            f"{folder}/{name}.onnx", options, providers=["CPUExecutionProvider"]
+        )
+        for name in ("float32", "int8")
+    }
+    times: Dict[str, List[float]] = {name: [] for name in sessions}
+    outputs: Dict[str, List[List[torch.Tensor]]] = {name: [] for name in sessions}
+    for _ in range(rounds):
+        for name in sessions:
+            times[name].append(0.0)
+        for batch in batches:
+            for name, session in sessions.items():
+                start = time.perf_counter()
+                layers = session.run(None, {"char_ids": batch.numpy()})[0]
+                times[name][-1] += time.perf_counter() - start
+                if len(outputs[name]) < len(batches):
+                    outputs[name].append(list(torch.from_numpy(layers)))
+    masks = [(b > 0).any(-1) for b in batches]
+    tokens = sum(int(m.sum()) for m in masks)
+    for name in sessions:
+        ratios = [b / s for b, s in zip(times["float32"], times[name])]
+        emit(
+            {
+                "bench": "precision_onnx",
+                "config": config,
+                "variant": f"onnxruntime {name}",
+                "threads": threads,
+                "tokens": tokens,
+                "tokens_per_s": tokens / statistics.median(times[name]),
+                "speed_up": statistics.median(ratios),
+                "seconds": times[name],
+                "layers": errors(outputs[name], outputs["float32"], masks),
+            }
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", nargs="+", default=["small", "paper"])
@@ -206,6 +258,9 @@ def main() -> None:
         "dev set) of each precision, with the biLM of --bilm",
     )
     parser.add_argument("--bilm", help="for --pos-probe: a biLM's name (default: the shipped one)")
+    parser.add_argument(
+        "--onnx", action="store_true", help="only onnxruntime: float32 against --quantize int8"
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads[0])
     if args.products:
@@ -224,6 +279,10 @@ def main() -> None:
     ]
     masks = [(b > 0).any(-1) for b in batches]
     tokens = sum(int(m.sum()) for m in masks)
+    if args.onnx:
+        for config in args.config:
+            onnx_int8(config, batches, args.rounds, args.threads[0])
+        return
     for config in args.config:
         bilm = load(config)
         setters = {name: prepared(bilm, variant, args.force) for name, variant in variants.items()}

@@ -12,6 +12,7 @@ directions, after `reverse_padded`). The weights are the `BiLm`'s own.
 
 import argparse
 import logging
+import os
 import sys
 import warnings
 from typing import List, Optional, Sequence, Tuple
@@ -121,10 +122,36 @@ def check_onnx_extra() -> None:
         )
 
 
-def export_onnx(bilm: BiLm, output_file: PathLike, overwrite: bool = False) -> None:
+QUANTIZE_CHOICES = ("int8",)
+
+
+def quantize_onnx(model_file: PathLike, output_file: PathLike) -> None:
+    """onnxruntime's dynamic int8 quantization of an exported biLM: every `MatMul` (the LSTM's
+    products, inside the `Loop` subgraphs too, and the char CNN's highways and projection), int8
+    weights with one scale per tensor (onnxruntime's per-channel scales are refused at run time
+    by the both-directions batched products), each input quantized per call; the convolutions
+    stay float32, as in `elmo_bilm.precision`'s int8."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(
+        model_file,
+        output_file,
+        weight_type=QuantType.QInt8,
+        per_channel=False,
+        op_types_to_quantize=["MatMul", "Gemm"],
+        extra_options={"EnableSubgraph": True},
+    )
+
+
+def export_onnx(
+    bilm: BiLm, output_file: PathLike, overwrite: bool = False, quantize: Optional[str] = None
+) -> None:
     """Write `bilm` as an ONNX model (one self-contained file, opset of torch's exporter) to
     `output_file`, atomically. Input `char_ids` `(batch, tokens, 50)` int64 (`batch_to_ids`),
-    outputs `layers` `(n_layers + 1, batch, tokens, 2 * proj)` and `mask` `(batch, tokens)`."""
+    outputs `layers` `(n_layers + 1, batch, tokens, 2 * proj)` and `mask` `(batch, tokens)`.
+    `quantize="int8"`: its products dynamically quantized (`quantize_onnx`)."""
+    if quantize is not None and quantize not in QUANTIZE_CHOICES:
+        raise ValueError(f"quantize must be one of {QUANTIZE_CHOICES}, got {quantize!r}")
     check_onnx_extra()
     module = ExportableBiLm(bilm).eval()
     example = torch.zeros((2, 3, bilm.max_characters_per_token), dtype=torch.long)
@@ -146,7 +173,16 @@ def export_onnx(bilm: BiLm, output_file: PathLike, overwrite: bool = False) -> N
         )
     assert program is not None
     with atomic_output(output_file, overwrite) as partial:
-        program.save(partial, external_data=False)
+        if quantize is None:
+            program.save(partial, external_data=False)
+            return
+        float_file = f"{partial}.float32"
+        try:
+            program.save(float_file, external_data=False)
+            quantize_onnx(float_file, partial)
+        finally:
+            if os.path.exists(float_file):
+                os.remove(float_file)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -159,13 +195,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("output_file", help="the .onnx file to write")
     add_bilm_arguments(parser)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing file")
+    parser.add_argument(
+        "--quantize",
+        choices=QUANTIZE_CHOICES,
+        help="int8: onnxruntime's dynamic quantization of the products (docs/performance.md)",
+    )
     args = parser.parse_args(argv)
     # this package's messages; not the ONNX optimiser's (a line per folded constant)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("elmo_bilm").setLevel(logging.INFO)
     try:
         export_onnx(
-            load_bilm(args.options_file, args.weight_file), args.output_file, args.overwrite
+            load_bilm(args.options_file, args.weight_file),
+            args.output_file,
+            args.overwrite,
+            args.quantize,
         )
     except (*USER_ERRORS, ModuleNotFoundError) as error:  # bad input, or the extra missing
         print(f"elmo-export-onnx: error: {error}", file=sys.stderr)

@@ -99,6 +99,32 @@ def test_serving_example_runs_without_torch(exported):
     assert result.stdout.strip() == f"({bilm.num_layers}, 2, 5, {bilm.get_output_dim()})"
 
 
+def test_int8_quantized_model_within_int8_arithmetic(exported, tmp_path):
+    """onnxruntime's dynamic int8 model (`--quantize int8`) against the float32 one: every
+    product quantized, so the bound of tests/elmo_bilm/test_precision.py, with one scale per
+    weight tensor (not per row) counted as twice the error per product: `eps = 2^-6`."""
+    from elmo_bilm.onnx import quantize_onnx
+
+    bilm, path = exported
+    quantized = tmp_path / "int8.onnx"
+    quantize_onnx(path, quantized)
+    ids = batch_to_ids(SENTENCES).numpy()
+    run = [
+        onnxruntime.InferenceSession(str(p), providers=["CPUExecutionProvider"])
+        for p in (path, quantized)
+    ]
+    expected, got = (session.run(None, {"char_ids": ids})[0] for session in run)
+    mask = (ids > 0).any(-1)
+    eps = 2.0**-6
+    for layer in range(expected.shape[0]):
+        depth = 2 + 2 * len(bilm.char_cnn.highways) + 3 * layer
+        a, b = torch.from_numpy(got[layer][mask]), torch.from_numpy(expected[layer][mask])
+        scale = float(b.abs().max())
+        assert 0 < float((a - b).abs().max()) <= 4 * eps * depth**0.5 * scale, layer
+        cosine = torch.nn.functional.cosine_similarity(a.double(), b.double(), dim=-1)
+        assert float(cosine.mean()) >= 1 - 2 * eps**2 * depth, layer
+
+
 def test_command_writes_once_and_explains_errors(tmp_path, capsys):
     out = tmp_path / "bilm.onnx"
     files = ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
@@ -108,8 +134,10 @@ def test_command_writes_once_and_explains_errors(tmp_path, capsys):
     assert "exists; not overwriting" in capsys.readouterr().err
     assert out.stat().st_mtime_ns == written
     out.write_bytes(b"stale")
-    assert main([str(out), *files, "--overwrite"]) == 0  # replaced, with a readable model
+    # replaced, with a readable model (quantized: the option reaches the export)
+    assert main([str(out), *files, "--overwrite", "--quantize", "int8"]) == 0
     onnxruntime.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    assert b"DynamicQuantizeLinear" in out.read_bytes()
     assert main([str(tmp_path / "missing" / "bilm.onnx"), *files]) == 1
     assert "no such folder" in capsys.readouterr().err
     assert main([str(tmp_path / "x.onnx"), "--options-file", str(OPTIONS_FILE)]) == 1
