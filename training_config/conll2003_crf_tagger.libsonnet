@@ -5,12 +5,16 @@
 //
 // Data: CONLL2003_TRAIN / CONLL2003_DEV / CONLL2003_TEST (default: ../shared/data/conll2003).
 // Word vectors: CONLL2003_WORD_VECTORS (50-d, fine-tuned, as A.7's Senna; default: word2vec on the bundled Wikipedia, lowercased (w2v_lower_50d);
-// `allennlp elmo-table1` builds it; empty = trained from scratch).
+// read only with `pretrained_word_vectors=true`, what `allennlp elmo-table1` passes (it builds the file;
+// a missing one is an error naming the command); false, the default: trained from scratch).
 local common = import "common.libsonnet";
 local elmo_lib = import "elmo.libsonnet";
 
-function(elmo=null, seed=13370)
-  local word_vectors = std.extVar("CONLL2003_WORD_VECTORS");
+function(elmo=null, seed=13370, pretrained_word_vectors=false)
+  // the choice is the argument: "" = trained from scratch, never because a file is missing
+  local word_vectors = if !pretrained_word_vectors then "" else
+    local path = std.extVar("CONLL2003_WORD_VECTORS");
+    if path == "" then error "pretrained_word_vectors=true but CONLL2003_WORD_VECTORS is empty: name the vectors file (CONLL2003_WORD_VECTORS unset: the one `allennlp elmo-word-vectors` / `allennlp elmo-table1` builds)" else path;
   local word_dim = 50;
   local char_filters = 128;
   local elmo_in = elmo_lib.at_input(elmo);

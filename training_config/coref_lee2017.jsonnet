@@ -4,4 +4,6 @@
 local coref = import "coref_lee2017.libsonnet";
 
 // The seed is the function's argument (all three of AllenNLP's seeds); another: SEED=2 allennlp train ...
-function(seed=std.parseInt(std.extVar("SEED"))) coref(elmo=null, seed=seed)
+// pretrained_word_vectors: true reads the task's *_WORD_VECTORS file (docs/configs.md, Word vectors); false: trained from scratch
+function(seed=std.parseInt(std.extVar("SEED")), pretrained_word_vectors=false)
+  coref(elmo=null, seed=seed, pretrained_word_vectors=pretrained_word_vectors)

@@ -15,12 +15,16 @@
 // gold mentions wider than `max_span_width` (10) stay in the gold clusters, so they count as
 // missed (fold 0 test: 18 of 2,267).
 // Word vectors: COREF_WORD_VECTORS (300-d, kept fixed, as A.6's GloVe; default: word2vec on the bundled Wikipedia, cased (w2v_cased_300d);
-// `allennlp elmo-table1` builds it; empty = trained from scratch).
+// read only with `pretrained_word_vectors=true`, what `allennlp elmo-table1` passes (it builds the file;
+// a missing one is an error naming the command); false, the default: trained from scratch).
 local common = import "common.libsonnet";
 local elmo_lib = import "elmo.libsonnet";
 
-function(elmo=null, seed=13370)
-  local word_vectors = std.extVar("COREF_WORD_VECTORS");
+function(elmo=null, seed=13370, pretrained_word_vectors=false)
+  // the choice is the argument: "" = trained from scratch, never because a file is missing
+  local word_vectors = if !pretrained_word_vectors then "" else
+    local path = std.extVar("COREF_WORD_VECTORS");
+    if path == "" then error "pretrained_word_vectors=true but COREF_WORD_VECTORS is empty: name the vectors file (COREF_WORD_VECTORS unset: the one `allennlp elmo-word-vectors` / `allennlp elmo-table1` builds)" else path;
   local word_dim = 300;
   local char_dim = 3 * 50;
   local feature_size = 20;

@@ -8,12 +8,16 @@
 // line files, each optionally sliced with [START:END]. Default (no SNLI train set here): train on
 // the bundled dev pairs, validate on test[:4912], test on test[4912:].
 // Word vectors: SNLI_WORD_VECTORS (300-d, kept fixed, as A.3's GloVe; default: word2vec on the bundled Wikipedia, cased (w2v_cased_300d);
-// `allennlp elmo-table1` builds it; empty = trained from scratch).
+// read only with `pretrained_word_vectors=true`, what `allennlp elmo-table1` passes (it builds the file;
+// a missing one is an error naming the command); false, the default: trained from scratch).
 local common = import "common.libsonnet";
 local elmo_lib = import "elmo.libsonnet";
 
-function(elmo=null, seed=13370, num_epochs=8)
-  local word_vectors = std.extVar("SNLI_WORD_VECTORS");
+function(elmo=null, seed=13370, pretrained_word_vectors=false, num_epochs=8)
+  // the choice is the argument: "" = trained from scratch, never because a file is missing
+  local word_vectors = if !pretrained_word_vectors then "" else
+    local path = std.extVar("SNLI_WORD_VECTORS");
+    if path == "" then error "pretrained_word_vectors=true but SNLI_WORD_VECTORS is empty: name the vectors file (SNLI_WORD_VECTORS unset: the one `allennlp elmo-word-vectors` / `allennlp elmo-table1` builds)" else path;
   local dim = 300;
   local elmo_dim = elmo_lib.dim(elmo);
   local elmo_in = elmo_lib.at_input(elmo);

@@ -18,9 +18,11 @@ function(
   gamma=true,  // false: gamma fixed at 1
   seed=std.parseInt(std.extVar("SEED")),  // all three of AllenNLP's seeds; another: SEED=2 allennlp train ...
   num_epochs=8,  // the bundled small-scale run (the README's); the paper's setting on all of SNLI: 75 (`-o '{"trainer.num_epochs": 75}'`)
+  pretrained_word_vectors=false,  // true: the task's *_WORD_VECTORS file (docs/configs.md, Word vectors); false: trained from scratch
 )
   esim(
     elmo={ placement: placement, l2_coefficient: l2_coefficient, do_layer_norm: do_layer_norm, dropout: dropout, layers: layers, gamma: gamma },
     seed=seed,
     num_epochs=num_epochs,
+    pretrained_word_vectors=pretrained_word_vectors,
   )

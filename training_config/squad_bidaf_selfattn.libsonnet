@@ -9,12 +9,16 @@
 // read that slice of its articles. Default: no SQuAD training set is on these machines, so the
 // bundled dev set split by article: train [:36], dev [36:42], test [42:].
 // Word vectors: SQUAD_WORD_VECTORS (300-d, kept fixed, as A.4's GloVe; default: word2vec on the bundled Wikipedia, cased (w2v_cased_300d);
-// `allennlp elmo-table1` builds it; empty = trained from scratch).
+// read only with `pretrained_word_vectors=true`, what `allennlp elmo-table1` passes (it builds the file;
+// a missing one is an error naming the command); false, the default: trained from scratch).
 local common = import "common.libsonnet";
 local elmo_lib = import "elmo.libsonnet";
 
-function(elmo=null, seed=13370)
-  local word_vectors = std.extVar("SQUAD_WORD_VECTORS");
+function(elmo=null, seed=13370, pretrained_word_vectors=false)
+  // the choice is the argument: "" = trained from scratch, never because a file is missing
+  local word_vectors = if !pretrained_word_vectors then "" else
+    local path = std.extVar("SQUAD_WORD_VECTORS");
+    if path == "" then error "pretrained_word_vectors=true but SQUAD_WORD_VECTORS is empty: name the vectors file (SQUAD_WORD_VECTORS unset: the one `allennlp elmo-word-vectors` / `allennlp elmo-table1` builds)" else path;
   local word_dim = 300;
   local char_filters = 100;
   local gru = 90;

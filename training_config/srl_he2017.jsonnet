@@ -4,4 +4,6 @@
 local srl = import "srl_he2017.libsonnet";
 
 // The seed is the function's argument (all three of AllenNLP's seeds); another: SEED=2 allennlp train ...
-function(seed=std.parseInt(std.extVar("SEED"))) srl(elmo=null, seed=seed)
+// pretrained_word_vectors: true reads the task's *_WORD_VECTORS file (docs/configs.md, Word vectors); false: trained from scratch
+function(seed=std.parseInt(std.extVar("SEED")), pretrained_word_vectors=false)
+  srl(elmo=null, seed=seed, pretrained_word_vectors=pretrained_word_vectors)

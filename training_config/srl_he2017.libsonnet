@@ -9,13 +9,17 @@
 // Treebank, ../shared/data/propbank_ewt). Verbal predicates (VB*) as He et al.; every predicate:
 // --overrides '{"dataset_reader.predicates": "all"}'.
 // Word vectors: SRL_WORD_VECTORS (100-d, fine-tuned, as A.5's GloVe; default: word2vec on the bundled Wikipedia, lowercased (w2v_lower_100d);
-// `allennlp elmo-table1` builds it; empty = trained from scratch).
+// read only with `pretrained_word_vectors=true`, what `allennlp elmo-table1` passes (it builds the file;
+// a missing one is an error naming the command); false, the default: trained from scratch).
 local common = import "common.libsonnet";
 local elmo_lib = import "elmo.libsonnet";
 
 // `hidden_size` / `num_layers` shrink the encoder for tests.
-function(elmo=null, seed=13370, hidden_size=300, num_layers=8)
-  local word_vectors = std.extVar("SRL_WORD_VECTORS");
+function(elmo=null, seed=13370, pretrained_word_vectors=false, hidden_size=300, num_layers=8)
+  // the choice is the argument: "" = trained from scratch, never because a file is missing
+  local word_vectors = if !pretrained_word_vectors then "" else
+    local path = std.extVar("SRL_WORD_VECTORS");
+    if path == "" then error "pretrained_word_vectors=true but SRL_WORD_VECTORS is empty: name the vectors file (SRL_WORD_VECTORS unset: the one `allennlp elmo-word-vectors` / `allennlp elmo-table1` builds)" else path;
   local word_dim = 100;
   local predicate_dim = 100;
   local token_embedders = {

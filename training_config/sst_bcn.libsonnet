@@ -5,12 +5,16 @@
 // `seed`: all three seeds. Training on phrases of 4+ tokens,
 // evaluation on whole sentences. Data: SST_TRAIN / SST_DEV / SST_TEST (default ../shared/data/sst).
 // Word vectors: SST_WORD_VECTORS (300-d, kept fixed, as A.8's GloVe; default: word2vec on the bundled Wikipedia, lowercased (w2v_lower_300d);
-// `allennlp elmo-table1` builds it; empty = trained from scratch).
+// read only with `pretrained_word_vectors=true`, what `allennlp elmo-table1` passes (it builds the file;
+// a missing one is an error naming the command); false, the default: trained from scratch).
 local common = import "common.libsonnet";
 local elmo_lib = import "elmo.libsonnet";
 
-function(elmo=null, seed=13370)
-  local word_vectors = std.extVar("SST_WORD_VECTORS");
+function(elmo=null, seed=13370, pretrained_word_vectors=false)
+  // the choice is the argument: "" = trained from scratch, never because a file is missing
+  local word_vectors = if !pretrained_word_vectors then "" else
+    local path = std.extVar("SST_WORD_VECTORS");
+    if path == "" then error "pretrained_word_vectors=true but SST_WORD_VECTORS is empty: name the vectors file (SST_WORD_VECTORS unset: the one `allennlp elmo-word-vectors` / `allennlp elmo-table1` builds)" else path;
   local dim = 300;
   local elmo_dim = elmo_lib.dim(elmo);
   local elmo_in = elmo_lib.at_input(elmo);

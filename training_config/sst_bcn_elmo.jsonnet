@@ -14,8 +14,10 @@ function(
   layers="all",  // "all": Eq. (1) over every biLM layer; "top": the last layer only
   gamma=true,  // false: gamma fixed at 1
   seed=std.parseInt(std.extVar("SEED")),  // all three of AllenNLP's seeds; another: SEED=2 allennlp train ...
+  pretrained_word_vectors=false,  // true: the task's *_WORD_VECTORS file (docs/configs.md, Word vectors); false: trained from scratch
 )
   bcn(
     elmo={ placement: placement, l2_coefficient: l2_coefficient, do_layer_norm: do_layer_norm, dropout: dropout, layers: layers, gamma: gamma },
     seed=seed,
+    pretrained_word_vectors=pretrained_word_vectors,
   )

@@ -87,9 +87,12 @@ def run_config(
     run: Run,
     fraction_batches_per_epoch: Optional[int] = None,
     subset_seed: Optional[int] = None,
+    arguments: Optional[Dict[str, object]] = None,
 ) -> str:
     """The jsonnet of one run: a call of the `_elmo` config (or its baseline sibling), whose
-    top-level arguments are the ELMo settings and the seed, with the run's values; the training
+    top-level arguments are the ELMo settings and the seed, with the run's values (and
+    `arguments`, further top-level arguments of both rows' configs, e.g.
+    `pretrained_word_vectors`); the training
     reader wrapped in a seeded subset (drawn with `subset_seed`, default the run's seed: one subset
     per seed, as in Figure 1). With `fraction_batches_per_epoch`, an epoch of a run on a fraction
     < 1 is that many batches (the loader cycles through the subset), so that patience and the
@@ -97,7 +100,7 @@ def run_config(
     config = elmo_config if run.placement != BASELINE else baseline_config(elmo_config)
     if not os.path.isfile(config):
         raise FileNotFoundError(f"{config}: no such config")
-    arguments: Dict[str, object] = {"seed": run.seed}
+    call_arguments: Dict[str, object] = {"seed": run.seed, **(arguments or {})}
     if run.placement != BASELINE:
         settings = {
             "placement": run.placement,
@@ -105,8 +108,8 @@ def run_config(
             "layers": run.layers,
             "gamma": run.gamma,
         }
-        arguments.update({key: value for key, value in settings.items() if value is not None})
-    call = ", ".join(f"{key}={json.dumps(value)}" for key, value in arguments.items())
+        call_arguments.update({k: v for k, v in settings.items() if v is not None})
+    call = ", ".join(f"{key}={json.dumps(value)}" for key, value in call_arguments.items())
     text = f"local config = import {json.dumps(os.path.abspath(config))};\nlocal base = config({call});\n"
     if run.fraction == 1.0:
         return text + "base\n"
@@ -288,14 +291,16 @@ def sweep(
     train_run=train,
     fraction_batches_per_epoch: Optional[int] = None,
     subset_seed: Optional[int] = None,
+    arguments: Optional[Dict[str, object]] = None,
 ) -> Iterator[Dict]:
     """Train every run not finished yet (`is_finished`: a finished run is not trained again);
-    yield each run's record: its settings, best dev and test metric, training time."""
+    yield each run's record: its settings, best dev and test metric, training time.
+    `arguments`: further top-level config arguments of every run (`run_config`)."""
     if fraction_batches_per_epoch is not None and fraction_batches_per_epoch < 1:
         raise ValueError(f"batches per epoch must be positive, got {fraction_batches_per_epoch}")
     for run in runs:
         run_dir = Path(out_dir) / run.name
-        text = run_config(elmo_config, run, fraction_batches_per_epoch, subset_seed)
+        text = run_config(elmo_config, run, fraction_batches_per_epoch, subset_seed, arguments)
         if not is_finished(run_dir):
             train_run(run_dir, text, overrides)
         metrics = json.loads((run_dir / "metrics.json").read_text())

@@ -149,6 +149,9 @@ SMOKE_WIKIPEDIA = SMOKE_DIR / "wikipedia" / "sentences.txt.gz"
 CONLL2003_VARIABLES = ("CONLL2003_TRAIN", "CONLL2003_DEV", "CONLL2003_TEST")
 
 SUBSET_SEED = 0  # the training subset of a fraction < 1, the same for every run
+# top-level arguments of both rows' configs at every scale: the baselines' word vectors, as the
+# paper's (the configs train them from scratch unless told; `elmo-table1` builds the files first)
+CONFIG_ARGUMENTS: Dict[str, Any] = {"pretrained_word_vectors": True}
 
 
 def conll2003_given() -> bool:
@@ -565,6 +568,7 @@ def run_table(
                     train_run=train_run,
                     fraction_batches_per_epoch=spec.fraction_batches_per_epoch,
                     subset_seed=SUBSET_SEED,
+                    arguments=CONFIG_ARGUMENTS,
                 )
             )
         progress.finish(run_dir)

@@ -20,9 +20,11 @@ always wins; any other config is read as AllenNLP alone reads it.
   the variable, its value and the folder a relative path was resolved against; every path in a
   data variable (and `ELMO_PLUGIN_DATA` itself) is made absolute when read, so a saved config
   names the files a run read wherever it is used later.
-- The baselines' word vectors: files under `$ELMO_PLUGIN_VECTORS` once built
-  (`allennlp elmo-table1` or `allennlp elmo-word-vectors`); empty (trained from scratch, with a
-  warning) until then.
+- The baselines' word vectors: `*_WORD_VECTORS` default to the files under
+  `$ELMO_PLUGIN_VECTORS`, built or not; a config reads one only with its argument
+  `pretrained_word_vectors=true` (what `allennlp elmo-table1` passes; false, the default, trains
+  the embeddings from scratch), and a file asked for that is not there is one `ConfigError`
+  naming the commands that build it (`check_word_vectors`). No file's existence chooses.
 """
 
 import difflib
@@ -31,7 +33,7 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
@@ -39,6 +41,7 @@ from elmo_bilm import published
 from elmo_bilm.bilm_tf import read_options
 from elmo_bilm.files import FormatError
 from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+from elmo_plugin.common.slices import slice_parts
 from elmo_plugin.data.word_vectors import vector_defaults, vectors_dir
 
 logger = logging.getLogger(__name__)
@@ -106,9 +109,14 @@ def absolute(path: str) -> str:
     return os.path.abspath(os.path.expanduser(path))
 
 
+def data_dir_value() -> str:
+    """`$ELMO_PLUGIN_DATA` as the user set it (empty: unset); the one place it is read."""
+    return os.environ.get("ELMO_PLUGIN_DATA", "")
+
+
 def data_dir() -> Optional[Path]:
     """`$ELMO_PLUGIN_DATA`, a folder laid out as the bundled data, as an absolute path, or None."""
-    value = os.environ.get("ELMO_PLUGIN_DATA")
+    value = data_dir_value()
     return Path(absolute(value)) if value else None
 
 
@@ -192,8 +200,8 @@ def weight_file_default(options_file: Optional[str]) -> Optional[str]:
 
 
 def config_defaults() -> Dict[str, str]:
-    """Every variable with a default, given the current environment (unbuilt baseline word
-    vectors: empty; `ELMO_WEIGHT_FILE` as `weight_file_default`)."""
+    """Every variable with a default, given the current environment (`ELMO_WEIGHT_FILE` as
+    `weight_file_default`; the baseline word vectors' files, built or not)."""
     defaults = {
         "ELMO_OPTIONS_FILE": str(DEFAULT_OPTIONS_FILE),  # the biLM shipped with the plugin
         "SEED": "13370",  # the task configs' `seed` (AllenNLP's random, numpy and torch seeds)
@@ -202,9 +210,7 @@ def config_defaults() -> Dict[str, str]:
     weight_file = weight_file_default(os.environ.get("ELMO_OPTIONS_FILE"))
     if weight_file is not None:
         defaults["ELMO_WEIGHT_FILE"] = weight_file
-    defaults.update(
-        {name: path if Path(path).is_file() else "" for name, path in vector_defaults().items()}
-    )
+    defaults.update(vector_defaults())
     data = data_dir()
     if data is not None:
         defaults.update(data_defaults(data))
@@ -246,9 +252,6 @@ def is_plugin_config(config_file: str) -> bool:
     return any(path.parent == folder for path in _config_files(config_file))
 
 
-_SLICE = re.compile(r"\[[-\d]*:[-\d]*\]$")
-
-
 def absolute_paths(value: str) -> str:
     """A data variable's value with each file path in it made absolute (`absolute`), its syntax
     kept: `FORMAT::PATH` lists, `PATH[START:END]` slices, `PATH#IDS` document lists; URLs and
@@ -258,11 +261,10 @@ def absolute_paths(value: str) -> str:
         prefix, _, rest = item.rpartition("::")
         parts = []
         for part in rest.split("#"):
-            slice_ = _SLICE.search(part)
-            path = part[: slice_.start()] if slice_ else part
+            path, slice_ = slice_parts(part)
             if path.strip() and "://" not in path:
                 path = absolute(path)
-            parts.append(path + (slice_.group(0) if slice_ else ""))
+            parts.append(path + slice_)
         items.append((prefix + "::" if prefix else "") + "#".join(parts))
     return ",".join(items)
 
@@ -274,7 +276,7 @@ def _paths(value: str) -> List[str]:
     for item in value.split(","):
         item = item.split("::", 1)[-1]
         for part in item.split("#"):
-            paths.append(_SLICE.sub("", part))
+            paths.append(slice_parts(part)[0])
     return [path for path in paths if path]
 
 
@@ -297,7 +299,7 @@ def _missing_message(name: str, value: str, missing: str) -> str:
     `$ELMO_PLUGIN_DATA` for a default)."""
     line = f"{name}={value}: no such file or folder: {missing}"
     if name not in os.environ:
-        data = os.environ.get("ELMO_PLUGIN_DATA", "")
+        data = data_dir_value()
         line += (
             f" ({name} is unset: its default is under ELMO_PLUGIN_DATA={data}, resolved against "
             f"{os.getcwd()} to {absolute(data)}"
@@ -310,16 +312,12 @@ def _missing_message(name: str, value: str, missing: str) -> str:
     return line
 
 
-# baseline word-vector variables already named by a warning in this process
-_warned: Set[str] = set()
-
-
 def config_ext_vars(config_file: str) -> Dict[str, str]:
     """The defaults to pass to jsonnet for `config_file`: every variable it reads that the
     environment lacks; `ELMO_PROJECTION_DIM` from the options file in force. Raises one
     `ConfigError` naming the variable for an unset or missing dataset, for an options
     file that cannot give the biLM's width and for an options file's path without
-    `ELMO_WEIGHT_FILE`; warns once about unbuilt word vectors."""
+    `ELMO_WEIGHT_FILE`."""
     wanted = config_variables(config_file)
     defaults = config_defaults()
     ext_vars = {name: defaults[name] for name in wanted if name in defaults}
@@ -356,21 +354,38 @@ def config_ext_vars(config_file: str) -> Dict[str, str]:
             "ELMO_WEIGHT_FILE to its weights (a biLM's name alone needs none: "
             f"{', '.join(published.names())})"
         )
-    unbuilt = sorted(
-        name
-        for name in wanted & set(vector_defaults())
-        if name in ext_vars and ext_vars[name] == "" and name not in _warned
-    )
-    if unbuilt:
-        _warned.update(unbuilt)
-        logger.warning(
-            "baseline word vectors not built yet (%s): %s trains those word embeddings from "
-            "scratch; `allennlp elmo-table1` or `allennlp elmo-word-vectors` builds them under %s",
-            ", ".join(unbuilt),
-            config_file,
-            vectors_dir(),
-        )
     return ext_vars
+
+
+def _pretrained_files(params: Any) -> Iterator[str]:
+    """Every `pretrained_file` in a config's (nested) dict."""
+    if isinstance(params, dict):
+        for key, value in params.items():
+            if key == "pretrained_file" and isinstance(value, str):
+                yield value
+            else:
+                yield from _pretrained_files(value)
+    elif isinstance(params, list):
+        for item in params:
+            yield from _pretrained_files(item)
+
+
+def check_word_vectors(config_file: str, params: Dict[str, Any], ext_vars: Dict[str, str]) -> None:
+    """A local word-vector file the evaluated config asks for (an embedder's `pretrained_file`:
+    `pretrained_word_vectors=true`) that is not there: one `ConfigError` naming its variable and
+    the commands that build it (URLs and `(ARCHIVE)#FILE` forms are AllenNLP's to fetch)."""
+    variables = {**config_defaults(), **os.environ, **ext_vars}
+    for path in _pretrained_files(params):
+        if "://" in path or "(" in path or os.path.exists(path):
+            continue
+        names = [name for name in vector_defaults() if variables.get(name) == path]
+        named = f"{names[0]}={path}" if names else path
+        raise ConfigError(
+            f"{named}: no such word-vector file, which {config_file} reads "
+            "(pretrained_word_vectors=true): `allennlp elmo-word-vectors` builds one (the baseline "
+            f"files, under {vectors_dir()}, also `allennlp elmo-table1`); or train the word "
+            "embeddings from scratch with pretrained_word_vectors=false"
+        )
 
 
 def variable_sources(config_file: str) -> List[Tuple[str, str, str]]:
@@ -408,8 +423,9 @@ def jsonnet_variables() -> Dict[str, str]:
 def install() -> None:
     """Wrap `Params.from_file` (AllenNLP offers no hook for default `ext_vars`): a packaged
     config's name stands for its path, and for the plugin's own configs (`is_plugin_config`)
-    `config_ext_vars` gives the defaults; the caller's own `ext_vars` and the environment win.
-    Any other config is read as AllenNLP alone reads it. A second call changes nothing."""
+    `config_ext_vars` gives the defaults; the caller's own `ext_vars` and the environment win;
+    `check_word_vectors` names a word-vector file it asks for that is not there. Any other
+    config is read as AllenNLP alone reads it. A second call changes nothing."""
     from allennlp.common import Params
 
     read = Params.from_file.__func__  # type: ignore[attr-defined]
@@ -423,7 +439,9 @@ def install() -> None:
         if not is_plugin_config(params_file):  # another's config: AllenNLP's read as it is
             return read(cls, params_file, params_overrides, ext_vars)
         defaults = config_ext_vars(params_file)
-        return read(cls, params_file, params_overrides, {**defaults, **(ext_vars or {})})
+        params = read(cls, params_file, params_overrides, {**defaults, **(ext_vars or {})})
+        check_word_vectors(params_file, params.as_dict(quiet=True), defaults)
+        return params
 
     from_file._elmo_plugin = True  # type: ignore[attr-defined]
     Params.from_file = classmethod(from_file)  # type: ignore[method-assign,assignment]

@@ -47,6 +47,8 @@ class FakeTraining:
                 tar.add(run_dir / "config.json", arcname="config.json")
         assert json.loads(overrides)["trainer.num_epochs"] == 12  # the cpu scale's overrides
         assert '"elmo_plugin_subset"' not in config_text  # SST at the cpu scale: the whole set
+        # both rows read the word vectors, passed (the tests' own calls pass no config text)
+        assert not config_text or "pretrained_word_vectors=true" in config_text
 
 
 def test_a_cuda_device_reaches_every_run_and_the_cpu_default_adds_nothing(tmp_path):

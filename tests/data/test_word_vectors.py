@@ -60,36 +60,49 @@ def test_lowercase_and_errors(corpus, tmp_path):
     assert not (tmp_path / "none.txt.gz.partial").exists()
 
 
-def test_unbuilt_baseline_vectors_default_to_empty_until_built(tmp_path, monkeypatch, caplog):
-    """A fresh machine trains every config as printed (embeddings from scratch, with a warning
-    naming the command when a config that reads the variable is read, and only then); once the
-    file is built, the same default names it; a user's own value is never replaced."""
+def test_the_configs_argument_chooses_pretrained_vectors_not_a_files_existence(
+    tmp_path, monkeypatch
+):
+    """`pretrained_word_vectors` (false by default) chooses: false trains the embeddings from
+    scratch even once the file is built; true reads the file, and a missing one is one error
+    naming the commands that build it (an unbuilt file used to mean from scratch, silently but
+    for a warning). The variable's default is the file, built or not; a user's value is theirs."""
     from elmo_plugin.common import config_env
     from elmo_plugin.data.word_vectors import missing_baseline_vectors
 
     monkeypatch.setenv("ELMO_PLUGIN_VECTORS", str(tmp_path))
-    monkeypatch.setattr(config_env, "_warned", set())
     for name in ("SNLI", "SQUAD", "COREF", "SST", "SRL", "CONLL2003"):
         monkeypatch.delenv(f"{name}_WORD_VECTORS")
     configs = REPO_ROOT / "training_config"
-    Params.from_file(str(configs / "bilm_small.jsonnet"))  # reads no word vectors
-    assert "WORD_VECTORS" not in caplog.text
+    vectors = tmp_path / "w2v_cased_300d.txt.gz"
     snli = str(configs / "snli_esim_elmo.jsonnet")
-    assert config_env.config_ext_vars(snli)["SNLI_WORD_VECTORS"] == ""  # through its libsonnet
-    assert "(SNLI_WORD_VECTORS)" in caplog.text and "elmo-table1" in caplog.text
-    params = Params.from_file(str(configs / "snli_esim.jsonnet"))  # named once per process
-    assert caplog.text.count("not built yet") == 1
-    assert (
-        "pretrained_file"
-        not in params.as_dict()["model"]["text_field_embedder"]["token_embedders"]["tokens"]
+    assert config_env.config_ext_vars(snli)["SNLI_WORD_VECTORS"] == str(vectors)  # unbuilt too
+    pretrained = tmp_path / "pretrained.jsonnet"
+    pretrained.write_text(
+        f'(import "{configs / "snli_esim.jsonnet"}")(pretrained_word_vectors=true)\n'
     )
-    assert str(tmp_path / "w2v_cased_300d.txt.gz") in missing_baseline_vectors(
-        ["SNLI_WORD_VECTORS"]
+
+    def tokens(config) -> dict:
+        params = Params.from_file(str(config)).as_dict()
+        return params["model"]["text_field_embedder"]["token_embedders"]["tokens"]
+
+    with pytest.raises(config_env.ConfigError) as error:
+        tokens(pretrained)
+    message = str(error.value)
+    assert f"SNLI_WORD_VECTORS={vectors}" in message
+    assert "allennlp elmo-word-vectors" in message and "allennlp elmo-table1" in message
+    assert str(vectors) in missing_baseline_vectors(["SNLI_WORD_VECTORS"])
+    vectors.write_bytes(b"")  # built
+    for config in (configs / "snli_esim.jsonnet", snli):  # the default: from scratch, built or not
+        assert "pretrained_file" not in tokens(config) and tokens(config)["trainable"]
+    assert (tokens(pretrained)["pretrained_file"], tokens(pretrained)["trainable"]) == (
+        str(vectors),
+        False,
     )
-    (tmp_path / "w2v_cased_300d.txt.gz").write_bytes(b"")
-    built = config_env.config_ext_vars(snli)["SNLI_WORD_VECTORS"]
-    assert built == str(tmp_path / "w2v_cased_300d.txt.gz")
     assert missing_baseline_vectors(["SNLI_WORD_VECTORS"]) == {}
+    monkeypatch.setenv("SNLI_WORD_VECTORS", "")  # asked for, but named as nothing: an error
+    with pytest.raises(Exception, match="SNLI_WORD_VECTORS is empty"):
+        tokens(pretrained)
     monkeypatch.setenv("SST_WORD_VECTORS", "/my/glove.txt")  # the user's own file: theirs
     assert missing_baseline_vectors(["SST_WORD_VECTORS"]) == {}
     sst = config_env.config_ext_vars(str(configs / "sst_bcn.jsonnet"))

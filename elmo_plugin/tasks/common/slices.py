@@ -1,16 +1,5 @@
-"""`PATH[START:END]` data paths: a slice of a file's records (SNLI pairs, SQuAD articles)."""
+"""`PATH[START:END]` data paths (the one parser is `elmo_plugin.common.slices`)."""
 
-import re
-from typing import Optional, Tuple
+from elmo_plugin.common.slices import slice_parts, split_slice
 
-_SLICE = re.compile(r"^(?P<path>.*)\[(?P<start>\d*):(?P<end>\d*)\]$")
-
-
-def split_slice(file_path: str) -> Tuple[str, int, Optional[int]]:
-    """`PATH[START:END]` -> `(PATH, START, END)` (0-based, END excluded, either may be empty);
-    a path without a slice -> `(path, 0, None)`."""
-    match = _SLICE.match(file_path)
-    if match is None:
-        return file_path, 0, None
-    start, end = match["start"], match["end"]
-    return match["path"], int(start or 0), int(end) if end else None
+__all__ = ["slice_parts", "split_slice"]
