@@ -194,7 +194,10 @@ class CharCnnEncoder(nn.Module):
         sees edits that bypass autograd's version counters (`.data`, `numpy()` views)."""
         weights = list(self.parameters())
         return len(weights) == len(self._cache_weights) and all(
-            old.shape == new.shape and old.device == new.device and torch.equal(old, new)
+            old.shape == new.shape
+            and old.device == new.device
+            and old.dtype == new.dtype  # `.double()` keeps the values: float32 vectors stale
+            and torch.equal(old, new)
             for old, new in zip(self._cache_weights, weights)
         )
 

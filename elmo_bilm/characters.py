@@ -126,9 +126,13 @@ def batch_char_ids(sentences: Sequence[Sequence[str]]) -> torch.Tensor:
     return ids
 
 
-def vocabulary_char_ids(vocabulary: Sequence[str]) -> torch.Tensor:
+def vocabulary_char_ids(
+    vocabulary: Sequence[str],
+    to_ids: Callable[[Sequence[Sequence[str]]], torch.Tensor] = batch_char_ids,
+) -> torch.Tensor:
     """`(len(vocabulary), 50)` ids, one row per word, row 0 all zeros (word id 0 is padding,
-    whatever word a vocabulary puts there): indexing it with word ids gives character ids."""
-    table = batch_char_ids([vocabulary])[0]
+    whatever word a vocabulary puts there): indexing it with word ids gives character ids.
+    `to_ids`: a biLM's own ids function (`BiLm.batch_to_ids`; ELMoForManyLangs' differ)."""
+    table = to_ids([vocabulary])[0]
     table[0] = 0
     return table

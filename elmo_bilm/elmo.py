@@ -103,7 +103,7 @@ class Elmo(nn.Module):
         )
         self.dropout = nn.Dropout(dropout)
         if vocab_to_cache is not None:
-            words = vocabulary_char_ids(vocab_to_cache)
+            words = vocabulary_char_ids(vocab_to_cache, self.bilm.batch_to_ids)
             self.register_buffer("word_char_ids", words, persistent=False)
         else:
             self.word_char_ids = None

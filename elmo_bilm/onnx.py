@@ -152,6 +152,11 @@ def export_onnx(
     `quantize="int8"`: its products dynamically quantized (`quantize_onnx`)."""
     if quantize is not None and quantize not in QUANTIZE_CHOICES:
         raise ValueError(f"quantize must be one of {QUANTIZE_CHOICES}, got {quantize!r}")
+    if type(bilm).add_boundaries is not BiLm.add_boundaries:
+        raise ValueError(
+            f"{type(bilm).__name__}: a biLM with its own character vocabulary (ELMoForManyLangs) "
+            "cannot be exported to ONNX yet; the export builds bilm-tf's character ids"
+        )
     check_onnx_extra()
     module = ExportableBiLm(bilm).eval()
     example = torch.zeros((2, 3, bilm.max_characters_per_token), dtype=torch.long)

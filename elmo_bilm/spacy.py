@@ -31,7 +31,6 @@ from thinc.types import Floats2d, Floats3d
 
 from elmo_bilm.bilm import BiLm, frozen
 from elmo_bilm.bilm_tf import load_bilm_tf
-from elmo_bilm.characters import batch_char_ids
 from elmo_bilm.loading import load_bilm
 from elmo_bilm.precision import PRECISIONS, set_precision
 from elmo_bilm.published import LOCAL, PUBLISHED, resolve
@@ -236,7 +235,7 @@ class ElmoComponent(Pipe):
             chunk = [units[unit] for unit in order[start : start + self.cfg["batch_size"]]]
             batch = [[docs[row][i].text for i in tokens] for row, tokens in chunk]
             with frozen(bilm):
-                output = bilm(batch_char_ids(batch).to(self.device))
+                output = bilm(bilm.batch_to_ids(batch).to(self.device))
             layers = torch.stack(output["activations"], dim=1).float().cpu().numpy()
             for (row, tokens), activations in zip(chunk, layers):
                 arrays[row][:, tokens] = activations[:, : len(tokens)]

@@ -248,3 +248,14 @@ def test_published_names_are_allennlps_urls():
         defaults["options_file"].default,
         defaults["weight_file"].default,
     )
+
+
+def test_elmo_moved_to_float64_after_use_runs_in_float64():
+    """The word cache filled in float32 is not served after `.double()` (it compared values,
+    which the cast keeps, and the LSTM then met float32 vectors)."""
+    elmo = Elmo(str(OPTIONS_FILE), str(WEIGHT_FILE), 1, dropout=0.0).eval()
+    ids = batch_to_ids([["The", "cat", "sat", "."]])
+    first = elmo(ids)["elmo_representations"][0]
+    again = elmo.double()(ids)["elmo_representations"][0]
+    assert again.dtype == torch.float64
+    assert_float32_close(again, first, NETWORK)

@@ -232,3 +232,22 @@ def test_elmo_embed_reports_a_malformed_folder_in_one_line(tmp_path, capsys):
     assert elmo_embed([str(text), str(tmp_path / "out.hdf5"), "--options-file", str(folder)]) == 1
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error.startswith("elmo-embed: error:") and "char.dic" in error
+
+
+def test_vocab_to_cache_and_the_onnx_export_know_its_own_ids(tmp_path):
+    """`Elmo`'s cached vocabulary builds the model's own ids; the ONNX export, which builds
+    bilm-tf's, refuses the model in one line."""
+    from elmo_bilm.onnx import export_onnx
+
+    folder = str(FIXTURE / "word8")
+    sentences = [["the", "cat"], ["a"]]
+    vocabulary = ["@@PADDING@@", "the", "cat", "a"]
+    plain = Elmo(folder, None, 1, dropout=0.0)
+    cached = Elmo(folder, None, 1, dropout=0.0, vocab_to_cache=vocabulary)
+    cached.load_state_dict(plain.state_dict())
+    ids = plain.bilm.batch_to_ids(sentences)
+    words = torch.tensor([[1, 2], [3, 0]])
+    expected = plain(ids)["elmo_representations"][0]
+    assert torch.equal(cached(ids, words)["elmo_representations"][0], expected)
+    with pytest.raises(ValueError, match="cannot be exported to ONNX"):
+        export_onnx(plain.bilm, tmp_path / "model.onnx")
