@@ -9,7 +9,6 @@ import os
 import resource
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Dict, List, Tuple
@@ -18,9 +17,10 @@ import pytest
 
 from elmo_bilm import ElmoEmbedder, published
 from tests.conftest import OPTIONS_FILE, REPO_ROOT, WEIGHT_FILE
+from tests.local_server import LocalServer
 
 
-class Server:
+class Server(LocalServer):
     """Serves `files` (path -> body, content type), with an ETag; `delay` seconds between
     chunks of 256 bytes (a slow server)."""
 
@@ -50,18 +50,11 @@ class Server:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self._start(Handler)
 
     def serve(self, path: str, body: bytes, kind: str = "application/octet-stream") -> str:
         self.files[path] = (body, kind)
         return self.url + path
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture

@@ -10,11 +10,12 @@ from typing import Any, Dict, Iterator
 import pytest
 
 from elmo_bilm import published
+from tests.local_server import LocalServer
 
 ANNOUNCED = 2000  # bytes; the trickle would take 100 s to send them
 
 
-class Server:
+class Server(LocalServer):
     """A local HTTP server whose answer is one of: `trickle` (headers, then a byte every 50 ms)
     or `silent` (headers, then nothing)."""
 
@@ -39,15 +40,11 @@ class Server:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self._start(Handler)
 
     def close(self) -> None:
         self.stop_event.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.stop()
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 internet): downloaded once, reused offline, a short download retried, a 404 one line."""
 
 import http.server
-import threading
 from typing import Dict, List
 
 import pytest
@@ -11,9 +10,10 @@ import torch
 from elmo_bilm import Elmo, ElmoEmbedder, batch_to_ids, load_bilm_tf, published
 from elmo_bilm.embed import main as embed_main
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
+from tests.local_server import LocalServer
 
 
-class Server:
+class Server(LocalServer):
     """Serves the fixture biLM's files under AllenNLP's published paths; `short` makes the next
     answers for a path announce more bytes than they send (a connection that breaks off)."""
 
@@ -41,14 +41,7 @@ class Server:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._start(Handler)
 
 
 @pytest.fixture
