@@ -317,14 +317,3 @@ def _converted(index: Path, options: Path, folder: Path) -> Tuple[str, str]:
     if not (out / "weights.hdf5").is_file():
         convert_checkpoint(str(index)[: -len(".index")], out, options_file=options)
     return str(out / "options.json"), str(out / "weights.hdf5")
-
-
-def bilm_archive_files(archive: str) -> Tuple[str, str]:
-    """Local options and weights of a biLM packed as a `.zip` / `.tar.gz` (a path, or a URL
-    downloaded once into the cache of `elmo_bilm.published`), unpacked once into that cache."""
-    from elmo_bilm.published import cache_dir, cached_path, is_url
-
-    local = cached_path(archive) if is_url(archive) else archive
-    if not os.path.isfile(local):
-        raise FileNotFoundError(f"{archive}: no such archive")
-    return bilm_files_in(unpacked(local, cache_dir()), archive)

@@ -37,7 +37,7 @@ except ImportError:  # not on Windows: no lock between processes there
 
 from tqdm import tqdm
 
-from elmo_bilm.archives import bilm_archive_files, is_bilm_archive
+from elmo_bilm.archives import bilm_files_in, is_bilm_archive, unpacked
 from elmo_bilm.files import atomic_output
 from elmo_bilm.hub import hub_files, is_hub_id
 
@@ -465,3 +465,12 @@ def options_path(options_file: str) -> str:
     if options_file in PUBLISHED:
         options_file = published_urls(options_file)[0]
     return cached_path(options_file) if is_url(options_file) else options_file
+
+
+def bilm_archive_files(archive: str) -> Tuple[str, str]:
+    """Local options and weights of a biLM packed as a `.zip` / `.tar.gz` (a path, or a URL
+    downloaded once into the cache of `elmo_bilm.published`), unpacked once into that cache."""
+    local = cached_path(archive) if is_url(archive) else archive
+    if not os.path.isfile(local):
+        raise FileNotFoundError(f"{archive}: no such archive")
+    return bilm_files_in(unpacked(local, cache_dir()), archive)

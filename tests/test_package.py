@@ -66,12 +66,13 @@ def test_subcommands_found_through_the_plugins_file(repo_root):
     assert result.returncode == 0 and "bilm-tf" in result.stdout, result.stderr[-2000:]
 
 
-def test_shipped_biLM_is_the_default():
+def test_shipped_biLM_is_the_default(monkeypatch):
     from elmo_bilm.shipped import DEFAULT_VOCAB_FILE, DEFAULT_WEIGHT_FILE
     from elmo_plugin.common.config_env import config_defaults
     from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
 
     assert DEFAULT_WEIGHT_FILE.is_file() and DEFAULT_VOCAB_FILE.is_file()
+    monkeypatch.delenv("ELMO_OPTIONS_FILE")  # the tests' fixture biLM otherwise (conftest)
     assert config_defaults()["ELMO_WEIGHT_FILE"] == str(DEFAULT_WEIGHT_FILE)
     bilm = load_bilm_or_archive()
     assert bilm.num_layers == 3 and bilm.get_output_dim() == 128

@@ -17,7 +17,8 @@ import torch
 
 from elmo_bilm import Elmo, FormatError, batch_to_ids, tf_checkpoint
 from elmo_bilm.bilm_tf import read_softmax
-from elmo_bilm.convert import convert_checkpoint, dump_name, main
+from elmo_bilm.convert import convert_checkpoint, dump_name
+from elmo_bilm.convert_command import main
 from elmo_bilm.tf_checkpoint import (
     TABLE_MAGIC,
     CheckpointReader,

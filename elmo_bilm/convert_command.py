@@ -1,0 +1,114 @@
+"""The `elmo-convert` command: any biLM source as bilm-tf `options.json` + `weights.hdf5`
+(a TensorFlow checkpoint through `elmo_bilm.convert`; names, URLs, archives, `hf://` fetched)."""
+
+import argparse
+import logging
+import os
+import shutil
+import sys
+from typing import Dict, Optional, Sequence
+
+from elmo_bilm.bilm_tf import read_options
+from elmo_bilm.convert import convert_checkpoint
+from elmo_bilm.files import FormatError, PathLike, atomic_output, reports_errors
+from elmo_bilm.manylangs import is_manylangs_folder
+from elmo_bilm.published import resolve
+
+logger = logging.getLogger(__name__)
+
+
+def is_checkpoint(path: str) -> bool:
+    """Whether `path` names a TensorFlow checkpoint: a prefix with an `.index` beside it, the
+    `.index` or a `.data-*` file itself, or a folder holding one."""
+    if path.endswith(".index") or ".data-" in os.path.basename(path):
+        return os.path.isfile(path)
+    if os.path.isdir(path):
+        return any(name.endswith(".index") for name in os.listdir(path))
+    return os.path.isfile(path + ".index")
+
+
+def convert_source(source: str, out_dir: PathLike, overwrite: bool = False) -> Dict[str, str]:
+    """Any other biLM source that `load_bilm` takes in bilm-tf's format (a name, a URL, an
+    archive, `hf://ORG/REPO`) as `out_dir/options.json` + `weights.hdf5`, the files as
+    published (downloaded or unpacked first). An ELMoForManyLangs folder is refused: its
+    character vocabulary (characters, not UTF-8 bytes) and word embedding have no place in
+    bilm-tf's format; `load_bilm` reads the folder itself."""
+    if is_manylangs_folder(source):
+        raise FormatError(
+            f"{source}: an ELMoForManyLangs model (its own character and word vocabularies) "
+            "cannot be written as bilm-tf files; load the folder directly (Elmo, ElmoEmbedder, "
+            "elmo-embed --options-file FOLDER)"
+        )
+    options_file, weight_file = resolve(source, None)
+    out_dir = os.fspath(out_dir)
+    paths = {
+        "options": os.path.join(out_dir, "options.json"),
+        "weights": os.path.join(out_dir, "weights.hdf5"),
+    }
+    for path in paths.values():
+        if os.path.exists(path) and not overwrite:
+            raise FileExistsError(f"{path} exists; not overwriting it (--overwrite replaces it)")
+    read_options(options_file)  # a readable bilm-tf options file, or one line naming it
+    os.makedirs(out_dir, exist_ok=True)
+    for source_file, path in ((options_file, paths["options"]), (weight_file, paths["weights"])):
+        with atomic_output(path, overwrite) as partial:
+            shutil.copyfile(source_file, partial)
+    return paths
+
+
+@reports_errors("elmo-convert")
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """The `elmo-convert` console script."""
+    parser = argparse.ArgumentParser(
+        prog="elmo-convert",
+        description="Write a biLM as bilm-tf options.json + weights.hdf5. A bilm-tf TensorFlow "
+        "checkpoint (model.ckpt-N.index + .data-*, or the folder training wrote, its "
+        "`checkpoint` file naming the latest) is converted as bilm-tf's dump_weights would, "
+        "plus softmax.hdf5 (the softmax, for fine-tuning), without TensorFlow; any other source "
+        "a biLM can be named by (a name, a URL, a .zip / .tar.gz, hf://ORG/REPO) is fetched and "
+        "its files written.",
+    )
+    parser.add_argument(
+        "checkpoint",
+        metavar="source",
+        help="a checkpoint prefix (.../model.ckpt-N) or its folder; or a biLM name, URL, "
+        "archive or hf://ORG/REPO",
+    )
+    parser.add_argument("out_dir", help="the folder to write (created if missing)")
+    parser.add_argument(
+        "--options-file",
+        help="bilm-tf's options.json for this model (default: the one beside the checkpoint)",
+    )
+    parser.add_argument(
+        "--softmax-in-weights",
+        action="store_true",
+        help="also put softmax/W, softmax/b into weights.hdf5 (for the plugin's biLM "
+        "fine-tuning, with the training vocab.txt; bilm-tf and AllenNLP ignore them)",
+    )
+    parser.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if is_checkpoint(args.checkpoint):
+        paths = convert_checkpoint(
+            args.checkpoint,
+            args.out_dir,
+            args.options_file,
+            args.overwrite,
+            softmax_in_weights=args.softmax_in_weights,
+        )
+    elif args.options_file or args.softmax_in_weights:
+        raise ValueError("--options-file and --softmax-in-weights are for TensorFlow checkpoints")
+    else:
+        paths = convert_source(args.checkpoint, args.out_dir, args.overwrite)
+    for path in paths.values():
+        logger.info("Wrote %s", path)
+    return 0
+
+
+def console() -> None:
+    """The installed `elmo-convert` script."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    console()
