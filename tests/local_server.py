@@ -3,7 +3,7 @@ network (download tests never reach the internet)."""
 
 import http.server
 import threading
-from typing import Type
+from typing import Callable, Type
 
 
 class LocalServer:
@@ -16,6 +16,13 @@ class LocalServer:
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    @classmethod
+    def started(cls, handler: Callable[..., http.server.BaseHTTPRequestHandler]) -> "LocalServer":
+        """A server of `handler` (a handler class, or a callable building one), started."""
+        server = cls()
+        server._start(handler)  # type: ignore[arg-type]
+        return server
 
     def stop(self) -> None:
         self.httpd.shutdown()

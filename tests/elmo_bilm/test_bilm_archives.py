@@ -5,10 +5,9 @@ names checked."""
 
 import stat
 import tarfile
-import threading
 import zipfile
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ import torch
 from elmo_bilm import Elmo, ElmoEmbedder, batch_to_ids
 from elmo_bilm.files import FormatError
 from tests.conftest import OPTIONS_FILE, REPO_ROOT, WEIGHT_FILE
+from tests.local_server import LocalServer
 
 SENTENCES = [["The", "cat", "sat", "."], ["Hello", "!"]]
 CHECKPOINT = REPO_ROOT / "fixtures" / "tf_checkpoint" / "save_dir"
@@ -76,20 +76,20 @@ def test_a_packed_tensorflow_checkpoint_is_converted_once(tmp_path: Path, cache:
     assert (folder / "converted" / "weights.hdf5").is_file()
 
 
+class QuietFiles(SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
 def test_an_archive_by_url_is_downloaded_then_unpacked(tmp_path: Path) -> None:
     served = tmp_path / "served"
     served.mkdir()
     nlpl_zip(served / "model.zip")
-    handler = partial(SimpleHTTPRequestHandler, directory=str(served))
-    handler.log_message = lambda *args: None  # type: ignore[attr-defined]
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = LocalServer.started(partial(QuietFiles, directory=str(served)))
     try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/model.zip"
-        assert torch.equal(vectors(url), reference())
+        assert torch.equal(vectors(f"{server.url}/model.zip"), reference())
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
 
 
 def test_an_archive_with_two_weight_files_names_them(tmp_path: Path) -> None:

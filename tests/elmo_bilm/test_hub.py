@@ -8,8 +8,7 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Dict, Iterator, List
 
@@ -20,6 +19,7 @@ import torch
 from elmo_bilm import Elmo, ElmoEmbedder, batch_to_ids
 from elmo_bilm.hub import parse_hub_id
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
+from tests.local_server import LocalServer
 from tests.numerics import assert_float32_close
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -76,12 +76,9 @@ class HubHandler(BaseHTTPRequestHandler):
 @pytest.fixture
 def hub() -> Iterator[str]:
     HubHandler.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), HubHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    server = LocalServer.started(HubHandler)
+    yield server.url
+    server.stop()
 
 
 SCRIPT = f"""
