@@ -8,10 +8,10 @@ import torch
 from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.models import Model
 from allennlp.modules.sampled_softmax_loss import SampledSoftmaxLoss
-from torch.utils.checkpoint import checkpoint
 
 from elmo_bilm.bilm import BiLm
 from elmo_bilm.bilm_tf import read_softmax
+from elmo_bilm.lm import bidirectional_nll, chunked_nll, softmax_nll
 from elmo_bilm.vocab import UNK, read_vocab_file
 from elmo_plugin.modules.bilm_loading import load_bilm_archive, load_bilm_or_archive
 
@@ -193,25 +193,13 @@ class BiLmLanguageModel(Model):
 
     def _full_softmax_nll(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         softmax_w, softmax_b = self.softmax_parameters()
-        logits = torch.addmm(softmax_b, hidden, softmax_w.t())
         # the padding id is never a word: keep it out of the normalisation
-        logits = logits.masked_fill(self._padding_column, float("-inf"))
-        return torch.nn.functional.cross_entropy(logits, targets, reduction="sum")
+        return softmax_nll(hidden, targets, softmax_w, softmax_b, self._padding_column)
 
     def _nll_sum(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         if self.training and self.num_samples is not None:
             return self.softmax(hidden, targets)
-        total = hidden.new_zeros(())
-        for start in range(0, hidden.shape[0], self.softmax_chunk_tokens):
-            chunk = (
-                hidden[start : start + self.softmax_chunk_tokens],
-                targets[start : start + self.softmax_chunk_tokens],
-            )
-            if torch.is_grad_enabled() and hidden.requires_grad:
-                total = total + checkpoint(self._full_softmax_nll, *chunk, use_reentrant=False)
-            else:
-                total = total + self._full_softmax_nll(*chunk)
-        return total
+        return chunked_nll(hidden, targets, self._full_softmax_nll, self.softmax_chunk_tokens)
 
     def forward(self, tokens: TextFieldTensors) -> Dict[str, torch.Tensor]:  # type: ignore[override]
         """`tokens`: sentences with `<S>`/`</S>`, indexed as `elmo` (characters) and `lm` (targets)."""
@@ -220,12 +208,7 @@ class BiLmLanguageModel(Model):
         mask = targets > 0
         _, layers = self.bilm.encode(char_ids, mask)
         top = self.output_dropout(layers[-1])
-        proj = self.bilm.projection_dim
-        # forward: position t predicts t+1; backward: position t+1 predicts t
-        target_mask = mask[:, 1:]
-        num_targets = target_mask.sum()
-        forward = self._nll_sum(top[:, :-1, :proj][target_mask], targets[:, 1:][target_mask])
-        backward = self._nll_sum(top[:, 1:, proj:][target_mask], targets[:, :-1][target_mask])
+        forward, backward, num_targets = bidirectional_nll(top, targets, mask, self._nll_sum)
         self._totals += torch.stack([forward.detach(), backward.detach(), num_targets]).to(
             self._totals.dtype
         )

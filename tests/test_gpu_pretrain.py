@@ -1,0 +1,70 @@
+"""The one-call GPU pretraining script (`benchmarks.gpu_pretrain`), exercised on the CPU at a tiny
+size: pack -> train -> ship, and the shipped files evaluate to the perplexity the run reported
+when AllenNLP's evaluation (`benchmarks.shipped_bilm`'s) reads them."""
+
+import gzip
+import json
+import lzma
+import sys
+from io import BytesIO
+from pathlib import Path
+from unittest import mock
+
+import numpy
+import pytest
+import torch
+
+from benchmarks import gpu_pretrain, shipped_bilm
+
+WORDS = "the a of cat dog sat on mat ran far unusualword".split()
+
+
+def _corpus(tmp_path: Path) -> Path:
+    rng = numpy.random.default_rng(0)
+    corpus = tmp_path / "wiki"
+    corpus.mkdir()
+    for name, count in (("AA_wiki_00", 60), ("AB_wiki_98", 12)):
+        lines = [" ".join(rng.choice(WORDS, rng.integers(1, 9))) for _ in range(count)]
+        lines.append(" ".join(["long"] * 57))  # split at 50, as the LM corpus reader does
+        with gzip.open(corpus / f"{name}.txt.gz", "wt") as handle:
+            handle.write("\n".join(lines) + "\n")
+    return corpus
+
+
+@pytest.mark.slow
+def test_pack_train_ship_round_trip(tmp_path, monkeypatch, capsys):
+    corpus = _corpus(tmp_path)
+    wikitext = tmp_path / "wiki.test.tokens"
+    wikitext.write_text(" = Title = \n the cat sat on the mat . \n a dog ran far \n")
+    packed = tmp_path / "pretrain.xz"
+    gpu_pretrain.pack(corpus, wikitext, packed)
+    with numpy.load(BytesIO(lzma.decompress(packed.read_bytes()))) as data:
+        assert data["train_lengths"].tolist()[-2:] == [50, 7]
+        assert data["heldout_lengths"].size == 14 and data["wikitext_lengths"].tolist() == [7, 4]
+        types = bytes(data["types"]).decode().split("\n")
+        assert types[:3] == ["<S>", "</S>", "long"]
+
+    run = tmp_path / "run"
+    argv = ["gpu_pretrain", "train", "--data", str(packed), "--out", str(run), "--device", "cpu"]
+    argv += ["--seconds", "3", "--dim", "16", "--projection-dim", "8", "--batch-sentences", "8"]
+    argv += ["--eval-sentences", "8", "--warmup", "4", "--log-every", "2", "--no-bf16"]
+    monkeypatch.setattr(sys, "argv", argv)
+    torch.set_num_threads(1)
+    gpu_pretrain.main()
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["steps"] >= 4 and metrics["planned_steps"] >= 4
+    first, last = metrics["log"][0]["train_perplexity"], metrics["log"][-1]["train_perplexity"]
+    assert last < first  # it learns
+    assert sorted(p.name for p in run.glob("weights.part*")) == ["weights.part0"]
+
+    shipped = tmp_path / "shipped"
+    gpu_pretrain.ship(run, shipped)
+    monkeypatch.setenv("BILM_DEV", f"text::{corpus / 'AB_wiki_98.txt.gz'}")
+    with mock.patch.object(sys, "argv", ["shipped_bilm", "--bilm-dir", str(shipped)]):
+        capsys.readouterr()
+        shipped_bilm.main()
+    record = json.loads(capsys.readouterr().out.split("BENCH ", 1)[1])
+    reported = metrics["float16"]["heldout"]
+    for key in ("perplexity", "perplexity_forward", "perplexity_backward"):
+        # float32 sums of ~100 log-probabilities in another order: relative 1e-5 is ~100 units
+        assert record[f"dev_{key}"] == pytest.approx(reported[key], rel=1e-5)
