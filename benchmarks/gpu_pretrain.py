@@ -15,7 +15,8 @@ AllenNLP and its dependencies as wheels need several calls (`benchmarks.device_p
    15 MiB (the device returns files of at most 16 MiB), so a cut-off still returns the newest;
    at the end, held-out and WikiText-test perplexity with the float32 weights and with the
    float16-rounded ones.
-3. `ship` (here): the parts back into bilm-tf `options.json` + `weights.hdf5` (with the softmax)
+3. `ship` (here): the parts back into bilm-tf `options.json` + `weights.hdf5` (with the softmax;
+   the float16 values as float32, gzip-compressed to about half, readable by any bilm-tf reader)
    + `vocab.txt` + `training_metrics.json`, for `benchmarks.shipped_bilm` to re-measure.
 
     python -m benchmarks.gpu_pretrain pack --corpus out/wiki --out .devdata/pretrain.xz
@@ -384,7 +385,8 @@ def train(args: argparse.Namespace) -> None:
 
 
 def ship(run: Path, out: Path) -> None:
-    """bilm-tf files (softmax included) and `training_metrics.json` from a run's parts."""
+    """bilm-tf files (softmax included; the float16 values stored as float32, gzip-compressed),
+    `vocab.txt` and the run's metrics as `training_metrics.json`."""
     blob = b"".join(
         (run / f"weights.part{k}").read_bytes() for k in range(len(list(run.glob("weights.part*"))))
     )
@@ -394,8 +396,9 @@ def ship(run: Path, out: Path) -> None:
     bilm.load_state_dict({k[5:]: v.float() for k, v in state.items() if k.startswith("bilm.")})
     out.mkdir(parents=True, exist_ok=True)
     softmax = (state["softmax.W"].float().numpy(), state["softmax.b"].float().numpy())
-    export_bilm_tf(bilm, out / "options.json", out / "weights.hdf5", softmax=softmax)
+    export_bilm_tf(bilm, out / "options.json", out / "weights.hdf5", softmax=softmax, compress=True)
     (out / "vocab.txt").write_bytes((SHIPPED_DIR / "vocab.txt").read_bytes())
+    (out / "training_metrics.json").write_bytes((run / "metrics.json").read_bytes())
 
 
 def main() -> None:

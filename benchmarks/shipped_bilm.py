@@ -15,9 +15,9 @@ from allennlp.data.data_loaders import MultiProcessDataLoader
 from allennlp.data.samplers import BucketBatchSampler
 from allennlp.training.util import evaluate
 
-import elmo_plugin  # noqa: F401  (sets BILM_DEV's default)
 from benchmarks.common import emit
 from elmo_bilm.shipped import SHIPPED_DIR
+from elmo_plugin.common.config_env import config_defaults
 from elmo_plugin.lm.dataset_readers.lm_corpus import LmCorpusReader
 from elmo_plugin.lm.models.bilm_language_model import BiLmLanguageModel
 from elmo_plugin.lm.vocabulary import BilmTfVocabulary
@@ -41,7 +41,8 @@ def main() -> None:
         pretrained_vocab_file=vocab_file,
         dropout=0.0,
     )
-    dev = os.environ["BILM_DEV"].split(",")
+    # the configs' default (WikiText-test under $ELMO_PLUGIN_DATA) unless set
+    dev = (os.environ.get("BILM_DEV") or config_defaults()["BILM_DEV"]).split(",")
     loader = MultiProcessDataLoader(
         LmCorpusReader(max_sentence_length=50),
         dev,

@@ -375,12 +375,17 @@ def export_bilm_tf(
     weight_file: PathLike,
     overwrite: bool = False,
     softmax: Optional[Tuple[numpy.ndarray, numpy.ndarray]] = None,
+    compress: bool = False,
 ) -> None:
     """Write `bilm` as bilm-tf `options.json` + `weights.hdf5` (float32). Refuses to overwrite.
 
     `softmax`, optional: `(W [n_vocab, proj], b [n_vocab])` in `vocab.txt` line order, stored as
     extra datasets `softmax/W`, `softmax/b` (bilm-tf never saved its softmax; readers that do not
     know these datasets ignore them). They let a fine-tuning run start from the trained softmax.
+
+    `compress`: gzip the datasets (with HDF5's byte shuffle), which every HDF5 reader undoes; it
+    pays for weights rounded to fewer bits (float16 values stored as float32 shrink to about
+    half), not for full float32 weights.
     """
     for path in (options_file, weight_file):
         if os.path.exists(path) and not overwrite:
@@ -391,20 +396,26 @@ def export_bilm_tf(
     def array(tensor: torch.Tensor) -> numpy.ndarray:
         return tensor.detach().cpu().to(torch.float32).numpy()
 
-    with atomic_output(weight_file, overwrite) as partial, h5py.File(partial, "w") as weights:
-        weights["char_embed"] = array(cnn.char_embedding.weight[1:])
+    storage = {"compression": "gzip", "shuffle": True} if compress else {}
+
+    with atomic_output(weight_file, overwrite) as partial, h5py.File(partial, "w") as file:
+
+        def put(name: str, value: numpy.ndarray) -> None:
+            file.create_dataset(name, data=value, **storage)
+
+        put("char_embed", array(cnn.char_embedding.weight[1:]))
         for i, conv in enumerate(cnn.conv_layers()):
-            weights[f"CNN/W_cnn_{i}"] = array(conv.weight).transpose(2, 1, 0)[None]
-            weights[f"CNN/b_cnn_{i}"] = array(cast(torch.Tensor, conv.bias))
+            put(f"CNN/W_cnn_{i}", array(conv.weight).transpose(2, 1, 0)[None])
+            put(f"CNN/b_cnn_{i}", array(cast(torch.Tensor, conv.bias)))
         for k, highway in enumerate(cnn.highway_layers()):
             for part in ("transform", "carry"):
-                weights[f"CNN_high_{k}/W_{part}"] = array(getattr(highway, part).weight).T
-                weights[f"CNN_high_{k}/b_{part}"] = array(getattr(highway, part).bias)
+                put(f"CNN_high_{k}/W_{part}", array(getattr(highway, part).weight).T)
+                put(f"CNN_high_{k}/b_{part}", array(getattr(highway, part).bias))
         if softmax is not None:
-            weights[SOFTMAX_WEIGHT] = numpy.asarray(softmax[0], dtype=numpy.float32)
-            weights[SOFTMAX_BIAS] = numpy.asarray(softmax[1], dtype=numpy.float32)
-        weights["CNN_proj/W_proj"] = array(cnn.projection.weight).T
-        weights["CNN_proj/b_proj"] = array(cnn.projection.bias)
+            put(SOFTMAX_WEIGHT, numpy.asarray(softmax[0], dtype=numpy.float32))
+            put(SOFTMAX_BIAS, numpy.asarray(softmax[1], dtype=numpy.float32))
+        put("CNN_proj/W_proj", array(cnn.projection.weight).T)
+        put("CNN_proj/b_proj", array(cnn.projection.bias))
         for layer in range(lstm.n_layers):
             for direction in (0, 1):
                 prefix = _lstm_prefix(direction, layer)
@@ -414,8 +425,8 @@ def export_bilm_tf(
                         array(lstm.recurrent_weights[layer][direction]),
                     ]
                 )
-                weights[f"{prefix}/W_0"] = w
-                weights[f"{prefix}/B"] = array(lstm.biases[layer][direction, 0])
-                weights[f"{prefix}/W_P_0"] = array(lstm.projections[layer][direction]).T
+                put(f"{prefix}/W_0", w)
+                put(f"{prefix}/B", array(lstm.biases[layer][direction, 0]))
+                put(f"{prefix}/W_P_0", array(lstm.projections[layer][direction]).T)
     with atomic_output(options_file, overwrite) as partial, open(partial, "w") as handle:
         json.dump(bilm.options, handle, indent=2)

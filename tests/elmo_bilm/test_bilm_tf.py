@@ -71,6 +71,28 @@ def test_export_round_trip_is_exact(bilm, tmp_path):
     assert again.options == bilm.options
 
 
+def test_a_compressed_export_loads_the_same_here_and_in_allennlp(bilm, tmp_path, fixture_sentences):
+    half = load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE).eval()
+    with torch.no_grad():  # float16 values, as a GPU run's weights come back
+        for parameter in half.parameters():
+            parameter.copy_(parameter.half().float())
+    export_bilm_tf(half, tmp_path / "o.json", tmp_path / "w.hdf5", compress=True)
+    export_bilm_tf(half, tmp_path / "plain.json", tmp_path / "plain.hdf5")
+    with h5py.File(tmp_path / "w.hdf5", "r") as weights:
+        assert weights["RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/W_0"].compression == "gzip"
+    assert (tmp_path / "w.hdf5").stat().st_size < 0.8 * (tmp_path / "plain.hdf5").stat().st_size
+    again = load_bilm_tf(tmp_path / "o.json", tmp_path / "w.hdf5")
+    for (name, a), (_, b) in zip(half.state_dict().items(), again.state_dict().items()):
+        assert torch.equal(a, b), name
+    reference = _ElmoBiLm(str(tmp_path / "o.json"), str(tmp_path / "w.hdf5"))
+    char_ids = batch_to_ids(fixture_sentences[0])
+    with torch.no_grad():
+        expected = reference(char_ids)["activations"][-1]
+        ours = again(char_ids, keep_sentence_boundaries=True)["activations"][-1]
+    mask = reference(char_ids)["mask"][..., None]
+    assert_float32_close(ours * mask, expected * mask, NETWORK)
+
+
 def test_export_refuses_to_overwrite(bilm, tmp_path):
     (tmp_path / "weights.hdf5").write_text("keep me")
     with pytest.raises(FileExistsError, match="weights.hdf5"):
