@@ -22,7 +22,7 @@ import torch
 from tqdm import tqdm
 
 from elmo_bilm.bilm import BiLm, frozen
-from elmo_bilm.files import FormatError, atomic_output, numbered_lines
+from elmo_bilm.files import FormatError, UsageError, atomic_output, numbered_lines
 from elmo_bilm.parquet import DTYPES, EmbeddingWriter
 from elmo_bilm.scalar_mix import ScalarMix
 
@@ -46,7 +46,7 @@ class Layers:
         if self.mix is not None:
             object.__setattr__(self, "name", "mix")
         elif self.name not in LAYER_CHOICES:
-            raise ValueError(f"layers must be one of {LAYER_CHOICES}, got {self.name!r}")
+            raise UsageError(f"layers must be one of {LAYER_CHOICES}, got {self.name!r}")
 
     @classmethod
     def of(cls, layers: "str | Layers") -> "Layers":
@@ -61,7 +61,7 @@ class Layers:
     def depth(self, n_layers: int) -> int:
         """The layers kept per sentence (checking a mix's length against the biLM's)."""
         if self.mix is not None and len(self.mix) != n_layers:
-            raise ValueError(f"--mix has {len(self.mix)} weights, the biLM has {n_layers} layers")
+            raise UsageError(f"--mix has {len(self.mix)} weights, the biLM has {n_layers} layers")
         return n_layers if self.name == "all" else 1
 
     def select(self, activations: torch.Tensor) -> torch.Tensor:
@@ -154,19 +154,19 @@ def embed_file(
     up meanwhile ends the run with an error naming the output."""
     layers = Layers.of(layers)
     if output_format not in FORMATS:
-        raise ValueError(f"output format must be one of {FORMATS}, got {output_format!r}")
+        raise UsageError(f"output format must be one of {FORMATS}, got {output_format!r}")
     if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+        raise UsageError(f"dtype must be one of {DTYPES}, got {dtype!r}")
     if output_format == "parquet" and sentence_keys:
-        raise ValueError("--use-sentence-keys names HDF5 datasets; Parquet rows carry their line")
+        raise UsageError("--use-sentence-keys names HDF5 datasets; Parquet rows carry their line")
     if chunk_size < 1 or batch_size < 1:
-        raise ValueError("chunk_size and batch_size must be at least 1")
+        raise UsageError("chunk_size and batch_size must be at least 1")
     if os.path.exists(output_file) and not overwrite:
         raise FileExistsError(f"{output_file} exists; pass --overwrite to replace it")
     if os.path.exists(output_file) and os.path.samefile(input_file, output_file):
-        raise ValueError(f"{output_file} is the input file; write the output elsewhere")
+        raise UsageError(f"{output_file} is the input file; write the output elsewhere")
     if cuda_device >= 0 and cuda_device >= torch.cuda.device_count():
-        raise ValueError(
+        raise UsageError(
             f"--cuda-device {cuda_device}, but this machine has {torch.cuda.device_count()} CUDA "
             "devices (-1: the CPU)"
         )
@@ -318,7 +318,7 @@ def embed_sorted(
     `(batch of items, their kept layers on the host)` batch by batch. Row `r` of a batch's
     layers holds item `r`'s vectors in its first `len(words(item))` positions."""
     if batch_size < 1:
-        raise ValueError("batch_size must be at least 1")
+        raise UsageError("batch_size must be at least 1")
     order = sorted(items, key=lambda item: len(words(item)))
     for start in range(0, len(order), batch_size):
         batch = order[start : start + batch_size]

@@ -5,6 +5,8 @@ from typing import Any, Dict, List, Sequence, Tuple, cast
 import torch
 from torch import nn
 
+from elmo_bilm.files import UsageError
+
 # bilm-tf's character vocabulary: 256 byte values + 5 specials = 261 ids; AllenNLP's
 # `elmo_characters` indexer shifts every id by one so that 0 can be padding, hence 262 rows here.
 NUM_CHAR_IDS = 262
@@ -130,7 +132,7 @@ class CharCnnEncoder(nn.Module):
     ) -> None:
         super().__init__()
         if activation not in ("relu", "tanh"):
-            raise ValueError(f"char_cnn activation must be 'relu' or 'tanh', got {activation!r}")
+            raise UsageError(f"char_cnn activation must be 'relu' or 'tanh', got {activation!r}")
         self.activation = activation
         self.filters: List[Tuple[int, int]] = [(int(w), int(n)) for w, n in filters]
         self.char_embedding = nn.Embedding(NUM_CHAR_IDS, char_dim, padding_idx=0)

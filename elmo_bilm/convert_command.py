@@ -10,7 +10,7 @@ from typing import Dict, Optional, Sequence
 
 from elmo_bilm.bilm_tf import read_options
 from elmo_bilm.convert import convert_checkpoint
-from elmo_bilm.files import FormatError, PathLike, atomic_output, reports_errors
+from elmo_bilm.files import FormatError, PathLike, UsageError, atomic_output, reports_errors
 from elmo_bilm.manylangs import is_manylangs_folder
 from elmo_bilm.published import resolve
 
@@ -97,7 +97,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             softmax_in_weights=args.softmax_in_weights,
         )
     elif args.options_file or args.softmax_in_weights:
-        raise ValueError("--options-file and --softmax-in-weights are for TensorFlow checkpoints")
+        raise UsageError("--options-file and --softmax-in-weights are for TensorFlow checkpoints")
     else:
         paths = convert_source(args.checkpoint, args.out_dir, args.overwrite)
     for path in paths.values():

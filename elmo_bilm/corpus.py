@@ -35,7 +35,14 @@ from tqdm import tqdm
 
 from elmo_bilm.bulk import DEFAULT_BATCH_SIZE, Layers, embed_sorted, line_words
 from elmo_bilm.embed import add_layer_arguments, layers_of
-from elmo_bilm.files import USER_ERRORS, FormatError, decode_line, expand_paths, raw_lines
+from elmo_bilm.files import (
+    USER_ERRORS,
+    FormatError,
+    UsageError,
+    decode_line,
+    expand_paths,
+    raw_lines,
+)
 from elmo_bilm.loading import add_bilm_arguments, load_bilm
 from elmo_bilm.manylangs import is_manylangs_folder
 from elmo_bilm.parquet import DTYPES, EmbeddingWriter, import_extra, require_pyarrow
@@ -381,7 +388,7 @@ def _check_manifest(fs: Any, root: str, manifest: Dict[str, Any]) -> None:
         return
     again = "resume with the same inputs, biLM and options, start over with --overwrite, or write elsewhere"
     if "inputs" not in previous:
-        raise ValueError(
+        raise UsageError(
             f"{path}: this folder holds a run of an earlier elmo-embed-corpus that did not record "
             f"its inputs and biLM; start over with --overwrite, or write elsewhere"
         )
@@ -398,7 +405,7 @@ def _check_manifest(fs: Any, root: str, manifest: Dict[str, Any]) -> None:
         words["inputs"] = f"inputs ({_inputs_changed(previous['inputs'], manifest['inputs'])})"
     if changed:
         what = ", ".join(words.get(key, key) for key in changed)
-        raise ValueError(f"{path}: this folder holds a run with other {what}; {again}")
+        raise UsageError(f"{path}: this folder holds a run with other {what}; {again}")
 
 
 def _overwrite(fs: Any, root: str) -> None:
@@ -438,24 +445,24 @@ def check_resources(ray: Any, workers: int, cpus: int, gpus: float) -> None:
         largest = max(node.get("GPU", 0.0) for node in nodes)
         flag = f"--gpus-per-worker {gpus:g}"
         if has_gpus == 0:
-            raise ValueError(
+            raise UsageError(
                 f"{flag} asks for {_count(gpus, 'GPU')} per worker; the Ray cluster has no GPU "
                 f"({_count(has_cpus, 'CPU')})"
             )
         if largest < gpus:
-            raise ValueError(
+            raise UsageError(
                 f"{flag} asks for {_count(gpus, 'GPU')} per worker; the Ray cluster's largest "
                 f"machine has {_count(largest, 'GPU')}"
             )
         if workers * gpus > has_gpus:
-            raise ValueError(
+            raise UsageError(
                 f"{flag} --num-workers {workers} asks for {_count(workers * gpus, 'GPU')} "
                 f"({gpus:g} per worker); the Ray cluster has {_count(has_gpus, 'GPU')} "
                 f"({_count(has_cpus, 'CPU')})"
             )
     largest = max(node.get("CPU", 0.0) for node in nodes)
     if cpus > largest or workers * cpus > has_cpus:
-        raise ValueError(
+        raise UsageError(
             f"--cpus-per-worker {cpus} --num-workers {workers} asks for "
             f"{_count(workers * cpus, 'CPU')} ({cpus} per worker); the Ray cluster has {has}"
             + (f", {largest:g} on its largest machine" if len(nodes) > 1 else "")
@@ -500,9 +507,9 @@ def embed_corpus(
     weight_file = os.fspath(weight_file) if weight_file else None
 
     if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+        raise UsageError(f"dtype must be one of {DTYPES}, got {dtype!r}")
     if min(batch_size, shard_lines, num_workers, cpus_per_worker) < 1 or gpus_per_worker < 0:
-        raise ValueError("sizes and worker counts must be at least 1 (GPUs per worker >= 0)")
+        raise UsageError("sizes and worker counts must be at least 1 (GPUs per worker >= 0)")
     shards, skipped = plan(inputs, shard_lines, skip_bad_lines)
     fs, root = filesystem(output_dir)
     fs.create_dir(root, recursive=True)

@@ -21,6 +21,7 @@ from torch import nn
 from elmo_bilm.bilm import BiLm, frozen, remove_sentence_boundaries
 from elmo_bilm.bulk import embed_file, embed_sorted
 from elmo_bilm.characters import batch_char_ids, vocabulary_char_ids
+from elmo_bilm.files import UsageError
 from elmo_bilm.hub import PREFIX, is_hub_id
 from elmo_bilm.loading import load_bilm
 from elmo_bilm.precision import set_precision
@@ -85,7 +86,7 @@ class Elmo(nn.Module):
     ) -> None:
         super().__init__()
         if module is not None and (options_file is not None or weight_file is not None):
-            raise ValueError("give either module or options_file + weight_file")
+            raise UsageError("give either module or options_file + weight_file")
         bilm = module if module is not None else load_bilm(options_file, weight_file)
         self.bilm = set_precision(bilm, precision)
         self.requires_grad = requires_grad
@@ -168,7 +169,7 @@ class Elmo(nn.Module):
             ids = self.word_char_ids[word_inputs.flatten(0, -2)]
             return ids, tuple(word_inputs.shape[:-1])
         if inputs.dim() < 3:
-            raise ValueError(
+            raise UsageError(
                 f"character ids must be (batch, timesteps, 50), got shape {tuple(inputs.shape)}"
             )
         return inputs.flatten(0, -3), tuple(inputs.shape[:-2])
@@ -243,7 +244,7 @@ class ElmoEmbedder:
         """Lazily, in input order: reads `16 * batch_size` sentences at a time, embeds them in
         batches of similar length (the biLM is stateless, so order is free) and yields them."""
         if batch_size < 1:
-            raise ValueError("batch_size must be at least 1")
+            raise UsageError("batch_size must be at least 1")
         chunk: List[Sequence[str]] = []
         for sentence in sentences:
             chunk.append(sentence)

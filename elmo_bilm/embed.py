@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 
 from elmo_bilm.bilm import BiLm
 from elmo_bilm.bulk import DEFAULT_BATCH_SIZE, FORMATS, LAYER_CHOICES, Layers, embed_file
-from elmo_bilm.files import USER_ERRORS
+from elmo_bilm.files import USER_ERRORS, UsageError
 from elmo_bilm.loading import add_bilm_arguments, load_bilm
 from elmo_bilm.precision import add_precision_argument, set_precision
 
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
     """Embed as the parsed arguments say, with `bilm` or the one they name."""
     precision = getattr(args, "precision", "float32")
     if precision == "int8" and args.cuda_device >= 0:
-        raise ValueError("--precision int8 runs on the CPU (fbgemm); leave out --cuda-device")
+        raise UsageError("--precision int8 runs on the CPU (fbgemm); leave out --cuda-device")
     bilm = bilm or load_bilm(args.options_file, args.weight_file)
     set_precision(bilm, precision)
     count = embed_file(

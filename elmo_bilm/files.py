@@ -16,13 +16,19 @@ from typing import Any, BinaryIO, Callable, Iterator, List, Tuple, TypeVar, Unio
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-class FormatError(ValueError):
+class UsageError(ValueError):
+    """An input, option or argument a user gave that cannot be used; the message says which and
+    why. A `ValueError`, so that code catching those keeps working."""
+
+
+class FormatError(UsageError):
     """An input file that is not in the expected format; the message names the file (and line)."""
 
 
 # What a command reports as one line `NAME: error: ...` (exit status 1) instead of a traceback:
-# bad input, existing or missing files, unwritable folders, impossible options.
-USER_ERRORS = (FormatError, ValueError, OSError)
+# bad input and options, existing or missing files, unwritable folders. Any other exception (a
+# bug) keeps its traceback.
+USER_ERRORS = (UsageError, OSError)
 
 F = TypeVar("F", bound=Callable[..., Any])
 

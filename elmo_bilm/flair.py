@@ -19,6 +19,7 @@ from flair.embeddings.base import register_embeddings
 
 from elmo_bilm.bilm import BiLm
 from elmo_bilm.elmo import ElmoEmbedder
+from elmo_bilm.files import UsageError
 from elmo_bilm.published import BASE_URL, LOCAL, PUBLISHED
 
 # flair's model names and the biLMs they stand for (AllenNLP's published and contributed files)
@@ -50,7 +51,7 @@ def bilm_files(
     name = FLAIR_NAMES.get(model, model)
     if name not in (*PUBLISHED, *LOCAL):
         known = ", ".join(["original", "small", "medium", "large", "5.5B", "pt", "pubmed", *LOCAL])
-        raise ValueError(
+        raise UsageError(
             f"unknown ELMo model {model!r}; one of {known}, or options_file + weight_file"
         )
     return name, None
@@ -90,7 +91,7 @@ class ELMoEmbeddings(TokenEmbeddings):
         super().__init__()
         self.instance_parameters = self.get_instance_parameters(locals=locals())
         if embedding_mode not in MODES:
-            raise ValueError(f"embedding_mode must be one of {MODES}, got {embedding_mode!r}")
+            raise UsageError(f"embedding_mode must be one of {MODES}, got {embedding_mode!r}")
         self.model_name, self.options_file, self.weight_file = model, options_file, weight_file
         self.embedding_mode = embedding_mode
         self.name = f"elmo-{model}-{embedding_mode}"

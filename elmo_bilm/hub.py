@@ -10,6 +10,7 @@ tokens apply as for any Hub model; only the repository's `.json` and `.hdf5` fil
 from typing import Optional, Tuple
 
 from elmo_bilm.archives import bilm_files_in
+from elmo_bilm.files import UsageError
 
 PREFIX = "hf://"
 
@@ -26,7 +27,7 @@ def parse_hub_id(name: str) -> Tuple[str, Optional[str]]:
     repo_id, _, revision = body.partition("@")
     parts = repo_id.split("/")
     if len(parts) != 2 or not all(parts):
-        raise ValueError(f"{name!r}: a Hub biLM is named hf://ORG/REPO (or hf://ORG/REPO@REVISION)")
+        raise UsageError(f"{name!r}: a Hub biLM is named hf://ORG/REPO (or hf://ORG/REPO@REVISION)")
     return repo_id, revision or None
 
 

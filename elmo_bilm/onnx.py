@@ -22,7 +22,7 @@ from torch import nn
 
 from elmo_bilm.bilm import BiLm
 from elmo_bilm.char_cnn import add_sentence_boundaries
-from elmo_bilm.files import USER_ERRORS, PathLike, atomic_output
+from elmo_bilm.files import USER_ERRORS, PathLike, UsageError, atomic_output
 from elmo_bilm.loading import add_bilm_arguments, load_bilm
 from elmo_bilm.lstm import lstm_cell, reverse_padded
 
@@ -151,9 +151,9 @@ def export_onnx(
     outputs `layers` `(n_layers + 1, batch, tokens, 2 * proj)` and `mask` `(batch, tokens)`.
     `quantize="int8"`: its products dynamically quantized (`quantize_onnx`)."""
     if quantize is not None and quantize not in QUANTIZE_CHOICES:
-        raise ValueError(f"quantize must be one of {QUANTIZE_CHOICES}, got {quantize!r}")
+        raise UsageError(f"quantize must be one of {QUANTIZE_CHOICES}, got {quantize!r}")
     if type(bilm).add_boundaries is not BiLm.add_boundaries:
-        raise ValueError(
+        raise UsageError(
             f"{type(bilm).__name__}: a biLM with its own character vocabulary (ELMoForManyLangs) "
             "cannot be exported to ONNX yet; the export builds bilm-tf's character ids"
         )

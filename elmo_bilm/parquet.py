@@ -17,6 +17,8 @@ from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Sequence, Unio
 
 import numpy
 
+from elmo_bilm.files import FormatError, UsageError
+
 EXTRA = 'pip install "elmo-bilm[ray]"'
 DTYPES = ("float32", "float16")
 METADATA_KEY = b"elmo_bilm"
@@ -60,7 +62,7 @@ class EmbeddingWriter:
         metadata: Optional[Dict[str, Any]] = None,
     ) -> None:
         if dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+            raise UsageError(f"dtype must be one of {DTYPES}, got {dtype!r}")
         pq = require_pyarrow()
         import pyarrow as pa
 
@@ -138,14 +140,14 @@ def read_embeddings(path: str) -> Iterator[EmbeddedSentence]:
         try:
             handle = pq.ParquetFile(name)
         except (ValueError, OSError) as error:  # pyarrow's ArrowInvalid is a ValueError
-            raise ValueError(
+            raise FormatError(
                 f"{name}: not a complete Parquet file, truncated or damaged "
                 f"({str(error).splitlines()[0]}); embed it again (a re-run of elmo-embed-corpus "
                 "redoes its truncated shards)"
             ) from error
         metadata = (handle.schema_arrow.metadata or {}).get(METADATA_KEY)
         if metadata is None:
-            raise ValueError(f"{name}: not a file of ELMo vectors (no elmo_bilm metadata)")
+            raise FormatError(f"{name}: not a file of ELMo vectors (no elmo_bilm metadata)")
         description = json.loads(metadata)
         depth = description["n_layers"] if description["layers"] == "all" else None
         dim = description["dim"]

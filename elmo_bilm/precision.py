@@ -25,6 +25,7 @@ from torch import nn
 
 from elmo_bilm import onednn
 from elmo_bilm.bilm import BiLm
+from elmo_bilm.files import UsageError
 from elmo_bilm.lstm import ProjectedLstmStack
 from elmo_bilm.onednn import Step
 
@@ -55,10 +56,10 @@ def set_precision(bilm: BiLm, precision: str = "float32") -> BiLm:
     float32). `"float32"` undoes another setting. Call it where the biLM will run: `"int8"` is
     for the CPU only."""
     if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        raise UsageError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     device = next(bilm.parameters()).device
     if precision == "int8" and device.type != "cpu":
-        raise ValueError(f"precision 'int8' runs on the CPU (fbgemm), the biLM is on {device}")
+        raise UsageError(f"precision 'int8' runs on the CPU (fbgemm), the biLM is on {device}")
     if precision == "bfloat16" and device.type == "cpu":
         missing = missing_bfloat16_instructions()
         if missing is not None:

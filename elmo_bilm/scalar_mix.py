@@ -5,6 +5,8 @@ from typing import List, Optional, Sequence
 import torch
 from torch import nn
 
+from elmo_bilm.files import UsageError
+
 
 class ScalarMix(nn.Module):
     """A trainable scalar mixture of `mixture_size` same-shaped tensors, with AllenNLP's
@@ -39,11 +41,11 @@ class ScalarMix(nn.Module):
             given = initial_scalar_parameters
             initial = [float(value) for value in ([0.0] * mixture_size if given is None else given)]
         except (TypeError, ValueError) as error:
-            raise ValueError(
+            raise UsageError(
                 f"initial scalar parameters must be numbers, got {initial_scalar_parameters!r}"
             ) from error
         if len(initial) != mixture_size:
-            raise ValueError(f"{len(initial)} initial scalar parameters for {mixture_size} layers")
+            raise UsageError(f"{len(initial)} initial scalar parameters for {mixture_size} layers")
         self.mixture_size = mixture_size
         self.do_layer_norm = do_layer_norm
         self.scalar_parameters = nn.ParameterList(

@@ -31,6 +31,7 @@ from thinc.types import Floats2d, Floats3d
 
 from elmo_bilm.bilm import BiLm, frozen
 from elmo_bilm.bilm_tf import load_bilm_tf
+from elmo_bilm.files import UsageError
 from elmo_bilm.loading import load_bilm
 from elmo_bilm.precision import PRECISIONS, set_precision
 from elmo_bilm.published import LOCAL, PUBLISHED, resolve
@@ -125,11 +126,11 @@ class ElmoComponent(Pipe):
     ) -> None:
         install_extensions()
         if precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+            raise UsageError(f"precision must be one of {PRECISIONS}, got {precision!r}")
         if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+            raise UsageError(f"batch_size must be at least 1, got {batch_size}")
         if isinstance(layers, str) and layers not in ("all", "top", "average"):
-            raise ValueError(f'layers must be "all", "top", "average" or weights, got {layers!r}')
+            raise UsageError(f'layers must be "all", "top", "average" or weights, got {layers!r}')
         self.vocab = vocab
         self.name = name
         self.cfg: Dict[str, Any] = {
@@ -180,7 +181,7 @@ class ElmoComponent(Pipe):
     def _set_bilm(self, bilm: BiLm, files: Optional[Tuple[str, str]]) -> None:
         layers = self.cfg["layers"]
         if not isinstance(layers, str) and len(layers) != bilm.num_layers:
-            raise ValueError(f"{len(layers)} layer weights for a biLM of {bilm.num_layers} layers")
+            raise UsageError(f"{len(layers)} layer weights for a biLM of {bilm.num_layers} layers")
         self._bilm = set_precision(
             bilm.to(self.device).eval(), self.cfg.get("precision", "float32")
         )
@@ -392,7 +393,7 @@ def mix_layers(layers: numpy.ndarray, how: Layers) -> numpy.ndarray:
         return layers.mean(axis=0)
     weights = numpy.asarray(how, dtype=numpy.float32)
     if weights.shape != (layers.shape[0],):
-        raise ValueError(f"{len(weights)} layer weights for a biLM of {layers.shape[0]} layers")
+        raise UsageError(f"{len(weights)} layer weights for a biLM of {layers.shape[0]} layers")
     return numpy.tensordot(weights, layers, axes=1).astype(numpy.float32)
 
 
@@ -444,7 +445,7 @@ class ElmoMix(Model):
 
     def __init__(self, upstream_name: str = "elmo", l2_coefficient: float = 0.001) -> None:
         if l2_coefficient < 0:
-            raise ValueError(f"l2_coefficient (lambda) must be >= 0, got {l2_coefficient}")
+            raise UsageError(f"l2_coefficient (lambda) must be >= 0, got {l2_coefficient}")
         install_extensions()
         super().__init__(
             "elmo_mix",
@@ -465,7 +466,7 @@ class ElmoMix(Model):
         missing = [doc for doc in docs if doc._.elmo is None]
         if missing:
             if self.upstream is None:
-                raise ValueError(
+                raise UsageError(
                     f"docs without doc._.elmo and no '{self.upstream_name}' component linked: add "
                     f"it before this one and to [training] annotating_components"
                 )

@@ -7,6 +7,7 @@ import numpy
 import torch
 
 from elmo_bilm.bilm import BiLm
+from elmo_bilm.files import UsageError
 from elmo_plugin.analysis.features import token_layers
 
 
@@ -29,7 +30,7 @@ def nearest_neighbours(
     if not 0 <= index < len(query):
         raise IndexError(f"word index {index} is outside the query's {len(query)} tokens")
     if not any(len(sentence) for sentence in corpus):
-        raise ValueError("the corpus has no tokens: no neighbours to find")
+        raise UsageError("the corpus has no tokens: no neighbours to find")
     sentences = [list(query)] + [list(s) for s in corpus]
     positions = [(s, i) for s, tokens in enumerate(sentences) for i in range(len(tokens))]
     vectors = token_layers(bilm, sentences, positions, batch_size, device, "corpus layers")

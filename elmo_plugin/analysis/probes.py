@@ -11,7 +11,7 @@ import torch
 from tqdm import tqdm
 
 from elmo_bilm.bilm import BiLm
-from elmo_bilm.files import FormatError, numbered_lines
+from elmo_bilm.files import FormatError, UsageError, numbered_lines
 from elmo_plugin.analysis.features import token_layers
 
 Sentence = List[str]
@@ -87,7 +87,7 @@ def pos_probe(
 ) -> Dict:
     """Accuracy of a linear POS classifier trained on each biLM layer separately."""
     if epochs < 1:
-        raise ValueError(f"epochs is {epochs}; at least 1 (with none the probe is untrained)")
+        raise UsageError(f"epochs is {epochs}; at least 1 (with none the probe is untrained)")
     train_sentences, train_tags = read_conllu_xpos(train_file)
     if max_train_sentences is not None:
         train_sentences, train_tags = (
@@ -192,7 +192,7 @@ def sst_probe(
     How much fine-grained sentiment each representation carries linearly, apart from any task
     model: the diagnosis of Table 1's SST-5 row."""
     if epochs < 1:
-        raise ValueError(f"epochs is {epochs}; at least 1 (with none the probe is untrained)")
+        raise UsageError(f"epochs is {epochs}; at least 1 (with none the probe is untrained)")
     (train_sentences, y_train), (test_sentences, y_test) = (
         read_sst_sentences(train_file),
         read_sst_sentences(test_file),

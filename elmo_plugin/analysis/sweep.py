@@ -17,7 +17,7 @@ from typing import Callable, Dict, Hashable, Iterable, Iterator, List, Optional,
 from tqdm import tqdm
 
 from elmo_bilm.archives import checked_members
-from elmo_bilm.files import FormatError, atomic_output
+from elmo_bilm.files import FormatError, UsageError, atomic_output
 
 BASELINE = "none"  # the placement value that means "the baseline config, no ELMo"
 
@@ -65,7 +65,7 @@ def grid(
     """Every combination; the baseline once per fraction and seed (ELMo settings do not apply)."""
     bad = [f for f in fractions if not 0.0 < f <= 1.0]
     if bad:
-        raise ValueError(f"training fractions must be in (0, 1], got {bad}")
+        raise UsageError(f"training fractions must be in (0, 1], got {bad}")
     runs: Dict[str, Run] = {}
     for p, lam, lay, g, f, s in itertools.product(
         placements, lambdas, layers, gammas, fractions, seeds
@@ -297,7 +297,7 @@ def sweep(
     yield each run's record: its settings, best dev and test metric, training time.
     `arguments`: further top-level config arguments of every run (`run_config`)."""
     if fraction_batches_per_epoch is not None and fraction_batches_per_epoch < 1:
-        raise ValueError(f"batches per epoch must be positive, got {fraction_batches_per_epoch}")
+        raise UsageError(f"batches per epoch must be positive, got {fraction_batches_per_epoch}")
     for run in runs:
         run_dir = Path(out_dir) / run.name
         text = run_config(elmo_config, run, fraction_batches_per_epoch, subset_seed, arguments)

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
+from elmo_bilm.files import UsageError
 from elmo_plugin.analysis import sweep
 from elmo_plugin.common.config_env import CONFIG_DIR
 
@@ -169,7 +170,7 @@ def scale_tasks(scale: str, tasks: Optional[Sequence[str]] = None) -> List[str]:
     if tasks is None:
         return [t for t in TASKS if not (scale == "smoke" and t == "ner" and not conll2003_given())]
     if scale == "smoke" and "ner" in tasks and not conll2003_given():
-        raise ValueError(
+        raise UsageError(
             "ner at the smoke scale reads CoNLL-2003 (its licence does not allow shipping a "
             f"slice): set {', '.join(CONLL2003_VARIABLES)} to its files (or ELMO_PLUGIN_DATA to a "
             "folder with conll2003/)"
@@ -514,10 +515,10 @@ def run_table(
     never dropped). A run that a `runs_from` file records is not trained again. `cuda_device`
     >= 0 trains on that GPU (the scale's settings are the same on any device)."""
     if scale not in SCALES:
-        raise ValueError(f"unknown scale {scale!r}; one of {sorted(SCALES)}")
+        raise UsageError(f"unknown scale {scale!r}; one of {sorted(SCALES)}")
     unknown = sorted(set(tasks) - set(TASKS))
     if unknown:
-        raise ValueError(f"unknown task(s) {unknown}; the table's tasks are {list(TASKS)}")
+        raise UsageError(f"unknown task(s) {unknown}; the table's tasks are {list(TASKS)}")
     tasks = scale_tasks(scale, tasks)
     placements = {"baseline": sweep.BASELINE, "elmo": None}
 

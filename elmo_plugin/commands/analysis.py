@@ -11,7 +11,7 @@ from typing import Any, Dict, List
 import torch
 from allennlp.commands.subcommand import Subcommand
 
-from elmo_bilm.files import numbered_lines, reports_errors
+from elmo_bilm.files import UsageError, numbered_lines, reports_errors
 from elmo_plugin.analysis import layer_weights, neighbours, probes, report, sweep
 from elmo_plugin.common.config_env import config_path, data_dir
 from elmo_plugin.modules.bilm_loading import add_bilm_arguments, load_bilm_or_archive
@@ -148,14 +148,14 @@ def _run_layer_weights(args: argparse.Namespace) -> None:
         os.path.basename(os.path.dirname(os.path.abspath(archive))) for archive in args.archives
     ]
     if len(labels) != len(args.archives):
-        raise ValueError(f"{len(labels)} --labels for {len(args.archives)} archives")
+        raise UsageError(f"{len(labels)} --labels for {len(args.archives)} archives")
     results: Dict[str, List[Dict[str, Any]]] = {}
     for archive, label in zip(args.archives, labels):
         if not os.path.isfile(archive):
             raise FileNotFoundError(f"{archive}: no such archive")
         mixes = layer_weights.mix_weights(load_archive(archive).model)
         if not mixes:
-            raise ValueError(f"{archive}: the model has no ELMo mix")
+            raise UsageError(f"{archive}: the model has no ELMo mix")
         results[label] = mixes
     rows = [
         [

@@ -7,7 +7,7 @@ from typing import Any, List, NoReturn, Optional, Sequence, Tuple
 
 from allennlp.commands.subcommand import Subcommand
 
-from elmo_bilm.files import reports_errors
+from elmo_bilm.files import UsageError, reports_errors
 from elmo_plugin.common.config_env import CONFIG_DIR, config_names, config_path, variable_sources
 
 USAGE = "allennlp elmo-config [NAME] [--resolved]"
@@ -75,7 +75,7 @@ class ElmoConfig(Subcommand):
 def _run(args: argparse.Namespace) -> None:
     if args.name is None:
         if args.resolved:
-            raise ValueError(f"--resolved needs a config NAME or path (usage: {USAGE})")
+            raise UsageError(f"--resolved needs a config NAME or path (usage: {USAGE})")
         print("\n".join(config_names()))
     elif not args.resolved:
         print(config_path(args.name))
@@ -92,7 +92,7 @@ def resolved(name: str) -> str:
     try:
         params = Params.from_file(path).as_dict(quiet=True)
     except RuntimeError as error:  # jsonnet's own errors (an undefined variable, a syntax error)
-        raise ValueError(f"{path}: {str(error).strip().splitlines()[0]}") from None
+        raise UsageError(f"{path}: {str(error).strip().splitlines()[0]}") from None
     lines = [f"// {path}, as AllenNLP builds it; its variables:"]
     lines += [f"// {var} = {value}  ({source})" for var, value, source in variable_sources(path)]
     return "\n".join([*lines, json.dumps(params, indent=2)])

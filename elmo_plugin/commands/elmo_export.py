@@ -9,7 +9,7 @@ from allennlp.commands.subcommand import Subcommand
 from allennlp.models.archival import load_archive
 
 from elmo_bilm.bilm_tf import export_bilm_tf
-from elmo_bilm.files import reports_errors
+from elmo_bilm.files import UsageError, reports_errors
 from elmo_plugin.lm.models.bilm_language_model import BiLmLanguageModel
 from elmo_plugin.lm.vocabulary import write_bilm_tf_vocab
 
@@ -22,7 +22,7 @@ def export_archive(archive_file: str, output_dir: str) -> None:
     never overwritten)."""
     model = load_archive(archive_file).model
     if not isinstance(model, BiLmLanguageModel):
-        raise ValueError(f"{archive_file}: not an elmo_plugin_bilm archive")
+        raise UsageError(f"{archive_file}: not an elmo_plugin_bilm archive")
     export_model(model, output_dir)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from allennlp.commands.subcommand import Subcommand
 
-from elmo_bilm.files import reports_errors
+from elmo_bilm.files import UsageError, reports_errors
 from elmo_plugin.analysis import report, table1
 
 
@@ -94,7 +94,7 @@ def _run(args: argparse.Namespace) -> None:
     from elmo_plugin.data.word_vectors import build_baseline_vectors
 
     if args.baselines_from and "baseline" in args.rows and not args.no_train:
-        raise ValueError(
+        raise UsageError(
             "--baselines-from tabulates another folder's baselines: train with --rows elmo "
             "(or tabulate with --no-train)"
         )
@@ -109,12 +109,12 @@ def _run(args: argparse.Namespace) -> None:
         try:
             other = json.loads(Path(args.compare_elmo_with).read_text())
         except json.JSONDecodeError as error:
-            raise ValueError(
+            raise UsageError(
                 f"--compare-elmo-with {args.compare_elmo_with}, line {error.lineno}: not a "
                 f"table1.json ({error.msg})"
             ) from None
         if not isinstance(other, dict) or not isinstance(other.get("runs"), dict):
-            raise ValueError(
+            raise UsageError(
                 f'--compare-elmo-with {args.compare_elmo_with}: no "runs" object, not a '
                 "table1.json (elmo-table1 writes one beside table1.md)"
             )
@@ -127,7 +127,7 @@ def _run(args: argparse.Namespace) -> None:
             args.serialization_dir, args.scale, args.seeds, args.baselines_from, args.runs_from
         )
         if not result["table"]:
-            raise ValueError(
+            raise UsageError(
                 f"{args.serialization_dir}: no finished Table 1 run of seeds "
                 f"{' '.join(map(str, args.seeds))} at the {args.scale!r} scale (finished: "
                 "metrics.json and model.tar.gz written)"

@@ -5,6 +5,8 @@ from typing import Iterable
 
 from allennlp.data import DatasetReader, Instance
 
+from elmo_bilm.files import UsageError
+
 
 @DatasetReader.register("elmo_plugin_subset")
 class SubsetReader(DatasetReader):
@@ -25,7 +27,7 @@ class SubsetReader(DatasetReader):
     def __init__(self, reader: DatasetReader, fraction: float, seed: int = 0, **kwargs) -> None:
         super().__init__(**kwargs)
         if not 0.0 < fraction <= 1.0:
-            raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+            raise UsageError(f"fraction must be in (0, 1], got {fraction}")
         self.reader = reader
         self.fraction = fraction
         self.seed = seed

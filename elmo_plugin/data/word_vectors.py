@@ -15,7 +15,7 @@ import zlib
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence
 
-from elmo_bilm.files import FormatError, atomic_output, numbered_lines
+from elmo_bilm.files import FormatError, UsageError, atomic_output, numbered_lines
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ def train_word_vectors(
     from gensim.models import Word2Vec  # an optional dependency of this one command
 
     if dim < 1 or epochs < 1 or min_count < 1 or (max_vocab is not None and max_vocab < 1):
-        raise ValueError("dim, epochs, min_count and max_vocab must be positive")
+        raise UsageError("dim, epochs, min_count and max_vocab must be positive")
     with atomic_output(output, overwrite) as partial:  # fail on an existing output before training
         text = f"{partial}.corpus"
         try:

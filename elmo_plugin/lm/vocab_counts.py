@@ -6,7 +6,7 @@ from typing import Counter, List, Optional, Union
 
 from allennlp.common.tqdm import Tqdm
 
-from elmo_bilm.files import FormatError
+from elmo_bilm.files import FormatError, UsageError
 from elmo_bilm.vocab import SPECIAL_TOKENS, write_vocab_file
 from elmo_plugin.lm.dataset_readers.lm_corpus import corpus_files, read_sentences
 
@@ -39,7 +39,7 @@ def build_vocab_file(
     least `min_count` times, most frequent first (ties in code-point order), at most `max_size` of
     them. Never overwrites. Returns the lines written."""
     if min_count < 1 or (max_size is not None and max_size < 1):
-        raise ValueError(
+        raise UsageError(
             f"--min-count and --max-size must be at least 1, got {min_count}, {max_size}"
         )
     counts = count_tokens(file_path)
@@ -53,7 +53,7 @@ def build_vocab_file(
     )
     kept = ranked[:max_size] if max_size is not None else ranked
     if not kept:
-        raise ValueError(
+        raise UsageError(
             f"no token occurs {min_count} times in {file_path}: the vocabulary would hold only "
             "<S>, </S> and <UNK>"
         )

@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 from elmo_bilm.archives import checked_members
 from elmo_bilm.bilm import BiLm
-from elmo_bilm.files import FormatError
+from elmo_bilm.files import FormatError, UsageError
 from elmo_bilm.loading import add_bilm_arguments as core_add_bilm_arguments
 from elmo_bilm.loading import load_bilm as core_load_bilm
 
@@ -29,7 +29,7 @@ def load_bilm_archive(archive_file: str) -> Any:
     check_archive(archive_file)
     model = load_archive(archive_file).model
     if not isinstance(getattr(model, "bilm", None), BiLm):
-        raise ValueError(f"{archive_file}: not an elmo_plugin_bilm archive (no biLM inside)")
+        raise UsageError(f"{archive_file}: not an elmo_plugin_bilm archive (no biLM inside)")
     return model
 
 
@@ -45,7 +45,7 @@ def load_bilm_or_archive(
     if archive_file is None:
         return core_load_bilm(options_file, weight_file, dropout)
     if options_file is not None or weight_file is not None:
-        raise ValueError("give either archive_file or options_file + weight_file, not both")
+        raise UsageError("give either archive_file or options_file + weight_file, not both")
     bilm = load_bilm_archive(archive_file).bilm
     bilm.set_dropout(dropout)
     return bilm

@@ -6,6 +6,8 @@ from typing import List
 from allennlp.data.token_indexers import TokenCharactersIndexer, TokenIndexer
 from allennlp.data.tokenizers import CharacterTokenizer, Token
 
+from elmo_bilm.files import UsageError
+
 
 class _CappedCharacterTokenizer(CharacterTokenizer):
     def __init__(self, max_characters: int) -> None:
@@ -34,6 +36,6 @@ class CappedCharactersIndexer(TokenCharactersIndexer):
 
     def __init__(self, max_characters: int = 50, **kwargs) -> None:
         if max_characters < 1:
-            raise ValueError(f"max_characters must be at least 1, got {max_characters}")
+            raise UsageError(f"max_characters must be at least 1, got {max_characters}")
         super().__init__(character_tokenizer=_CappedCharacterTokenizer(max_characters), **kwargs)
         self.max_characters = max_characters

@@ -13,7 +13,7 @@ from allennlp.data.token_indexers import (
     TokenIndexer,
 )
 
-from elmo_bilm.files import FormatError, expand_paths, numbered_lines
+from elmo_bilm.files import FormatError, UsageError, expand_paths, numbered_lines
 from elmo_bilm.vocab import BOS, EOS
 from elmo_plugin.data.conll2003 import conll2003_sentences
 from elmo_plugin.data.tokenizers.sentence_tokenizer import SentenceTokenizer
@@ -124,9 +124,9 @@ class LmCorpusReader(DatasetReader):
             manual_distributed_sharding=True, manual_multiprocess_sharding=True, **kwargs
         )
         if corpus_format not in FORMATS:
-            raise ValueError(f"corpus_format must be one of {FORMATS}, got {corpus_format!r}")
+            raise UsageError(f"corpus_format must be one of {FORMATS}, got {corpus_format!r}")
         if max_sentence_length is not None and max_sentence_length < 1:
-            raise ValueError(f"max_sentence_length must be positive, got {max_sentence_length}")
+            raise UsageError(f"max_sentence_length must be positive, got {max_sentence_length}")
         self.corpus_format = corpus_format
         self.max_sentence_length = max_sentence_length
         self.token_indexers = token_indexers or {
