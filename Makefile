@@ -15,12 +15,13 @@ export ELMO_PLUGIN_DATA
 
 install: $(BIN)/.installed $(VENV)/nltk_data/tokenizers/punkt
 
-$(BIN)/.installed: requirements.txt requirements-allennlp.txt requirements-dev.txt pyproject.toml packaging/elmo-bilm/pyproject.toml packaging/elmo-bilm-wikipedia-1024/pyproject.toml
+$(BIN)/.installed: requirements.txt requirements-allennlp.txt requirements-dev.txt pyproject.toml packaging/elmo-bilm/pyproject.toml packaging/elmo-bilm-wikipedia-1024/pyproject.toml packaging/elmo-bilm-wikipedia-1024-256/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -r requirements.txt
 	$(BIN)/pip install --no-deps -r requirements-allennlp.txt
 	$(BIN)/pip install -r requirements-dev.txt
-	$(BIN)/pip install --no-deps --no-build-isolation -e packaging/elmo-bilm -e packaging/elmo-bilm-wikipedia-1024 -e .
+	$(BIN)/pip install --no-deps --no-build-isolation -e packaging/elmo-bilm -e packaging/elmo-bilm-wikipedia-1024 \
+		-e packaging/elmo-bilm-wikipedia-1024-256 -e .
 	touch $@
 
 # Every `allennlp` start imports all of allennlp_models, whose NarrativeQA metric downloads punkt
@@ -51,11 +52,12 @@ test: install
 docs: install
 	$(BIN)/mkdocs build --strict --quiet
 
-# The three distributions as wheels in dist/: elmo-bilm (the torch-only core with the shipped biLM,
-# packaging/elmo-bilm), elmo-bilm-wikipedia-1024 (the larger biLM, by name `wikipedia_1024`) and
-# elmo_plugin (depends on the core).
+# The four distributions as wheels in dist/: elmo-bilm (the torch-only core with the shipped biLM,
+# packaging/elmo-bilm), elmo-bilm-wikipedia-1024 and elmo-bilm-wikipedia-1024-256 (the larger
+# biLMs, by name `wikipedia_1024` and `wikipedia_1024_256`) and elmo_plugin (depends on the core).
 wheels: install
-	$(BIN)/pip wheel --no-deps --no-build-isolation -w dist packaging/elmo-bilm packaging/elmo-bilm-wikipedia-1024 .
+	$(BIN)/pip wheel --no-deps --no-build-isolation -w dist packaging/elmo-bilm packaging/elmo-bilm-wikipedia-1024 \
+		packaging/elmo-bilm-wikipedia-1024-256 .
 
 bench: install
 	$(BIN)/python -m benchmarks.run_all

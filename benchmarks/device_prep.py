@@ -4,8 +4,9 @@ The device machine has no package index and receives the working tree (tracked f
 untracked ones git does not ignore) up to 64 MiB per call; its `/tmp` stays while the machine is
 warm (30 s after a call), a folder in the tree does not. This script:
 
-1. removes the two tracked biLM weight files from the working tree (46 MB `wikipedia_1024`, 17 MB
-   shipped `wikipedia`; `git checkout -- elmo_bilm/pretrained packaging` restores them), so that
+1. removes the tracked biLM weight files from the working tree (46 MB `wikipedia_1024`, 48 MB
+   `wikipedia_1024_256`, 17 MB shipped `wikipedia`; `git checkout -- elmo_bilm/pretrained
+   packaging` restores them), so that
    wheels travel beside a 2 MiB tree. **Runs that read these weights from this checkout (the
    editable install) fail to start meanwhile**: start none until they are back;
 2. downloads, as Python 3.12 manylinux wheels, every package of this project's pins and their
@@ -77,6 +78,11 @@ LARGE_TRACKED = (
     / "packaging"
     / "elmo-bilm-wikipedia-1024"
     / "elmo_bilm_wikipedia_1024"
+    / "weights.hdf5",
+    REPO_ROOT
+    / "packaging"
+    / "elmo-bilm-wikipedia-1024-256"
+    / "elmo_bilm_wikipedia_1024_256"
     / "weights.hdf5",
     REPO_ROOT / "elmo_bilm" / "pretrained" / "wikipedia" / "weights.hdf5",
 )

@@ -9,8 +9,9 @@ kind of file the URL names (an HTML page or an unreadable HDF5 file is not cache
 beside it (`NAME.meta.json`: Content-Length, ETag, SHA-256) and checked against that record on
 use, and reused from then on without the network. The four published biLMs also have names, accepted wherever an
 options file is: `small`, `medium`, `original`, `original_5.5b` (the weight file then omitted),
-and so do this project's: `wikipedia` (shipped with the core) and `wikipedia_1024` (the
-distribution `elmo-bilm-wikipedia-1024`); a Hugging Face Hub repository is `hf://ORG/REPO`
+and so do this project's: `wikipedia` (shipped with the core), `wikipedia_1024` and
+`wikipedia_1024_256` (the distributions `elmo-bilm-wikipedia-1024` and
+`elmo-bilm-wikipedia-1024-256`); a Hugging Face Hub repository is `hf://ORG/REPO`
 (`elmo_bilm.hub`).
 """
 
@@ -38,7 +39,7 @@ except ImportError:  # not on Windows: no lock between processes there
 from tqdm import tqdm
 
 from elmo_bilm.archives import bilm_files_in, is_bilm_archive, unpacked
-from elmo_bilm.files import atomic_output
+from elmo_bilm.files import UsageError, atomic_output
 from elmo_bilm.hub import hub_files, is_hub_id
 
 logger = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ MIN_RATE_BPS = 50_000
 def published_urls(name: str) -> Tuple[str, str]:
     """The options and weights URLs of a published biLM."""
     if name not in PUBLISHED:
-        raise ValueError(f"unknown published biLM {name!r}; one of {', '.join(PUBLISHED)}")
+        raise UsageError(f"unknown published biLM {name!r}; one of {', '.join(PUBLISHED)}")
     model = PUBLISHED[name]
     stem = f"{BASE_URL}/{model}/elmo_{model}"
     return f"{stem}_options.json", f"{stem}_weights.hdf5"
@@ -382,9 +383,14 @@ def _fetch(url: str, path: Path) -> None:
     _verified[str(path)] = (stat.st_size, stat.st_mtime_ns, stat.st_ino)
 
 
-# biLMs of this project, by name: the one the core ships, and the larger one, a distribution of
-# its own (elmo-bilm-wikipedia-1024) so that the core wheel stays small
-LOCAL = {"wikipedia": "elmo_bilm", "wikipedia_1024": "elmo_bilm_wikipedia_1024"}
+# biLMs of this project, by name: the one the core ships, and the larger ones, each a
+# distribution of its own (elmo-bilm-wikipedia-1024, elmo-bilm-wikipedia-1024-256) so that the
+# core wheel stays small
+LOCAL = {
+    "wikipedia": "elmo_bilm",
+    "wikipedia_1024": "elmo_bilm_wikipedia_1024",
+    "wikipedia_1024_256": "elmo_bilm_wikipedia_1024_256",
+}
 
 
 def names() -> List[str]:
@@ -417,7 +423,7 @@ def check_name(options_file: Optional[str], weight_file: Optional[str] = None) -
         return
     named = options_file in names() or is_hub_id(options_file)
     if named and weight_file is not None:
-        raise ValueError(
+        raise UsageError(
             f"{options_file!r} is a biLM's name, which stands for its options and weights: give it "
             f"alone, without the weight file {weight_file!r} (or an options file's path with it)"
         )
@@ -434,7 +440,7 @@ def check_name(options_file: Optional[str], weight_file: Optional[str] = None) -
 def resolve(options_file: Optional[str], weight_file: Optional[str]) -> Tuple[str, str]:
     """Local paths for a biLM named by files, URLs (downloaded into the cache) or a name in
     place of the options file (the weight file omitted or empty): one of this project's
-    (`wikipedia`, `wikipedia_1024`) or AllenNLP's published ones."""
+    (`wikipedia`, `wikipedia_1024`, `wikipedia_1024_256`) or AllenNLP's published ones."""
     weight_file = weight_file or None
     check_name(options_file, weight_file)
     if is_hub_id(options_file) and weight_file is None:
@@ -446,7 +452,7 @@ def resolve(options_file: Optional[str], weight_file: Optional[str]) -> Tuple[st
     if options_file in PUBLISHED and weight_file is None:
         options_file, weight_file = published_urls(options_file)
     if not options_file or weight_file is None:
-        raise ValueError(
+        raise UsageError(
             f"options_file and weight_file go together (or a biLM's name alone: {', '.join(names())}; "
             "or a Hugging Face Hub repository alone: hf://ORG/REPO; or a .zip / .tar.gz alone)"
         )

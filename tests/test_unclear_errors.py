@@ -41,7 +41,9 @@ def test_a_misspelt_bilm_name_gets_the_closest_names(monkeypatch):
         "original or original_5.5b?"
     )
     monkeypatch.setenv("ELMO_OPTIONS_FILE", "wikipedia_124")
-    with pytest.raises(ConfigError, match=r"did you mean wikipedia_1024 or wikipedia\?$"):
+    with pytest.raises(
+        ConfigError, match=r"did you mean wikipedia_1024 or wikipedia_1024_256 or wikipedia\?$"
+    ):
         Params.from_file("conll2003_crf_tagger_elmo")
 
 

@@ -42,7 +42,11 @@ def wheels(tmp_path_factory, repo_root) -> Dict[str, Path]:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(repo_root / name, source / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "build")
-    packaging = ("packaging/elmo-bilm", "packaging/elmo-bilm-wikipedia-1024")
+    packaging = (
+        "packaging/elmo-bilm",
+        "packaging/elmo-bilm-wikipedia-1024",
+        "packaging/elmo-bilm-wikipedia-1024-256",
+    )
     for name in ("elmo_bilm", "elmo_plugin", "training_config", *packaging):
         shutil.copytree(repo_root / name, source / name, ignore=ignore, symlinks=True)
     pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w"]
@@ -50,8 +54,9 @@ def wheels(tmp_path_factory, repo_root) -> Dict[str, Path]:
     run_ok(command, cwd=out)
     (core,) = (out / "dist").glob("elmo_bilm-*.whl")
     (larger,) = (out / "dist").glob("elmo_bilm_wikipedia_1024-*.whl")
+    (gpu,) = (out / "dist").glob("elmo_bilm_wikipedia_1024_256-*.whl")
     (plugin,) = (out / "dist").glob("elmo_plugin-*.whl")
-    return {"core": core, "larger": larger, "plugin": plugin}
+    return {"core": core, "larger": larger, "larger_256": gpu, "plugin": plugin}
 
 
 def metadata(wheel: Path) -> List[str]:
@@ -73,10 +78,14 @@ def test_core_wheel_holds_the_core_and_the_shipped_biLM(wheels, repo_root):
     # one biLM: the larger one is a distribution of its own, and the core wheel stays small
     assert not any("wikipedia_1024" in name for name in names)
     assert wheels["core"].stat().st_size < 25 * 2**20
-    larger = set(zipfile.ZipFile(wheels["larger"]).namelist())
-    for name in ("options.json", "weights.hdf5", "vocab.txt", "__init__.py"):
-        assert f"elmo_bilm_wikipedia_1024/{name}" in larger
-    assert "Requires-Dist: elmo-bilm==0.2.0" in metadata(wheels["larger"])
+    for key, package in (
+        ("larger", "elmo_bilm_wikipedia_1024"),
+        ("larger_256", "elmo_bilm_wikipedia_1024_256"),
+    ):
+        larger = set(zipfile.ZipFile(wheels[key]).namelist())
+        for name in ("options.json", "weights.hdf5", "vocab.txt", "__init__.py"):
+            assert f"{package}/{name}" in larger
+        assert "Requires-Dist: elmo-bilm==0.2.0" in metadata(wheels[key])
     assert "elmo_bilm/bilm.py" in names and "elmo_bilm/onnx.py" in names
     assert not any(name.startswith(("elmo_plugin/", "tests/", "benchmarks/")) for name in names)
     assert {r.name for r in core_requirements(wheels["core"])} == CORE_DEPENDENCIES

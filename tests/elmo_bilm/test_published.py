@@ -91,7 +91,9 @@ def test_names_are_accepted_wherever_a_bilm_is_named(server, tmp_path):
         )
         == 0
     )
-    with pytest.raises(ValueError, match="name alone: wikipedia, wikipedia_1024, small, medium"):
+    with pytest.raises(
+        ValueError, match="name alone: wikipedia, wikipedia_1024, wikipedia_1024_256, small, medium"
+    ):
         Elmo("huge", None)
 
 
@@ -153,8 +155,8 @@ def test_a_name_in_the_token_embedders_config(server):
 
 
 def test_this_projects_biLMs_by_name(monkeypatch):
-    """`wikipedia` (the core's) and `wikipedia_1024` (a distribution of its own); without that
-    distribution installed, one line saying what to install."""
+    """`wikipedia` (the core's), `wikipedia_1024` and `wikipedia_1024_256` (distributions of their
+    own); without such a distribution installed, one line saying what to install."""
     import importlib.util
 
     from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE
@@ -163,6 +165,7 @@ def test_this_projects_biLMs_by_name(monkeypatch):
     options, weights = published.resolve("wikipedia_1024", "")
     assert options.endswith("elmo_bilm_wikipedia_1024/options.json")
     assert Elmo.from_pretrained("wikipedia_1024").get_output_dim() == 256
+    assert Elmo.from_pretrained("wikipedia_1024_256").get_output_dim() == 512
     found = importlib.util.find_spec
     monkeypatch.setattr(
         importlib.util,
