@@ -4,6 +4,8 @@ HDF5 writing), the light console script against `allennlp elmo-embed` and agains
 on large inputs (chunked sorting keeps it flat).
 
     python -m benchmarks.embed_cli [--memory-lines 20000 200000]
+    python -m benchmarks.embed_cli --cases paper --paper-sentences 2000 \
+        --precisions float32 bfloat16 int8 --memory-lines   # each precision against AllenNLP
 """
 
 import argparse
@@ -13,9 +15,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 from benchmarks.common import DATA, conll_dev_sentences, emit, random_bilm_tf
+from elmo_bilm.precision import PRECISIONS
 from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
 from elmo_plugin.lm.dataset_readers.lm_corpus import read_sentences
 
@@ -55,16 +58,30 @@ def write_lines(path: Path, sentences: List[List[str]]) -> str:
     return str(path)
 
 
-def compare(label: str, files: Dict[str, str], source: str, folder: Path) -> None:
+def compare(
+    label: str,
+    files: Dict[str, str],
+    source: str,
+    folder: Path,
+    precisions: Sequence[str] = ("float32",),
+) -> None:
+    """The three ways in one run; `elmo-embed` once per precision (`--precision`), each
+    speed-up against its float32 run's if there is one, else its first."""
     biLM = ["--options-file", files["options_file"], "--weight-file", files["weight_file"]]
-    commands = {
-        "elmo-embed": [
+    ours = {
+        "elmo-embed" if precision == "float32" else f"elmo-embed --precision {precision}": [
             str(BIN / "elmo-embed"),
             source,
             str(folder / "a.hdf5"),
             *biLM,
             "--overwrite",
-        ],
+            "--precision",
+            precision,
+        ]
+        for precision in precisions
+    }
+    commands = {
+        **ours,
         "allennlp elmo-embed": [
             str(BIN / "allennlp"),
             "elmo-embed",
@@ -93,7 +110,7 @@ def compare(label: str, files: Dict[str, str], source: str, folder: Path) -> Non
                 "case": label,
                 "command": name,
                 "seconds": round(value, 2),
-                "speed-up of elmo-embed": round(value / seconds["elmo-embed"], 2),
+                **{f"speed-up of {mine}": round(value / seconds[mine], 2) for mine in ours},
             }
         )
 
@@ -102,16 +119,31 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--memory-lines", type=int, nargs="*", default=[20_000, 200_000])
     parser.add_argument("--memory-only", action="store_true", help="skip the speed comparison")
+    parser.add_argument(
+        "--cases", nargs="*", choices=("one", "small", "paper"), default=["one", "small", "paper"]
+    )
+    parser.add_argument("--paper-sentences", type=int, default=200)
+    parser.add_argument(
+        "--precisions",
+        nargs="+",
+        choices=PRECISIONS,
+        default=["float32"],
+        help="elmo-embed's --precision values, each timed against the same AllenNLP runs",
+    )
     args = parser.parse_args()
     shipped = {"options_file": str(DEFAULT_OPTIONS_FILE), "weight_file": str(DEFAULT_WEIGHT_FILE)}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         if not args.memory_only:
-            one = write_lines(folder / "one.txt", conll_dev_sentences(1))
-            compare("1 sentence, shipped biLM", shipped, one, folder)
-            for count, config in ((600, "small"), (200, "paper")):
+            if "one" in args.cases:
+                one = write_lines(folder / "one.txt", conll_dev_sentences(1))
+                compare("1 sentence, shipped biLM", shipped, one, folder, args.precisions)
+            for count, config in ((600, "small"), (args.paper_sentences, "paper")):
+                if config not in args.cases:
+                    continue
                 source = write_lines(folder / f"{count}.txt", conll_dev_sentences(count))
-                compare(f"{count} sentences, {config}", random_bilm_tf(config), source, folder)
+                label = f"{count} sentences, {config}"
+                compare(label, random_bilm_tf(config), source, folder, args.precisions)
         train = list(read_sentences(str(DATA / "conll2003" / "eng.train"), "conll2003"))
         for lines in args.memory_lines:
             source = write_lines(folder / "many.txt", [train[i % len(train)] for i in range(lines)])
