@@ -1,5 +1,5 @@
-"""This project's biLMs (the core's `wikipedia`, the distribution `elmo-bilm-wikipedia-1024`): each
-loads, and its softmax matches its vocabulary."""
+"""This project's biLMs (the core's `wikipedia`, the distributions `elmo-bilm-wikipedia-1024` and
+`elmo-bilm-wikipedia-1024-256`): each loads, and its softmax matches its vocabulary."""
 
 import json
 from pathlib import Path
@@ -11,12 +11,12 @@ from elmo_bilm import load_bilm_tf
 from elmo_bilm.published import LOCAL, local_files
 from elmo_bilm.shipped import SHIPPED_DIR
 
-# this project's biLMs, by name: the core's default and the larger one (its own distribution)
+# this project's biLMs, by name: the core's default and the larger ones (distributions of their own)
 SHIPPED = [Path(local_files(name)[0]).parent for name in LOCAL]
 
 
 def test_the_default_is_among_the_shipped_biLMs():
-    assert SHIPPED_DIR in SHIPPED and len(SHIPPED) == 2
+    assert SHIPPED_DIR in SHIPPED and len(SHIPPED) == 3
     assert [path.name for path in SHIPPED_DIR.parent.iterdir()] == ["wikipedia"]  # one in the core
 
 
