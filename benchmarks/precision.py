@@ -10,7 +10,8 @@ int8 with the recurrent product in bfloat16 or float32, and `torch.autocast` aro
 biLM. `--force` runs bfloat16 without the CPU check (to time it where the CPU lacks the
 instructions, e.g. under `ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2`). `--products` times
 the paper configuration's single products instead, `--pos-probe N` the Section 5 POS probe's
-accuracy per layer in each precision, `--onnx` the exported biLM in onnxruntime against its int8
+accuracy per layer in each precision, `--ner-archive` a trained NER tagger's dev F1 with its biLM
+in each precision, `--onnx` the exported biLM in onnxruntime against its int8
 quantization.
 """
 
@@ -184,6 +185,47 @@ def pos_probes(train_sentences: int, bilm_name: "str | None") -> None:
         emit({"bench": "precision_pos", "precision": name, **result})
 
 
+def ner_f1(archive_file: str, dev: "str | None") -> None:
+    """Dev F1 of a trained tagger (`conll2003_crf_tagger_elmo`'s archive) with its biLM switched
+    to each precision; the rest of the model (and its dropout-free evaluation) as trained."""
+    from allennlp.data.data_loaders import MultiProcessDataLoader
+    from allennlp.models.archival import load_archive
+    from allennlp.training.util import evaluate
+
+    import elmo_plugin  # noqa: F401  (registers the archive's components)
+
+    archive = load_archive(archive_file)
+    model = archive.model.eval()
+    bilms = [module for module in model.modules() if isinstance(module, BiLm)]
+    if not bilms:
+        raise SystemExit(f"{archive_file}: no biLM in the model")
+    config = archive.config
+    dev = dev or config["validation_data_path"]
+    loader = MultiProcessDataLoader(
+        archive.validation_dataset_reader, dev, batch_size=64, shuffle=False
+    )
+    loader.index_with(model.vocab)
+    print("| precision | dev F1 | difference from float32 (points) |")
+    print("| --- | ---: | ---: |")
+    reference = None
+    for name in VARIANTS:
+        for bilm in bilms:
+            set_precision(bilm, name)
+        with torch.no_grad():
+            f1 = evaluate(model, loader)["f1-measure-overall"]
+        reference = f1 if reference is None else reference
+        print(f"| {name} | {100 * f1:.2f} | {100 * (f1 - reference):+.2f} |", flush=True)
+        emit(
+            {
+                "bench": "precision_ner",
+                "precision": name,
+                "archive": archive_file,
+                "dev": dev,
+                "f1": f1,
+            }
+        )
+
+
 def onnx_int8(config: str, batches: List[torch.Tensor], rounds: int, threads: int) -> None:
     """onnxruntime: the exported float32 biLM against its int8 quantization (`elmo-export-onnx
     --quantize int8`), alternating batch by batch; errors of the int8 model's layers."""
@@ -259,6 +301,12 @@ def main() -> None:
     )
     parser.add_argument("--bilm", help="for --pos-probe: a biLM's name (default: the shipped one)")
     parser.add_argument(
+        "--ner-archive",
+        metavar="MODEL_TAR_GZ",
+        help="only the dev F1 of this trained tagger with its biLM in each precision",
+    )
+    parser.add_argument("--ner-dev", help="for --ner-archive: another dev file than the config's")
+    parser.add_argument(
         "--onnx", action="store_true", help="only onnxruntime: float32 against --quantize int8"
     )
     args = parser.parse_args()
@@ -268,6 +316,9 @@ def main() -> None:
         return
     if args.pos_probe:
         pos_probes(args.pos_probe, args.bilm)
+        return
+    if args.ner_archive:
+        ner_f1(args.ner_archive, args.ner_dev)
         return
     variants = {**VARIANTS, **(EXTRA if args.variants else {})}
     if args.only:

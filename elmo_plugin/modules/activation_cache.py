@@ -36,9 +36,13 @@ class ActivationCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def layers(self, char_ids: torch.Tensor, compute: BiLmFunction) -> Dict[str, object]:
+    def layers(
+        self, char_ids: torch.Tensor, compute: BiLmFunction, context: bytes = b""
+    ) -> Dict[str, object]:
         """The biLM output for `char_ids` (batch, T, chars): cached sentences are looked up, the
         rest run through `compute` as one smaller batch. Same format as `BiLm.forward`.
+        `context` is part of every key: what else the layers depend on (the biLM's inference
+        precision), so that no entry is served across it.
 
         Host transfers are per batch, not per sentence: the keys come from one copy of the ids,
         new entries from one copy of the computed layers, and the hits travel to the device as one
@@ -46,7 +50,7 @@ class ActivationCache:
         mask = (char_ids > 0).any(-1)
         lengths = mask.sum(-1).tolist()
         host_ids = char_ids.cpu().numpy()
-        keys = [host_ids[row, :length].tobytes() for row, length in enumerate(lengths)]
+        keys = [context + host_ids[row, :length].tobytes() for row, length in enumerate(lengths)]
         # a sentence that recurs in the batch (a SQuAD paragraph under each of its questions)
         # runs through the biLM once; its other rows copy that result
         hits: List[int] = []

@@ -91,7 +91,10 @@ class ElmoRepresentations(nn.Module):
             return self.bilm(char_ids)
         with frozen(self.bilm):
             if self.cache is not None:
-                return self.cache.layers(char_ids, self.bilm)
+                # layers of another inference precision (`set_precision`) are other layers
+                precision = self.bilm.char_cnn.precision
+                context = b"" if precision == "float32" else precision.encode() + b"\0"
+                return self.cache.layers(char_ids, self.bilm, context)
             return self.bilm(char_ids)
 
     def mix(self, layers: List[torch.Tensor], mask: torch.Tensor) -> List[torch.Tensor]:

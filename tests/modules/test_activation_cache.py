@@ -52,6 +52,22 @@ def test_cached_layers_equal_uncached_under_reshuffling(fixture_sentences):
         assert_float32_close(a, b, NETWORK)
 
 
+def test_no_cached_layers_cross_an_inference_precision(fixture_sentences):
+    from elmo_bilm.precision import set_precision
+
+    cached, calls = counting_elmo()
+    ids = batch_to_ids(fixture_sentences[0])
+    exact = cached.bilm_layers(ids)["activations"]
+    set_precision(cached.bilm, "int8")  # int8 runs on every x86 CPU (fbgemm)
+    quantized = cached.bilm_layers(ids)["activations"]
+    assert len(calls) == 2  # computed again, not served from the float32 entries
+    assert not torch.equal(quantized[-1], exact[-1])
+    set_precision(cached.bilm, "float32")
+    again = cached.bilm_layers(ids)["activations"]
+    assert len(calls) == 2  # the float32 entries are still there
+    assert all(torch.equal(a, b) for a, b in zip(again, exact))
+
+
 def test_a_sentence_repeated_in_a_batch_runs_through_the_bilm_once(fixture_sentences):
     # a SQuAD batch holds a paragraph once per question: the biLM sees each paragraph once
     first, second = fixture_sentences[0][0], fixture_sentences[0][1]
