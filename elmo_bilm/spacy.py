@@ -48,6 +48,17 @@ DEFAULT_CONFIG: Dict[str, Any] = {
     "precision": "float32",
 }
 OPTIONS_NAME, WEIGHTS_NAME, CFG_NAME = "options.json", "weights.hdf5", "cfg"
+CONFIGS_DIR = Path(__file__).resolve().parent / "spacy_configs"
+
+
+def training_config(name: str) -> Path:
+    """A `spacy train` config shipped with the package, by name: `ner_cnn` (spaCy's default CNN
+    tok2vec for NER) or `ner_elmo` (the same with ELMo at its input); docs/spacy.md."""
+    path = CONFIGS_DIR / f"{name}.cfg"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in CONFIGS_DIR.glob("*.cfg")))
+        raise UsageError(f"no shipped spaCy config {name!r}; one of {known}")
+    return path
 
 
 @Language.factory("elmo", default_config=DEFAULT_CONFIG)

@@ -87,6 +87,7 @@ def test_core_wheel_holds_the_core_and_the_shipped_biLM(wheels, repo_root):
             assert f"{package}/{name}" in larger
         assert "Requires-Dist: elmo-bilm==0.2.0" in metadata(wheels[key])
     assert "elmo_bilm/bilm.py" in names and "elmo_bilm/onnx.py" in names
+    assert {"elmo_bilm/spacy_configs/ner_cnn.cfg", "elmo_bilm/spacy_configs/ner_elmo.cfg"} <= names
     assert not any(name.startswith(("elmo_plugin/", "tests/", "benchmarks/")) for name in names)
     assert {r.name for r in core_requirements(wheels["core"])} == CORE_DEPENDENCIES
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))

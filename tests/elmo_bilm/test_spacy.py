@@ -312,10 +312,10 @@ TAGGED = [
 ]
 
 
-def mixes(nlp) -> list:
+def mixes(nlp, pipe: str = "tagger") -> list:
     from elmo_bilm.spacy import ElmoMix
 
-    return [node for node in nlp.get_pipe("tagger").model.walk() if isinstance(node, ElmoMix)]
+    return [node for node in nlp.get_pipe(pipe).model.walk() if isinstance(node, ElmoMix)]
 
 
 def test_mix_gradient_matches_finite_differences():
@@ -385,6 +385,42 @@ def test_spacy_train_learns_the_mix(tmp_path):
     assert not numpy.allclose(mix.weights(), 1 / 3)
     doc = trained("The dog sat .")
     assert doc._.elmo.shape == (3, 4, 32) and all(token.tag_ for token in doc)
+
+
+def test_the_shipped_ner_configs_train(tmp_path):
+    """`ner_cnn` and `ner_elmo` (the NER comparison's configs) fill, train 2 steps on CoNLL-style
+    docs and tag; `ner_elmo` is `ner_cnn` plus the elmo component and ElmoTok2Vec."""
+    from spacy.cli.train import train
+    from spacy.tokens import Span
+
+    from elmo_bilm.spacy import training_config
+
+    nlp = spacy.blank("en")
+    bin = DocBin()
+    for text in ("John lives in Paris .", "Mary visited Berlin and Rome ."):
+        doc = nlp.make_doc(text)
+        doc.ents = [Span(doc, 0, 1, "PER"), Span(doc, 3, 4, "LOC")]
+        bin.add(doc)
+    bin.to_disk(tmp_path / "train.spacy")
+    overrides = {
+        "paths.train": str(tmp_path / "train.spacy"),
+        "paths.dev": str(tmp_path / "train.spacy"),
+        "training.max_steps": 2,
+        "training.eval_frequency": 1,
+    }
+    for name in ("ner_cnn", "ner_elmo"):
+        extra = {"paths.elmo": str(OPTIONS_FILE), "components.elmo.weights": str(WEIGHT_FILE)}
+        train(
+            training_config(name),
+            tmp_path / name,
+            overrides={**overrides, **(extra if name == "ner_elmo" else {})},
+        )
+        trained = spacy.load(tmp_path / name / "model-last")
+        assert trained.pipe_names == (["elmo", "ner"] if name == "ner_elmo" else ["tok2vec", "ner"])
+        assert trained("Anna met Tom .").has_annotation("ENT_IOB")
+    assert len(mixes(spacy.load(tmp_path / "ner_elmo" / "model-last"), "ner")) == 1
+    with pytest.raises(ValueError, match="one of ner_cnn, ner_elmo"):
+        training_config("ner")
 
 
 def test_spacy_package_builds_an_installable_pipeline(tmp_path):
