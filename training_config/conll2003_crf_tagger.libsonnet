@@ -45,7 +45,7 @@ function(elmo=null, seed=13370, pretrained_word_vectors=false)
       convert_to_coding_scheme: "BIOUL",
       token_indexers: elmo_lib.indexers({
         tokens: { type: "single_id", lowercase_tokens: true },
-        token_characters: { type: "elmo_plugin_characters", min_padding_length: 3, max_characters: 50 },
+        token_characters: { type: "elmo_plugin_capped_characters", min_padding_length: 3, max_characters: 50 },
       }, elmo),
     },
     train_data_path: std.extVar("CONLL2003_TRAIN"),

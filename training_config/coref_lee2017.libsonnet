@@ -62,7 +62,7 @@ function(elmo=null, seed=13370, pretrained_word_vectors=false)
       remove_singleton_clusters: true,
       token_indexers: elmo_lib.indexers({
         tokens: { type: "single_id", lowercase_tokens: false },
-        token_characters: { type: "elmo_plugin_characters", min_padding_length: 5, max_characters: 50 },
+        token_characters: { type: "elmo_plugin_capped_characters", min_padding_length: 5, max_characters: 50 },
       }, elmo),
     },
     // training documents cut to their first 50 sentences, as Lee et al.'s code

@@ -26,7 +26,7 @@ function(elmo=null, seed=13370, pretrained_word_vectors=false)
   local elmo_dim = elmo_lib.dim(elmo);
   local indexers = elmo_lib.indexers({
     tokens: { type: "single_id", lowercase_tokens: false },
-    token_characters: { type: "elmo_plugin_characters", min_padding_length: 5, max_characters: 50 },
+    token_characters: { type: "elmo_plugin_capped_characters", min_padding_length: 5, max_characters: 50 },
   }, elmo);
   local token_embedders = {
     tokens: {

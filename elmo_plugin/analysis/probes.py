@@ -130,9 +130,9 @@ def pos_probe(
 
 def read_sst_sentences(path: str) -> Tuple[List[List[str]], numpy.ndarray]:
     """The whole sentences of an SST tree file (no phrases) and their 5-class labels."""
-    from elmo_plugin.tasks.sst.dataset_readers.sst import ElmoSstReader
+    from elmo_plugin.tasks.sst.dataset_readers.sst import SstTaskReader
 
-    reader = ElmoSstReader(granularity="5-class", use_subtrees=False)
+    reader = SstTaskReader(granularity="5-class", use_subtrees=False)
     sentences, labels = [], []
     for instance in reader.read(path):
         sentences.append([token.text for token in instance["tokens"]])  # type: ignore[attr-defined]

@@ -6,7 +6,7 @@ import pytest
 from elmo_bilm.files import FormatError
 from elmo_plugin.common import config_env
 from elmo_plugin.common.slices import slice_parts, split_slice
-from elmo_plugin.tasks.snli.dataset_readers.snli import ElmoSnliReader
+from elmo_plugin.tasks.snli.dataset_readers.snli import SnliTaskReader
 from tests.conftest import DATA
 
 CASES = {
@@ -33,4 +33,4 @@ def test_the_readers_and_the_config_hook_split_a_path_alike(value):
 def test_a_negative_bound_is_named_by_the_reader():
     assert split_slice("d/test[2:7]") == ("d/test", 2, 7)
     with pytest.raises(FormatError, match="cannot be negative"):
-        list(ElmoSnliReader().read(str(DATA / "snli_eval" / "test[-5:]")))
+        list(SnliTaskReader().read(str(DATA / "snli_eval" / "test[-5:]")))

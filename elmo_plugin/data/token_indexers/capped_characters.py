@@ -18,12 +18,16 @@ class _CappedCharacterTokenizer(CharacterTokenizer):
         return super().tokenize(text[: self.max_characters])
 
 
+# "elmo_plugin_characters", the name before 0.2.0, stays registered so that archives trained with
+# it load; configs use the name that says what it does
 @TokenIndexer.register("elmo_plugin_characters")
+@TokenIndexer.register("elmo_plugin_capped_characters")
 class CappedCharactersIndexer(TokenCharactersIndexer):
     """AllenNLP's `characters` indexer keeping the first `max_characters` characters of each token
     (ELMo's own character ids stop at 50 too), so memory is bounded by the configuration.
 
-    Registered as a `TokenIndexer` with name "elmo_plugin_characters".
+    Registered as a `TokenIndexer` with name "elmo_plugin_capped_characters" (and, for archives
+    trained before 0.2.0, "elmo_plugin_characters").
 
     # Parameters
 

@@ -2,5 +2,5 @@
 
 import allennlp_models.rc  # noqa: F401  (reading_comprehension predictor)
 
-from elmo_plugin.tasks.squad.dataset_readers.squad import ElmoSquadReader  # noqa: F401
+from elmo_plugin.tasks.squad.dataset_readers.squad import SquadTaskReader  # noqa: F401
 from elmo_plugin.tasks.squad.models.bidaf_self_attention import BidafSelfAttention  # noqa: F401

@@ -2,5 +2,5 @@
 
 import allennlp_models.structured_prediction  # noqa: F401  (srl)
 
-from elmo_plugin.tasks.srl.dataset_readers.srl import ElmoSrlReader  # noqa: F401
+from elmo_plugin.tasks.srl.dataset_readers.srl import SrlTaskReader  # noqa: F401
 from elmo_plugin.tasks.srl.predictors.srl import OfflineSrlPredictor  # noqa: F401

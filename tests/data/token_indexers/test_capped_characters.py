@@ -13,9 +13,12 @@ def test_task_character_indexers_cap_each_token_at_50_characters():
     for name in ("conll2003_crf_tagger", "coref_lee2017", "squad_bidaf_selfattn"):
         params = Params.from_file(str(REPO_ROOT / "training_config" / f"{name}.jsonnet"))
         indexers = params.as_dict()["dataset_reader"]["token_indexers"]
-        characters = [i for i in indexers.values() if i["type"] == "elmo_plugin_characters"]
+        characters = [i for i in indexers.values() if i["type"] == "elmo_plugin_capped_characters"]
         assert characters and all(i["max_characters"] == 50 for i in characters), name
-    indexer = TokenIndexer.from_params(Params({"type": "elmo_plugin_characters"}))
+    indexer = TokenIndexer.from_params(Params({"type": "elmo_plugin_capped_characters"}))
+    # the name archives trained before 0.2.0 carry builds the same indexer
+    old = TokenIndexer.from_params(Params({"type": "elmo_plugin_characters"}))
+    assert type(old) is type(indexer)
     huge, small = Token("x" * 200_000), Token("cat")
     counter = defaultdict(lambda: defaultdict(int))
     indexer.count_vocab_items(huge, counter)

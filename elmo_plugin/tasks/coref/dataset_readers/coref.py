@@ -41,7 +41,7 @@ def _speaker_ids(rows: Iterable[List[str]]) -> List[int]:
 
 
 @DatasetReader.register("elmo_plugin_coref")
-class ElmoCorefReader(ConllCorefReader):
+class CorefTaskReader(ConllCorefReader):
     """One instance per CoNLL-2012 document, as allennlp-models' "coref" reader (text, candidate
     spans up to `max_span_width`, gold cluster labels), plus the document's `genre` (index into
     `GENRES`) and a `speaker_ids` label per word, for Lee et al.'s same-speaker and genre features.

@@ -6,7 +6,7 @@ from allennlp.models import Model
 from allennlp.predictors import Predictor
 
 from elmo_plugin.data.tokenizers import SentenceTokenizer
-from elmo_plugin.tasks.coref.dataset_readers.coref import ElmoCorefReader
+from elmo_plugin.tasks.coref.dataset_readers.coref import CorefTaskReader
 
 
 @Predictor.register("elmo_plugin_coref")
@@ -24,15 +24,15 @@ class OfflineCorefPredictor(Predictor):
 
     model : `Model`
         A trained `elmo_plugin_coref` model.
-    dataset_reader : `ElmoCorefReader`
+    dataset_reader : `CorefTaskReader`
         Its `elmo_plugin_coref` reader (the one that takes `genre`).
     language : `str`, optional (default = `"en"`)
         The language of spaCy's blank pipeline that splits and tokenises raw text.
     """
 
-    _dataset_reader: ElmoCorefReader
+    _dataset_reader: CorefTaskReader
 
-    def __init__(self, model: Model, dataset_reader: ElmoCorefReader, language: str = "en") -> None:
+    def __init__(self, model: Model, dataset_reader: CorefTaskReader, language: str = "en") -> None:
         super().__init__(model, dataset_reader)
         self._sentence_tokenizer = SentenceTokenizer(language)
 

@@ -12,7 +12,7 @@ from elmo_plugin.data.conll2003 import conll2003_sentences
 
 
 @DatasetReader.register("elmo_plugin_conll2003")
-class ElmoConll2003Reader(Conll2003DatasetReader):
+class Conll2003TaskReader(Conll2003DatasetReader):
     """AllenNLP's "conll2003" reader (4-column IOB1 files with `-DOCSTART-`, tags converted to
     `convert_to_coding_scheme`), but every line is checked: a line without exactly four columns, or
     with a chunk/NER tag that is not IOB, stops reading with `FILE:LINE: ...`.

@@ -30,7 +30,7 @@ def _parse_tokens(parse: str) -> List[str]:
 
 
 @DatasetReader.register("elmo_plugin_snli")
-class ElmoSnliReader(SnliReader):
+class SnliTaskReader(SnliReader):
     """SNLI 1.0 pairs for ESIM, from either format:
 
     - jsonl (`sentence1`, `sentence2`, `gold_label`), skipping `-` gold labels; tokens from the

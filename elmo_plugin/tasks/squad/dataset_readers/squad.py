@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 
 
 @DatasetReader.register("elmo_plugin_squad")
-class ElmoSquadReader(SquadReader):
+class SquadTaskReader(SquadReader):
     """SQuAD 1.1 json (`data[].paragraphs[].{context, qas[].{id, question, answers[]}}`): one
     instance per question, passage and question tokenised offline (spaCy's rule-based English
     tokenizer by default), each answer's character offsets mapped to a token span.

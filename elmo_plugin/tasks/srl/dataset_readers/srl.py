@@ -17,7 +17,7 @@ PREDICATES = ("verbal", "all")
 
 
 @DatasetReader.register("elmo_plugin_srl")
-class ElmoSrlReader(SrlReader):
+class SrlTaskReader(SrlReader):
     """Span SRL from CoNLL-2012 `*gold_conll` columns (OntoNotes 5.0, or PropBank on the English
     Web Treebank): one instance per predicate, as allennlp-models' "srl" reader (tokens, a binary
     predicate indicator, BIO tags), read row by row from the word, POS and argument columns

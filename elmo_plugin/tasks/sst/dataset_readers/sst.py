@@ -15,7 +15,7 @@ SENTIMENT_LABELS = ("0", "1", "2", "3", "4")
 
 
 @DatasetReader.register("elmo_plugin_sst")
-class ElmoSstReader(StanfordSentimentTreeBankDatasetReader):
+class SstTaskReader(StanfordSentimentTreeBankDatasetReader):
     """Stanford Sentiment Treebank trees (fine-grained 0-4 labels on every node), as AllenNLP's
     "sst_tokens", plus `min_phrase_length`: with `use_subtrees`, train on every phrase of at least
     that many tokens (Supplement A.8 uses 4); the whole sentence is always kept. Evaluate at the

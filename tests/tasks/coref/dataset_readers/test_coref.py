@@ -1,7 +1,7 @@
 import pytest
 
 from elmo_plugin.tasks.common.conll2012 import FormatError
-from elmo_plugin.tasks.coref.dataset_readers.coref import ElmoCorefReader
+from elmo_plugin.tasks.coref.dataset_readers.coref import CorefTaskReader
 from elmo_plugin.tasks.coref.genres import GENRES
 from tests.conftest import DATA
 
@@ -22,7 +22,7 @@ def _two_speaker_document(tmp_path):
 
 
 def test_documents_with_clusters_genre_and_speakers(tmp_path):
-    instances = list(ElmoCorefReader(max_span_width=10).read(str(SAMPLE)))
+    instances = list(CorefTaskReader(max_span_width=10).read(str(SAMPLE)))
     assert len(instances) == 4
     first = instances[0]
     assert first["genre"].label == GENRES.index("bc")
@@ -35,7 +35,7 @@ def test_documents_with_clusters_genre_and_speakers(tmp_path):
     )
 
     path, blank = _two_speaker_document(tmp_path)
-    (doc,) = ElmoCorefReader(max_span_width=10).read(str(path))
+    (doc,) = CorefTaskReader(max_span_width=10).read(str(path))
     first_sentence_length = blank - 1  # rows between "#begin document" and the first blank line
     assert doc["genre"].label == GENRES.index("tc")
     assert set(doc["speaker_ids"].labels[:first_sentence_length]) == {0}
@@ -52,15 +52,15 @@ def test_malformed_row_names_file_and_line(tmp_path):
         FormatError,
         match=r"bad.gold_conll:2: the rows of one sentence have different column counts",
     ):
-        list(ElmoCorefReader(max_span_width=10).read(str(tmp_path / "bad.gold_conll")))
+        list(CorefTaskReader(max_span_width=10).read(str(tmp_path / "bad.gold_conll")))
 
 
 def test_litbank_fold_variable_picks_the_fold(monkeypatch):
     """LITBANK_FOLD selects which documents COREF_TRAIN reads (80 of the 100 in every fold)."""
     from elmo_plugin.common.config_env import data_defaults
-    from elmo_plugin.tasks.coref.dataset_readers.coref import ElmoCorefReader
+    from elmo_plugin.tasks.coref.dataset_readers.coref import CorefTaskReader
 
-    reader = ElmoCorefReader(max_span_width=10)
+    reader = CorefTaskReader(max_span_width=10)
     ids = {}
     for fold in ("0", "3"):
         monkeypatch.setenv("LITBANK_FOLD", fold)

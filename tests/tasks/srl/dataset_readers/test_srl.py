@@ -1,19 +1,19 @@
 import pytest
 
 from elmo_plugin.tasks.common.conll2012 import FormatError
-from elmo_plugin.tasks.srl.dataset_readers.srl import ElmoSrlReader
+from elmo_plugin.tasks.srl.dataset_readers.srl import SrlTaskReader
 from tests.conftest import DATA
 
 SAMPLE = DATA / "format_samples" / "srl_example.gold_conll"
 
 
 def test_one_instance_per_predicate_with_bio_tags():
-    instances = list(ElmoSrlReader(predicates="all").read(str(SAMPLE)))
+    instances = list(SrlTaskReader(predicates="all").read(str(SAMPLE)))
     # sentence 1 has 2 predicates, 2 has 3 (one nominal: "hearings"), 3 none (no instance), 4 has 1
     assert [i["metadata"]["verb"] for i in instances] == [
         "say", "was", "rested", "hearings", "is", "is"
     ]  # fmt: skip
-    verbal = list(ElmoSrlReader().read(str(SAMPLE)))  # the default: He et al.'s verbal predicates
+    verbal = list(SrlTaskReader().read(str(SAMPLE)))  # the default: He et al.'s verbal predicates
     assert [i["metadata"]["verb"] for i in verbal] == ["say", "was", "rested", "is", "is"]
     first = instances[1]
     assert [t.text for t in first["tokens"].tokens][:3] == ["Mali", "government", "officials"]
@@ -35,8 +35,8 @@ def propbank_slice(tmp_path, lines=1090):
 
 def test_propbank_ewt_predicates_and_labels(tmp_path):
     path = propbank_slice(tmp_path)
-    verbal = list(ElmoSrlReader().read(str(path)))
-    every = list(ElmoSrlReader(predicates="all").read(str(path)))
+    verbal = list(SrlTaskReader().read(str(path)))
+    every = list(SrlTaskReader(predicates="all").read(str(path)))
     assert (len(verbal), len(every)) == (139, 167)
     assert any(":)" in i["metadata"]["words"] for i in verbal)
     labels = {tag for i in every for tag in i["tags"].labels}
@@ -54,16 +54,16 @@ def test_propbank_ewt_malformed_row_names_file_and_line(tmp_path):
         FormatError,
         match=r"ewt.gold_conll:2: predicate-argument column 12 opens 3 spans and closes 2",
     ):
-        list(ElmoSrlReader().read(str(path)))
+        list(SrlTaskReader().read(str(path)))
     with pytest.raises(ValueError, match="predicates must be one of"):
-        ElmoSrlReader(predicates="nominal")
+        SrlTaskReader(predicates="nominal")
 
 
 def test_reads_a_directory_of_gold_conll_files(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "x.gold_conll").write_text(SAMPLE.read_text())
     (tmp_path / "a" / "x.gold_skel").write_text("not read\n")
-    assert len(list(ElmoSrlReader().read(str(tmp_path)))) == 5
+    assert len(list(SrlTaskReader().read(str(tmp_path)))) == 5
 
 
 @pytest.mark.parametrize(
@@ -88,4 +88,4 @@ def test_malformed_rows_name_file_and_line(tmp_path, damage, message):
     damage(rows)
     (tmp_path / "bad.gold_conll").write_text("\n".join(rows) + "\n")
     with pytest.raises(FormatError, match=message):
-        list(ElmoSrlReader().read(str(tmp_path / "bad.gold_conll")))
+        list(SrlTaskReader().read(str(tmp_path / "bad.gold_conll")))
