@@ -80,11 +80,10 @@ def run(args: argparse.Namespace) -> List[Dict[str, Any]]:
                     if repeat:
                         times[name].append(time.perf_counter() - start)
             errors = []
+            masks = [(b > 0).any(-1) for b in batches]
             for layer in range(reference.num_layers):
-                exact = torch.cat(
-                    [o[layer][m] for o, m in zip(outputs["float32"], _masks(batches))]
-                )
-                low = torch.cat([o[layer][m] for o, m in zip(outputs["bfloat16"], _masks(batches))])
+                exact = torch.cat([o[layer][m] for o, m in zip(outputs["float32"], masks)])
+                low = torch.cat([o[layer][m] for o, m in zip(outputs["bfloat16"], masks)])
                 cosine = torch.nn.functional.cosine_similarity(exact, low.float(), dim=-1)
                 errors.append(
                     {
@@ -129,10 +128,6 @@ def run(args: argparse.Namespace) -> List[Dict[str, Any]]:
                 f"| {row['batch_sentences']} | {row['precision']} | {row['tokens_per_s']} | {ratio:.2f} | {cos} |"
             )
     return rows
-
-
-def _masks(batches: List[torch.Tensor]) -> List[torch.Tensor]:
-    return [(b > 0).any(-1) for b in batches]
 
 
 def main(argv: Optional[List[str]] = None) -> Any:

@@ -17,6 +17,7 @@ def test_pack_then_run_times_both_precisions_and_measures_the_error(tmp_path, ca
     data = json.loads(packed.read_text())
     assert data["options"] == CONFIGS["paper"] and len(data["sentences"]) == 3250
     data["options"] = CONFIGS["tiny"]
+    data["sentences"] = [["w"] * n for n in range(1, 31)]  # lengths 1..30
     packed.write_text(json.dumps(data))
     out = tmp_path / "result.json"
     with warnings.catch_warnings():  # a CPU without bfloat16 runs float32 and says so
@@ -28,7 +29,8 @@ def test_pack_then_run_times_both_precisions_and_measures_the_error(tmp_path, ca
     assert [(r["batch_sentences"], r["precision"]) for r in rows] == [
         (16, "float32"), (16, "bfloat16"), (64, "float32"), (64, "bfloat16")
     ]  # fmt: skip
-    assert all(r["tokens"] > 0 and r["tokens_per_s"] > 0 for r in rows)
+    # --repeat 2 then the 40 shortest: lengths 1..20 twice (without the repeat: 1..30 once)
+    assert all(r["tokens"] == 2 * sum(range(1, 21)) and r["tokens_per_s"] > 0 for r in rows)
     errors = rows[1]["errors"]
     assert [e["layer"] for e in errors] == [0, 1, 2]
     # bfloat16 products (8-bit mantissa) keep directions; float32 on a CPU without bf16: exact
