@@ -65,8 +65,8 @@ def compare(
     folder: Path,
     precisions: Sequence[str] = ("float32",),
 ) -> None:
-    """The three ways in one run; `elmo-embed` once per precision (`--precision`), each
-    speed-up against its float32 run's if there is one, else its first."""
+    """The three ways in one run, `elmo-embed` once per precision (`--precision`); each
+    command's record has its speed-up of every `elmo-embed` run (its seconds over theirs)."""
     biLM = ["--options-file", files["options_file"], "--weight-file", files["weight_file"]]
     ours = {
         "elmo-embed" if precision == "float32" else f"elmo-embed --precision {precision}": [

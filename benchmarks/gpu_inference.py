@@ -72,7 +72,8 @@ def run(args: argparse.Namespace) -> List[Dict[str, Any]]:
             outputs = {}
             for repeat in range(args.passes + 1):  # the first is the warm-up
                 for name, bilm in variants.items():
-                    torch.cuda.synchronize(device) if device.type == "cuda" else None
+                    if device.type == "cuda":
+                        torch.cuda.synchronize(device)
                     start = time.perf_counter()
                     outputs[name] = _pass(bilm, batches)
                     if device.type == "cuda":

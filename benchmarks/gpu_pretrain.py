@@ -44,6 +44,7 @@ import torch
 from elmo_bilm.bilm import BiLm
 from elmo_bilm.bilm_tf import export_bilm_tf
 from elmo_bilm.characters import word_char_ids
+from elmo_bilm.files import atomic_output
 from elmo_bilm.lm import bidirectional_nll, chunked_nll, softmax_nll
 from elmo_bilm.shipped import SHIPPED_DIR
 from elmo_bilm.vocab import BOS, EOS, UNK, read_vocab_file
@@ -97,9 +98,8 @@ def pack(corpus: Path, wikitext: Path, out: Path) -> None:
     buffer = io.BytesIO()
     numpy.savez(buffer, **arrays)
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(out.name + ".partial")
-    partial.write_bytes(lzma.compress(buffer.getvalue(), preset=9))
-    partial.replace(out)
+    with atomic_output(out, overwrite=True) as partial:
+        Path(partial).write_bytes(lzma.compress(buffer.getvalue(), preset=9))
     tokens = {s: int(arrays[f"{s}_lengths"].sum()) for s in SPLITS}
     print(f"{out}: {out.stat().st_size / 2**20:.1f} MiB, {len(types)} types, tokens {tokens}")
 
@@ -237,8 +237,8 @@ def save_parts(state: Dict[str, torch.Tensor], out: Path) -> List[str]:
 
 
 def write_json(path: Path, record: Dict[str, Any]) -> None:
-    path.with_suffix(".tmp").write_text(json.dumps(record, indent=1))
-    path.with_suffix(".tmp").replace(path)
+    with atomic_output(path, overwrite=True) as partial:
+        Path(partial).write_text(json.dumps(record, indent=1))
 
 
 def gpu_busy() -> str:
@@ -329,7 +329,6 @@ def train(args: argparse.Namespace) -> None:
             if step == args.warmup:
                 # the rate of the warm-up's second half (its first includes CUDA's start-up)
                 rate = (time.time() - timed_from[0]) / (step - timed_from[1])
-                total_steps = step + int((args.seconds - (time.time() - t0)) / rate)
                 total_steps = int(args.seconds / rate)
                 record["planned_steps"] = total_steps
                 note(f"warm-up done: {rate * 1000:.1f} ms/step, planning {total_steps} steps")
