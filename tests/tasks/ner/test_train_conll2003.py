@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 
 import pytest
 import torch
@@ -11,12 +12,15 @@ from allennlp.models.archival import load_archive
 
 from elmo_bilm import load_bilm_tf
 from elmo_plugin.modules.scalar_mix import ElmoScalarMix
-from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
+from tests.conftest import DATA, OPTIONS_FILE, WEIGHT_FILE
 
 pytestmark = pytest.mark.slow  # trains models or starts subprocesses
 
 
-def test_train_crf_tagger_with_plugin_elmo(tmp_path, repo_root):
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, repo_root):
+    """`allennlp train` of the tagger on a 48-sentence slice: `(folder, completed process)`."""
+    tmp_path = tmp_path_factory.mktemp("ner")
     overrides = {
         "dataset_reader.max_instances": 48,
         "data_loader.batch_sampler.batch_size": 16,
@@ -34,7 +38,13 @@ def test_train_crf_tagger_with_plugin_elmo(tmp_path, repo_root):
         json.dumps(overrides),
     ]
     # run outside the repository: the plugin is found through --include-package alone
-    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    return tmp_path, subprocess.run(
+        command, cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_train_crf_tagger_with_plugin_elmo(trained):
+    tmp_path, result = trained
     assert result.returncode == 0, result.stderr[-4000:]
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert metrics["epoch"] == 1
@@ -51,3 +61,27 @@ def test_train_crf_tagger_with_plugin_elmo(tmp_path, repo_root):
     fresh = load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE).state_dict()
     trained = archive.model.text_field_embedder.token_embedder_elmo.elmo.bilm.state_dict()
     assert all(torch.equal(fresh[k], trained[k]) for k in fresh)
+
+
+def test_the_precision_benchmark_scores_a_trained_tagger(trained, capsys, monkeypatch):
+    """`python -m benchmarks.precision --ner-archive A --ner-dev F`: A's dev F1 on F with its
+    biLM in each precision, nothing else."""
+    from benchmarks import precision as bench
+
+    tmp_path, result = trained
+    assert result.returncode == 0, result.stderr[-4000:]
+    lines = (DATA / "conll2003" / "eng.testa").read_text().splitlines(keepends=True)
+    dev = tmp_path / "dev.txt"  # the first 200 lines: not the config's validation file
+    dev.write_text("".join(lines[:200]))
+    archive = str(tmp_path / "out" / "model.tar.gz")
+    argv = ["benchmarks.precision", "--ner-archive", archive, "--ner-dev", str(dev)]
+    monkeypatch.setattr(sys, "argv", argv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # bfloat16's float32 fallback on a CPU without AVX-512 BF16
+        bench.main()
+    out = capsys.readouterr().out
+    records = [json.loads(line[6:]) for line in out.splitlines() if line.startswith("BENCH ")]
+    assert [r["precision"] for r in records] == ["float32", "bfloat16", "int8"]
+    assert all(r["bench"] == "precision_ner" for r in records)
+    assert all(r["archive"] == archive and r["dev"] == str(dev) for r in records)
+    assert all(0.0 <= r["f1"] <= 1.0 for r in records)
