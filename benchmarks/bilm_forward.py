@@ -1,5 +1,5 @@
 """biLM inference, all layers: AllenNLP's `_ElmoBiLm`, the plugin's `BiLm` and the biLM exported
-to ONNX (`elmo_bilm.onnx`) in onnxruntime, side by side.
+to ONNX (`elmo_bilm.runtime.onnx`) in onnxruntime, side by side.
 
 Same random bilm-tf weights, same CoNLL-2003 dev sentences in file order, same batch size and
 threads. AllenNLP's state is reset before every batch so both compute the same thing. The plugin
@@ -18,9 +18,9 @@ from allennlp.modules.elmo import _ElmoBiLm, batch_to_ids
 from torch.utils.flop_counter import FlopCounterMode
 
 from benchmarks.common import conll_dev_sentences, emit, peak_rss_mb, random_bilm_tf, timed
-from elmo_bilm import onednn
-from elmo_bilm.bilm_tf import load_bilm_tf
-from elmo_bilm.onnx import export_onnx
+from elmo_bilm.formats.bilm_tf import load_bilm_tf
+from elmo_bilm.model import onednn
+from elmo_bilm.runtime.onnx import export_onnx
 
 
 def matmul_peak(

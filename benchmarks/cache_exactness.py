@@ -16,15 +16,15 @@ import time
 import torch
 
 from benchmarks.common import DATA, random_bilm_tf
-from elmo_bilm.bilm_tf import load_bilm_tf
-from elmo_bilm.characters import batch_char_ids
+from elmo_bilm.formats.bilm_tf import load_bilm_tf
+from elmo_bilm.model.characters import batch_char_ids
 
 ROWS = list(range(1, 33)) + [64, 127, 128, 129, 256, 512]
 
 
 OPS = {
     "addmm": lambda x, w, b: torch.addmm(b, x, w),
-    # the LSTM's products: both directions stacked (elmo_bilm.lstm)
+    # the LSTM's products: both directions stacked (elmo_bilm.model.lstm)
     "baddbmm": lambda x, w, b: torch.baddbmm(b, torch.stack([x, x]), torch.stack([w, w]))[0],
 }
 

@@ -13,8 +13,8 @@ import torch
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from elmo_bilm.bilm import BiLm  # noqa: E402
-from elmo_bilm.bilm_tf import export_bilm_tf  # noqa: E402
+from elmo_bilm.formats.bilm_tf import export_bilm_tf  # noqa: E402
+from elmo_bilm.model.bilm import BiLm  # noqa: E402
 from elmo_plugin.common.config_env import data_dir  # noqa: E402
 from elmo_plugin.lm.dataset_readers.lm_corpus import read_sentences  # noqa: E402
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
 from benchmarks.common import DATA, conll_dev_sentences, emit, random_bilm_tf
-from elmo_bilm.precision import PRECISIONS
-from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+from elmo_bilm.runtime.precision import PRECISIONS
+from elmo_bilm.sources.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
 from elmo_plugin.lm.dataset_readers.lm_corpus import read_sentences
 
 BIN = Path(sys.executable).parent

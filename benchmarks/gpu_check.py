@@ -25,7 +25,7 @@ from allennlp.data import Batch, Vocabulary  # noqa: E402
 from allennlp.modules.elmo import _ElmoBiLm, batch_to_ids  # noqa: E402
 
 from elmo_bilm import export_bilm_tf, load_bilm_tf  # noqa: E402
-from elmo_bilm.bulk import embed_file  # noqa: E402
+from elmo_bilm.runtime.engine import embed_file  # noqa: E402
 from elmo_plugin.common.config_env import data_dir  # noqa: E402
 from elmo_plugin.lm.dataset_readers.lm_corpus import LmCorpusReader  # noqa: E402
 from elmo_plugin.lm.models.bilm_language_model import BiLmLanguageModel  # noqa: E402

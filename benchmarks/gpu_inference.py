@@ -25,9 +25,9 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
-from elmo_bilm.bilm import BiLm
-from elmo_bilm.characters import batch_char_ids
-from elmo_bilm.precision import set_precision
+from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.model.characters import batch_char_ids
+from elmo_bilm.runtime.precision import set_precision
 
 
 def pack(out: Path) -> None:

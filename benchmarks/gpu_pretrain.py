@@ -3,7 +3,7 @@
 The device machine has no package index and takes at most 64 MiB of working tree per call;
 AllenNLP and its dependencies as wheels need several calls (`benchmarks.device_prep`), which a
 15-minute lease cannot spare. This script needs only torch, numpy and `elmo_bilm` (the same
-`BiLm` and the same loss, `elmo_bilm.lm`, as the `elmo_plugin_bilm` model):
+`BiLm` and the same loss, `elmo_bilm.model.lm`, as the `elmo_plugin_bilm` model):
 
 1. `pack` (here, on the CPU): the tokenised corpus (`allennlp elmo-prepare-corpus` output), the
    held-out files and WikiText-test as word ids over one table of word types, with sentences
@@ -41,13 +41,13 @@ from typing import Any, Dict, Iterator, List, Sequence, Tuple
 import numpy
 import torch
 
-from elmo_bilm.bilm import BiLm
-from elmo_bilm.bilm_tf import export_bilm_tf
-from elmo_bilm.characters import word_char_ids
-from elmo_bilm.files import atomic_output
-from elmo_bilm.lm import bidirectional_nll, chunked_nll, softmax_nll
-from elmo_bilm.shipped import SHIPPED_DIR
-from elmo_bilm.vocab import BOS, EOS, UNK, read_vocab_file
+from elmo_bilm.formats.bilm_tf import export_bilm_tf
+from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.model.characters import word_char_ids
+from elmo_bilm.model.lm import bidirectional_nll, chunked_nll, softmax_nll
+from elmo_bilm.model.vocab import BOS, EOS, UNK, read_vocab_file
+from elmo_bilm.sources.shipped import SHIPPED_DIR
+from elmo_bilm.utils.files import atomic_output
 
 HELDOUT = ("AB_wiki_98", "AB_wiki_99")  # as for the shipped biLMs
 MAX_SENTENCE_LENGTH = 50  # the pretraining configs' `max_sentence_length`

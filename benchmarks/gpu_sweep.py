@@ -21,7 +21,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from benchmarks.bilm_forward import matmul_peak
 from benchmarks.common import CONFIGS, DATA, peak_rss_mb, timed
-from elmo_bilm.characters import batch_char_ids
+from elmo_bilm.model.characters import batch_char_ids
 from elmo_plugin.lm.dataset_readers.lm_corpus import LmCorpusReader, read_sentences
 from elmo_plugin.lm.models.bilm_language_model import BiLmLanguageModel
 

@@ -1,4 +1,4 @@
-"""A/B of `elmo_bilm/lstm.py` at a git revision against the working tree, in one process
+"""A/B of `elmo_bilm/model/lstm.py` at a git revision against the working tree, in one process
 (alternating runs, so both see the same machine load): `python -m benchmarks.lstm_ab --before REV`.
 Prints a markdown table: median milliseconds of each, their ratio, and the largest output difference
 (the two stacks get the same weights)."""
@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.common import REPO_ROOT
-from elmo_bilm.lstm import ProjectedLstmStack
+from elmo_bilm.model.lstm import ProjectedLstmStack
 
 CASES = (
     ("small 1024/128 inference", 1024, 128, False),
@@ -24,9 +24,9 @@ CASES = (
 
 
 def load_revision(revision: str):
-    """`ProjectedLstmStack` of `elmo_bilm/lstm.py` at `revision` (a self-contained file)."""
+    """`ProjectedLstmStack` of `elmo_bilm/model/lstm.py` at `revision` (a self-contained file)."""
     source = subprocess.run(
-        ["git", "show", f"{revision}:elmo_bilm/lstm.py"],
+        ["git", "show", f"{revision}:elmo_bilm/model/lstm.py"],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

@@ -1,4 +1,4 @@
-"""biLM inference in float32, bfloat16 and int8 (`elmo_bilm.precision`): tokens/s at 1 and 2
+"""biLM inference in float32, bfloat16 and int8 (`elmo_bilm.runtime.precision`): tokens/s at 1 and 2
 threads and each layer's error against float32 (max abs, mean and min cosine over the tokens),
 all variants of a biLM alternating in one process so that they see the same machine load.
 
@@ -24,10 +24,10 @@ from typing import Callable, ContextManager, Dict, List, Tuple
 import torch
 
 from benchmarks.common import conll_dev_sentences, emit, random_bilm_tf
-from elmo_bilm.bilm import BiLm
-from elmo_bilm.characters import batch_char_ids
-from elmo_bilm.loading import load_bilm
-from elmo_bilm.precision import INT8_RECURRENT, _prepare, set_precision
+from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.model.characters import batch_char_ids
+from elmo_bilm.runtime.precision import INT8_RECURRENT, _prepare, set_precision
+from elmo_bilm.sources.loading import load_bilm
 
 # name -> (precision, recurrent product, cell state dtype, context around the pass)
 Variant = Tuple[str, str, torch.dtype, Callable[[], ContextManager]]
@@ -120,7 +120,7 @@ PRODUCT_SHAPES = (  # (rows, in, out): the paper configuration's products
 def product_row(rows: int, n_in: int, n_out: int, repeats: int) -> str:
     """One row of `products`: medians of `repeats` calls of each kind, alternating call by call,
     and the largest error of bfloat16 and int8 relative to the largest exact value."""
-    from elmo_bilm.precision import Bf16Weight, _int8_linear, _int8_pack
+    from elmo_bilm.runtime.precision import Bf16Weight, _int8_linear, _int8_pack
 
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(rows, n_in, generator=generator)
@@ -233,7 +233,7 @@ def onnx_int8(config: str, batches: List[torch.Tensor], rounds: int, threads: in
 
     import onnxruntime
 
-    from elmo_bilm.onnx import export_onnx, quantize_onnx
+    from elmo_bilm.runtime.onnx import export_onnx, quantize_onnx
 
     folder = tempfile.mkdtemp()
     export_onnx(load(config), f"{folder}/float32.onnx")

@@ -16,7 +16,7 @@ from allennlp.data.samplers import BucketBatchSampler
 from allennlp.training.util import evaluate
 
 from benchmarks.common import emit
-from elmo_bilm.shipped import SHIPPED_DIR
+from elmo_bilm.sources.shipped import SHIPPED_DIR
 from elmo_plugin.common.config_env import config_defaults
 from elmo_plugin.lm.dataset_readers.lm_corpus import LmCorpusReader
 from elmo_plugin.lm.models.bilm_language_model import BiLmLanguageModel

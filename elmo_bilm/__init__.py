@@ -1,6 +1,3 @@
-from elmo_bilm.bilm import BiLm
-from elmo_bilm.bilm_tf import FormatError, export_bilm_tf, load_bilm_tf, read_options
-from elmo_bilm.characters import ELMoCharacterMapper
 from elmo_bilm.elmo import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_OPTIONS_FILE,
@@ -9,4 +6,7 @@ from elmo_bilm.elmo import (
     ElmoEmbedder,
     batch_to_ids,
 )
-from elmo_bilm.parquet import read_embeddings
+from elmo_bilm.formats.bilm_tf import FormatError, export_bilm_tf, load_bilm_tf, read_options
+from elmo_bilm.formats.parquet import read_embeddings
+from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.model.characters import ELMoCharacterMapper

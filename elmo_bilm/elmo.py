@@ -18,15 +18,15 @@ import numpy
 import torch
 from torch import nn
 
-from elmo_bilm.bilm import BiLm, frozen, remove_sentence_boundaries
-from elmo_bilm.bulk import embed_file, embed_sorted
-from elmo_bilm.characters import batch_char_ids, vocabulary_char_ids
-from elmo_bilm.files import UsageError
-from elmo_bilm.hub import PREFIX, is_hub_id
-from elmo_bilm.loading import load_bilm
-from elmo_bilm.precision import set_precision
-from elmo_bilm.published import is_url, published_urls
-from elmo_bilm.scalar_mix import ScalarMix
+from elmo_bilm.model.bilm import BiLm, frozen, remove_sentence_boundaries
+from elmo_bilm.model.characters import batch_char_ids, vocabulary_char_ids
+from elmo_bilm.model.scalar_mix import ScalarMix
+from elmo_bilm.runtime.engine import embed_file, embed_sorted
+from elmo_bilm.runtime.precision import set_precision
+from elmo_bilm.sources.hub import PREFIX, is_hub_id
+from elmo_bilm.sources.loading import load_bilm
+from elmo_bilm.sources.published import is_url, published_urls
+from elmo_bilm.utils.files import UsageError
 
 # AllenNLP 0.9's module constants of `allennlp.commands.elmo`, which libraries import (flair's
 # `ELMoEmbeddings` reads the first two): its default biLM, AllenNLP's `original`, and the batch
@@ -67,7 +67,7 @@ class Elmo(nn.Module):
         A biLM already in memory, instead of the files.
     precision : `str`, optional (default = `"float32"`)
         The frozen biLM's arithmetic: `"bfloat16"` or `"int8"` products for cheaper inference
-        (`elmo_bilm.precision`; a pass with gradients runs in float32).
+        (`elmo_bilm.runtime.precision`; a pass with gradients runs in float32).
     """
 
     def __init__(
@@ -114,8 +114,8 @@ class Elmo(nn.Module):
         cls, name: str, num_output_representations: int = 1, **kwargs: Any
     ) -> "Elmo":
         """A published biLM by name (`small`, `medium`, `original`, `original_5.5b`: AllenNLP's
-        files, downloaded once into the cache of `elmo_bilm.published`), or a Hugging Face Hub
-        repository (`ORG/REPO`, `ORG/REPO@REVISION` or `hf://ORG/REPO`; `elmo_bilm.hub`), with
+        files, downloaded once into the cache of `elmo_bilm.sources.published`), or a Hugging Face Hub
+        repository (`ORG/REPO`, `ORG/REPO@REVISION` or `hf://ORG/REPO`; `elmo_bilm.sources.hub`), with
         `Elmo`'s other arguments; the same as `Elmo(name, None, ...)`."""
         if "/" in name and not (is_hub_id(name) or is_url(name) or os.path.exists(name)):
             name = PREFIX + name
@@ -192,7 +192,7 @@ class ElmoEmbedder:
         GPU id, -1 for the CPU. Read on every batch, as in 0.9: code that moves a loaded
         embedder sets it and moves `elmo_bilm` (flair does after unpickling).
     precision : `str`, optional (default = `"float32"`)
-        `"bfloat16"` or `"int8"` products for cheaper inference (`elmo_bilm.precision`).
+        `"bfloat16"` or `"int8"` products for cheaper inference (`elmo_bilm.runtime.precision`).
     """
 
     def __init__(
@@ -256,7 +256,7 @@ class ElmoEmbedder:
     def _embed_chunk(
         self, chunk: Sequence[Sequence[str]], batch_size: int
     ) -> Iterator[numpy.ndarray]:
-        """One chunk through the core's embedding loop (`elmo_bilm.bulk.embed_sorted`), back in
+        """One chunk through the core's embedding loop (`elmo_bilm.runtime.engine.embed_sorted`), back in
         input order."""
         results: List[Optional[numpy.ndarray]] = [None] * len(chunk)
         rows = list(enumerate(chunk))

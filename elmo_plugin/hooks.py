@@ -28,7 +28,7 @@
    `ConfigurationError` at construction (`elmo_plugin.modules.placement_contract`).
 6. **Archives are untrusted.** AllenNLP's `extracted_archive` (behind `load_archive`, every
    `allennlp evaluate`/`predict` and `from_archive` model) is replaced by
-   `elmo_bilm.archives.extracted_archive`, which refuses members that would write
+   `elmo_bilm.sources.archives.extracted_archive`, which refuses members that would write
    outside the extraction folder (`..`, absolute paths, links outside, device files).
 7. **One line for a user's error, under the `allennlp` command only.** A `sys.excepthook` prints
    the plugin's config errors (`ConfigError`: an unset or missing dataset, a misspelt config name)
@@ -50,7 +50,7 @@ import atexit
 
 import torch.distributed as dist
 
-from elmo_bilm import archives
+from elmo_bilm.sources import archives
 from elmo_plugin.common import command_line, config_env
 from elmo_plugin.modules import placement_contract, regularization
 

@@ -17,9 +17,9 @@ import pytest
 import torch
 
 from elmo_bilm import Elmo, ElmoEmbedder, batch_to_ids, load_bilm_tf
-from elmo_bilm.bulk import embed_file
-from elmo_bilm.embed import main as embed_main
-from elmo_bilm.files import FormatError, numbered_lines
+from elmo_bilm.cli.embed import main as embed_main
+from elmo_bilm.runtime.engine import embed_file
+from elmo_bilm.utils.files import FormatError, numbered_lines
 from elmo_plugin.lm.dataset_readers.lm_corpus import LmCorpusReader
 from elmo_plugin.tasks.coref.dataset_readers.coref import CorefTaskReader
 from elmo_plugin.tasks.ner.dataset_readers.conll2003 import Conll2003TaskReader
@@ -289,7 +289,7 @@ def test_text_is_read_as_users_tools_read_it(tmp_path, content, lines):
 
 
 def test_a_crlf_split_across_read_chunks_is_one_line_end(tmp_path):
-    from elmo_bilm.files import raw_lines
+    from elmo_bilm.utils.files import raw_lines
 
     data = b"ab\r\ncd\ref\ngh"
     lines = list(raw_lines(io.BytesIO(data), chunk_size=3))

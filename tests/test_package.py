@@ -46,7 +46,7 @@ def test_plugins_file_registers_every_component(repo_root):
 
 def test_biLM_core_imports_no_allennlp():
     code = (
-        "import sys, elmo_bilm, elmo_bilm.vocab, elmo_bilm.files, elmo_bilm.shipped\n"
+        "import sys, elmo_bilm, elmo_bilm.model.vocab, elmo_bilm.utils.files, elmo_bilm.sources.shipped\n"
         "assert not [m for m in sys.modules if m.split('.')[0] in ('allennlp', 'elmo_plugin')], sorted(sys.modules)\n"
     )
     result = _python(code)
@@ -67,7 +67,7 @@ def test_subcommands_found_through_the_plugins_file(repo_root):
 
 
 def test_shipped_biLM_is_the_default(monkeypatch):
-    from elmo_bilm.shipped import DEFAULT_VOCAB_FILE, DEFAULT_WEIGHT_FILE
+    from elmo_bilm.sources.shipped import DEFAULT_VOCAB_FILE, DEFAULT_WEIGHT_FILE
     from elmo_plugin.common.config_env import config_defaults
     from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
 

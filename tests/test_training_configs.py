@@ -263,7 +263,7 @@ def test_elmo_width_follows_the_options_file_changed_after_import(monkeypatch, r
     configs of that biLM's width (not the width read at import), by path or by name."""
     from allennlp.common import Params
 
-    from elmo_bilm.published import local_files
+    from elmo_bilm.sources.published import local_files
 
     options, weights = local_files("wikipedia_1024")
     config = str(repo_root / "training_config" / "conll2003_crf_tagger_elmo.jsonnet")

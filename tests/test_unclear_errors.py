@@ -11,7 +11,7 @@ import pytest
 from allennlp.common import Params
 
 from elmo_bilm import Elmo
-from elmo_bilm.embed import main as embed_main
+from elmo_bilm.cli.embed import main as embed_main
 from elmo_plugin.common.config_env import ConfigError
 from tests.conftest import WEIGHT_FILE
 from tests.test_foreign_configs import CONFIG, _data

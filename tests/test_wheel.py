@@ -86,14 +86,17 @@ def test_core_wheel_holds_the_core_and_the_shipped_biLM(wheels, repo_root):
         for name in ("options.json", "weights.hdf5", "vocab.txt", "__init__.py"):
             assert f"{package}/{name}" in larger
         assert "Requires-Dist: elmo-bilm==0.2.0" in metadata(wheels[key])
-    assert "elmo_bilm/bilm.py" in names and "elmo_bilm/onnx.py" in names
-    assert {"elmo_bilm/spacy_configs/ner_cnn.cfg", "elmo_bilm/spacy_configs/ner_elmo.cfg"} <= names
+    assert "elmo_bilm/model/bilm.py" in names and "elmo_bilm/runtime/onnx.py" in names
+    assert {
+        "elmo_bilm/integrations/spacy_configs/ner_cnn.cfg",
+        "elmo_bilm/integrations/spacy_configs/ner_elmo.cfg",
+    } <= names
     assert not any(name.startswith(("elmo_plugin/", "tests/", "benchmarks/")) for name in names)
     assert {r.name for r in core_requirements(wheels["core"])} == CORE_DEPENDENCIES
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     scripts = zipfile.ZipFile(wheels["core"]).read(entry_points).decode()
-    assert "elmo-embed = elmo_bilm.embed:console" in scripts
-    assert "elmo-export-onnx = elmo_bilm.onnx:main" in scripts
+    assert "elmo-embed = elmo_bilm.cli.embed:console" in scripts
+    assert "elmo-export-onnx = elmo_bilm.runtime.onnx:main" in scripts
 
 
 def test_plugin_wheel_depends_on_the_core_at_the_same_version(wheels, repo_root):

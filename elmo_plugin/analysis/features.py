@@ -6,8 +6,8 @@ import numpy
 import torch
 from tqdm import tqdm
 
-from elmo_bilm.bilm import BiLm
-from elmo_bilm.bulk import embed_sorted
+from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.runtime.engine import embed_sorted
 
 
 def token_layers(

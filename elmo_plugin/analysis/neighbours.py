@@ -6,8 +6,8 @@ from typing import Dict, List, Sequence
 import numpy
 import torch
 
-from elmo_bilm.bilm import BiLm
-from elmo_bilm.files import UsageError
+from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.utils.files import UsageError
 from elmo_plugin.analysis.features import token_layers
 
 

@@ -10,8 +10,8 @@ import numpy
 import torch
 from tqdm import tqdm
 
-from elmo_bilm.bilm import BiLm
-from elmo_bilm.files import FormatError, UsageError, numbered_lines
+from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.utils.files import FormatError, UsageError, numbered_lines
 from elmo_plugin.analysis.features import token_layers
 
 Sentence = List[str]

@@ -5,7 +5,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Sequence
 
-from elmo_bilm.files import atomic_output
+from elmo_bilm.utils.files import atomic_output
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -16,8 +16,8 @@ from typing import Callable, Dict, Hashable, Iterable, Iterator, List, Optional,
 
 from tqdm import tqdm
 
-from elmo_bilm.archives import checked_members
-from elmo_bilm.files import FormatError, UsageError, atomic_output
+from elmo_bilm.sources.archives import checked_members
+from elmo_bilm.utils.files import FormatError, UsageError, atomic_output
 
 BASELINE = "none"  # the placement value that means "the baseline config, no ELMo"
 
@@ -167,7 +167,7 @@ def is_finished(run_dir: Path) -> bool:
     if not (run_dir / "metrics.json").is_file() or not archive.is_file():
         return False
     try:
-        checked_members(archive)  # one reader of archives: elmo_bilm.archives
+        checked_members(archive)  # one reader of archives: elmo_bilm.sources.archives
     except FormatError:
         return False
     return True

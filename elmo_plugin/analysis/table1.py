@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from elmo_bilm.files import UsageError
+from elmo_bilm.utils.files import UsageError
 from elmo_plugin.analysis import sweep
 from elmo_plugin.common.config_env import CONFIG_DIR
 

@@ -11,7 +11,7 @@ from typing import Any, Dict, List
 import torch
 from allennlp.commands.subcommand import Subcommand
 
-from elmo_bilm.files import UsageError, numbered_lines, reports_errors
+from elmo_bilm.utils.files import UsageError, numbered_lines, reports_errors
 from elmo_plugin.analysis import layer_weights, neighbours, probes, report, sweep
 from elmo_plugin.common.config_env import config_path, data_dir
 from elmo_plugin.modules.bilm_loading import add_bilm_arguments, load_bilm_or_archive

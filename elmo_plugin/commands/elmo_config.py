@@ -7,7 +7,7 @@ from typing import Any, List, NoReturn, Optional, Sequence, Tuple
 
 from allennlp.commands.subcommand import Subcommand
 
-from elmo_bilm.files import UsageError, reports_errors
+from elmo_bilm.utils.files import UsageError, reports_errors
 from elmo_plugin.common.config_env import CONFIG_DIR, config_names, config_path, variable_sources
 
 USAGE = "allennlp elmo-config [NAME] [--resolved]"

@@ -1,12 +1,12 @@
-"""`allennlp elmo-embed`: the light `elmo-embed` console script (`elmo_bilm.embed`) as an
+"""`allennlp elmo-embed`: the light `elmo-embed` console script (`elmo_bilm.cli.embed`) as an
 AllenNLP subcommand (the `allennlp elmo` command that AllenNLP 1.0 dropped)."""
 
 import argparse
 
 from allennlp.commands.subcommand import Subcommand
 
-from elmo_bilm.embed import DESCRIPTION, add_arguments, run
-from elmo_bilm.files import reports_errors
+from elmo_bilm.cli.embed import DESCRIPTION, add_arguments, run
+from elmo_bilm.utils.files import reports_errors
 from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
 
 

@@ -8,8 +8,8 @@ import tempfile
 from allennlp.commands.subcommand import Subcommand
 from allennlp.models.archival import load_archive
 
-from elmo_bilm.bilm_tf import export_bilm_tf
-from elmo_bilm.files import UsageError, reports_errors
+from elmo_bilm.formats.bilm_tf import export_bilm_tf
+from elmo_bilm.utils.files import UsageError, reports_errors
 from elmo_plugin.lm.models.bilm_language_model import BiLmLanguageModel
 from elmo_plugin.lm.vocabulary import write_bilm_tf_vocab
 

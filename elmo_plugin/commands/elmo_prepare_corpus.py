@@ -4,7 +4,7 @@ import argparse
 
 from allennlp.commands.subcommand import Subcommand
 
-from elmo_bilm.files import reports_errors
+from elmo_bilm.utils.files import reports_errors
 from elmo_plugin.data.wikipedia import prepare_corpus
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from allennlp.commands.subcommand import Subcommand
 
-from elmo_bilm.files import UsageError, reports_errors
+from elmo_bilm.utils.files import UsageError, reports_errors
 from elmo_plugin.analysis import report, table1
 
 

@@ -37,10 +37,10 @@ from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
-from elmo_bilm import published
-from elmo_bilm.bilm_tf import read_options
-from elmo_bilm.files import FormatError
-from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+from elmo_bilm.formats.bilm_tf import read_options
+from elmo_bilm.sources import published
+from elmo_bilm.sources.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+from elmo_bilm.utils.files import FormatError
 from elmo_plugin.common.slices import slice_parts
 from elmo_plugin.data.word_vectors import vector_defaults, vectors_dir
 
@@ -182,7 +182,7 @@ OPTIONAL = {
 
 def stands_alone(options_file: str) -> bool:
     """Whether `options_file` names a whole biLM, weights included: a biLM's name, a Hugging Face
-    Hub id or a biLM archive (`elmo_bilm.published.resolve` takes each without a weight file)."""
+    Hub id or a biLM archive (`elmo_bilm.sources.published.resolve` takes each without a weight file)."""
     return (
         options_file in published.names()
         or published.is_hub_id(options_file)

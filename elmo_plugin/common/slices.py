@@ -4,7 +4,7 @@ the same way by the readers and by the config hook (`config_env`), which checks 
 import re
 from typing import Optional, Tuple
 
-from elmo_bilm.files import FormatError
+from elmo_bilm.utils.files import FormatError
 
 _SLICE = re.compile(r"^(?P<path>.*)(?P<slice>\[(?P<start>-?\d+)?:(?P<end>-?\d+)?\])$")
 

@@ -5,7 +5,7 @@ corpus reader (the unlabeled task text for fine-tuning)."""
 import re
 from typing import Iterator, List, Tuple
 
-from elmo_bilm.files import FormatError, numbered_lines
+from elmo_bilm.utils.files import FormatError, numbered_lines
 
 _TAG = re.compile(r"^(O|[BI]-\S+)$")
 

@@ -5,7 +5,7 @@ from typing import Iterable
 
 from allennlp.data import DatasetReader, Instance
 
-from elmo_bilm.files import UsageError
+from elmo_bilm.utils.files import UsageError
 
 
 @DatasetReader.register("elmo_plugin_subset")

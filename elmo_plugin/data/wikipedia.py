@@ -7,7 +7,7 @@ from typing import Dict, Iterator, List, Sequence, Tuple
 
 from allennlp.common.tqdm import Tqdm
 
-from elmo_bilm.files import FormatError, atomic_output, expand_paths, numbered_lines
+from elmo_bilm.utils.files import FormatError, atomic_output, expand_paths, numbered_lines
 from elmo_plugin.data.tokenizers.sentence_tokenizer import SentenceTokenizer
 
 logger = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ import zlib
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence
 
-from elmo_bilm.files import FormatError, UsageError, atomic_output, numbered_lines
+from elmo_bilm.utils.files import FormatError, UsageError, atomic_output, numbered_lines
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ def build_baseline_vectors(variables: Sequence[str], wikipedia: str) -> List[str
     """Build the missing baseline vector files `variables` need from the WikiExtractor files under
     `wikipedia` (tokenised once into `vectors_dir()/corpus`, resumably), skipping the shards the
     biLM held out (`AB_wiki_98`, `AB_wiki_99`). Returns the files built."""
-    from elmo_bilm.files import expand_paths
+    from elmo_bilm.utils.files import expand_paths
     from elmo_plugin.data.wikipedia import prepare_corpus
 
     missing = missing_baseline_vectors(variables)

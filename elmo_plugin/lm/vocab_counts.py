@@ -6,8 +6,8 @@ from typing import Counter, List, Optional, Union
 
 from allennlp.common.tqdm import Tqdm
 
-from elmo_bilm.files import FormatError, UsageError
-from elmo_bilm.vocab import SPECIAL_TOKENS, write_vocab_file
+from elmo_bilm.model.vocab import SPECIAL_TOKENS, write_vocab_file
+from elmo_bilm.utils.files import FormatError, UsageError
 from elmo_plugin.lm.dataset_readers.lm_corpus import corpus_files, read_sentences
 
 logger = logging.getLogger(__name__)

@@ -4,8 +4,8 @@ from typing import List, Optional
 
 from allennlp.data import Vocabulary
 
-from elmo_bilm.files import FormatError
-from elmo_bilm.vocab import BOS, EOS, UNK, read_vocab_file, write_vocab_file
+from elmo_bilm.model.vocab import BOS, EOS, UNK, read_vocab_file, write_vocab_file
+from elmo_bilm.utils.files import FormatError
 
 
 @Vocabulary.register("elmo_plugin_bilm_tf_vocab", constructor="from_bilm_tf_vocab")

@@ -1,22 +1,22 @@
 """One place that turns the user's choice of biLM (bilm-tf files, URLs or a published name, a
 plugin archive, or nothing: the shipped biLM) into a `BiLm`; the ELMo components and the biLM
-language model both use it (the core's `elmo_bilm.loading.load_bilm` without archives)."""
+language model both use it (the core's `elmo_bilm.sources.loading.load_bilm` without archives)."""
 
 import argparse
 from typing import Any, Optional
 
-from elmo_bilm.archives import checked_members
-from elmo_bilm.bilm import BiLm
-from elmo_bilm.files import FormatError, UsageError
-from elmo_bilm.loading import add_bilm_arguments as core_add_bilm_arguments
-from elmo_bilm.loading import load_bilm as core_load_bilm
+from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.sources.archives import checked_members
+from elmo_bilm.sources.loading import add_bilm_arguments as core_add_bilm_arguments
+from elmo_bilm.sources.loading import load_bilm as core_load_bilm
+from elmo_bilm.utils.files import FormatError, UsageError
 
 
 def check_archive(archive_file: str) -> None:
     """Read `archive_file` through once (a few seconds for the largest here) so that a truncated
     or foreign file is one error naming it, before AllenNLP extracts it into a temporary folder
     (which an `EOFError` midway left behind); a member that could write outside the extraction
-    folder is refused, naming it (`elmo_bilm.archives`)."""
+    folder is refused, naming it (`elmo_bilm.sources.archives`)."""
     names = [member.name for member in checked_members(archive_file)]
     if not any(name.endswith("config.json") for name in names):
         raise FormatError(f"{archive_file}: no config.json inside; not an AllenNLP archive")

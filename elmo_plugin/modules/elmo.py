@@ -6,7 +6,7 @@ import torch
 from allennlp.common.checks import ConfigurationError
 from torch import nn
 
-from elmo_bilm.bilm import BiLm, frozen
+from elmo_bilm.model.bilm import BiLm, frozen
 from elmo_plugin.modules.activation_cache import ActivationCache
 from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
 from elmo_plugin.modules.elmo_options import ElmoOptions

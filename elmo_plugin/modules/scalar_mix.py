@@ -4,7 +4,7 @@ from typing import List, Optional
 
 import torch
 
-from elmo_bilm.scalar_mix import ScalarMix
+from elmo_bilm.model.scalar_mix import ScalarMix
 
 
 class ElmoScalarMix(ScalarMix):

@@ -7,7 +7,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.modules.token_embedders import TokenEmbedder
 from torch import nn
 
-from elmo_bilm.characters import vocabulary_char_ids
+from elmo_bilm.model.characters import vocabulary_char_ids
 from elmo_plugin.modules.elmo import ElmoRepresentations
 from elmo_plugin.modules.elmo_options import check_options, takes_elmo_options
 

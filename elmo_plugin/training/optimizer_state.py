@@ -9,8 +9,8 @@ from typing import Any, Dict, Optional
 import torch
 from allennlp.training.callbacks.callback import TrainerCallback
 
-from elmo_bilm.archives import open_member
-from elmo_bilm.files import FormatError, atomic_output
+from elmo_bilm.sources.archives import open_member
+from elmo_bilm.utils.files import FormatError, atomic_output
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ import json
 import numpy
 import pytest
 
-from elmo_bilm.files import FormatError
+from elmo_bilm.utils.files import FormatError
 from elmo_plugin.analysis.probes import (
     WsdData,
     nearest_centroid_wsd,

@@ -6,7 +6,7 @@ import torch
 from allennlp.common import Params
 from allennlp.data import DatasetReader
 
-from elmo_bilm.files import FormatError
+from elmo_bilm.utils.files import FormatError
 from elmo_plugin.analysis import sweep
 from elmo_plugin.analysis.layer_weights import mix_weights
 from elmo_plugin.commands.analysis import ElmoLayerWeights, ElmoSweep

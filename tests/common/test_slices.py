@@ -3,7 +3,7 @@
 
 import pytest
 
-from elmo_bilm.files import FormatError
+from elmo_bilm.utils.files import FormatError
 from elmo_plugin.common import config_env
 from elmo_plugin.common.slices import slice_parts, split_slice
 from elmo_plugin.tasks.snli.dataset_readers.snli import SnliTaskReader

@@ -6,7 +6,7 @@ from allennlp.common import Params
 from allennlp.data import Vocabulary
 from allennlp.modules.token_embedders import Embedding
 
-from elmo_bilm.files import FormatError
+from elmo_bilm.utils.files import FormatError
 from elmo_plugin.data.word_vectors import train_word_vectors
 from tests.conftest import REPO_ROOT
 

@@ -8,7 +8,7 @@ from typing import Callable, Dict
 
 import pytest
 
-from elmo_bilm.files import FormatError
+from elmo_bilm.utils.files import FormatError
 from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
 
 
@@ -109,7 +109,7 @@ def test_allennlps_own_load_archive_extracts_through_the_checks(
 
 
 def test_device_files_and_fifos_are_refused(tmp_path: Path) -> None:
-    from elmo_bilm.archives import extract_archive
+    from elmo_bilm.sources.archives import extract_archive
 
     for kind in (tarfile.CHRTYPE, tarfile.BLKTYPE, tarfile.FIFOTYPE):
         archive = _archive(
@@ -121,7 +121,7 @@ def test_device_files_and_fifos_are_refused(tmp_path: Path) -> None:
 
 
 def test_links_inside_the_archive_extract(tmp_path: Path) -> None:
-    from elmo_bilm.archives import extract_archive, open_member
+    from elmo_bilm.sources.archives import extract_archive, open_member
 
     def build(tar: tarfile.TarFile) -> None:
         _file(tar, "vocabulary/tokens.txt", b"a\n")
@@ -139,7 +139,7 @@ def test_links_inside_the_archive_extract(tmp_path: Path) -> None:
 
 
 def test_a_link_to_a_link_is_refused(tmp_path: Path) -> None:
-    from elmo_bilm.archives import extract_archive
+    from elmo_bilm.sources.archives import extract_archive
 
     def build(tar: tarfile.TarFile) -> None:
         _link(tar, "a", ".", tarfile.SYMTYPE)

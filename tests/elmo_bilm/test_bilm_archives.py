@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from elmo_bilm import Elmo, ElmoEmbedder, batch_to_ids
-from elmo_bilm.files import FormatError
+from elmo_bilm.utils.files import FormatError
 from tests.conftest import OPTIONS_FILE, REPO_ROOT, WEIGHT_FILE
 from tests.local_server import LocalServer
 
@@ -138,7 +138,9 @@ def test_a_malicious_zip_is_refused_in_one_line_and_writes_nothing(
 def test_an_archive_declaring_more_than_any_model_needs_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache: Path, kind: str
 ) -> None:
-    monkeypatch.setattr("elmo_bilm.archives.MAX_EXTRACTED_BYTES", 100_000)  # the fixture: 450 kB
+    monkeypatch.setattr(
+        "elmo_bilm.sources.archives.MAX_EXTRACTED_BYTES", 100_000
+    )  # the fixture: 450 kB
     archive = tmp_path / f"big.{kind}"
     if kind == "zip":
         nlpl_zip(archive)

@@ -159,8 +159,8 @@ def test_training_options_with_261_characters_load(tmp_path, bilm, fixture_sente
 def test_loading_overwrites_every_parameter(monkeypatch, bilm, fixture_sentences):
     """The loader skips the random initialisation: poison every parameter of the biLM it builds
     with NaN and check that none survives the load, and that the layers are unchanged."""
-    from elmo_bilm import bilm_tf
-    from elmo_bilm.bilm import BiLm
+    from elmo_bilm.formats import bilm_tf
+    from elmo_bilm.model.bilm import BiLm
 
     class Poisoned(BiLm):
         def __init__(self, *args, **kwargs) -> None:

@@ -2,7 +2,7 @@ import pytest
 import torch
 from allennlp.modules.elmo import batch_to_ids
 
-from elmo_bilm.char_cnn import PADDING_CHAR, CharCnnEncoder
+from elmo_bilm.model.char_cnn import PADDING_CHAR, CharCnnEncoder
 from tests.numerics import NETWORK, assert_float32_close
 
 pytestmark = pytest.mark.numerics  # compared across rounding paths: make test reruns it on AVX2

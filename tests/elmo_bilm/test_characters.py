@@ -1,7 +1,7 @@
 import torch
 from allennlp.modules.elmo import batch_to_ids
 
-from elmo_bilm.characters import batch_char_ids
+from elmo_bilm.model.characters import batch_char_ids
 
 
 def test_same_ids_as_allennlp(fixture_sentences):

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from elmo_bilm import Elmo, batch_to_ids
-from elmo_bilm.convert_command import main
+from elmo_bilm.cli.convert import main
 from tests.conftest import OPTIONS_FILE, REPO_ROOT, WEIGHT_FILE
 
 SENTENCES = [["The", "cat", "sat", "."], ["Hi"]]

@@ -14,10 +14,10 @@ import numpy
 import pytest
 
 from elmo_bilm import read_embeddings
-from elmo_bilm.bilm_tf import load_bilm_tf
-from elmo_bilm.bulk import Layers, embed_file
-from elmo_bilm.corpus import embed_corpus, main, plan
-from elmo_bilm.files import FormatError
+from elmo_bilm.formats.bilm_tf import load_bilm_tf
+from elmo_bilm.integrations.corpus import embed_corpus, main, plan
+from elmo_bilm.runtime.engine import Layers, embed_file
+from elmo_bilm.utils.files import FormatError
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 from tests.numerics import NETWORK, assert_float32_close
 
@@ -107,7 +107,7 @@ def test_a_killed_run_resumes_with_the_missing_shards_only(tmp_path):
     whole, resumed = tmp_path / "whole", tmp_path / "resumed"
     arguments = [str(corpus), "--shard-lines", "10", "--batch-size", "4"]
     arguments += ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
-    command = [sys.executable, "-m", "elmo_bilm.corpus", *arguments]
+    command = [sys.executable, "-m", "elmo_bilm.integrations.corpus", *arguments]
     process = subprocess.Popen(
         [*command, str(resumed)],
         stderr=subprocess.DEVNULL,
@@ -211,7 +211,7 @@ def test_elmo_embed_writes_parquet_equal_to_its_hdf5(tmp_path):
 
 def test_elmo_embed_flags_reach_the_output(tmp_path):
     """--format parquet, --dtype float16, --mix/--gamma and --top change what is written."""
-    from elmo_bilm.embed import main as embed_main
+    from elmo_bilm.cli.embed import main as embed_main
 
     source = tmp_path / "s.txt"
     source.write_text("the cat sat\na dog ran far away\n")
@@ -239,7 +239,7 @@ def test_a_small_corpus_is_split_for_the_workers_and_ray_noise_filtered(
 ):
     """30 lines, `--num-workers 2` (one 1,000-line shard before): two shards of 15, one line
     saying so; Ray Data's actor-pool line from its C++ core and its INFO lines filtered."""
-    caplog.set_level(logging.INFO, logger="elmo_bilm.corpus")
+    caplog.set_level(logging.INFO, logger="elmo_bilm.integrations.corpus")
     corpus = write_corpus(tmp_path / "in", files=1, lines=30)
     arguments = [str(corpus), str(tmp_path / "out"), "--num-workers", "2", "--top"]
     arguments += ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
@@ -256,7 +256,7 @@ def test_a_small_corpus_is_split_for_the_workers_and_ray_noise_filtered(
 
 
 def test_lines_for_workers_gives_each_worker_a_shard(tmp_path):
-    from elmo_bilm.corpus import lines_for_workers
+    from elmo_bilm.integrations.corpus import lines_for_workers
 
     one = write_corpus(tmp_path / "one", files=1, lines=30)
     two = write_corpus(tmp_path / "two", files=2, lines=23)
@@ -307,7 +307,7 @@ def test_a_resume_over_other_inputs_or_another_bilm_is_refused(tmp_path, local_r
     run starts over."""
     import shutil
 
-    from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+    from elmo_bilm.sources.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
 
     bilm = tmp_path / "bilm"
     bilm.mkdir()

@@ -15,7 +15,8 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from elmo_bilm import ElmoEmbedder, published
+from elmo_bilm import ElmoEmbedder
+from elmo_bilm.sources import published
 from tests.conftest import OPTIONS_FILE, REPO_ROOT, WEIGHT_FILE
 from tests.local_server import LocalServer
 
@@ -160,7 +161,7 @@ def _writable(folder: Path) -> bool:
     return True
 
 
-FETCH = "import sys\nfrom elmo_bilm import published\nprint(published.cached_path(sys.argv[1]))\n"
+FETCH = "import sys\nfrom elmo_bilm.sources import published\nprint(published.cached_path(sys.argv[1]))\n"
 
 
 def test_a_full_cache_folder_says_so(server, tmp_path):

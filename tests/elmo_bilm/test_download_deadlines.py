@@ -9,7 +9,7 @@ from typing import Any, Dict, Iterator
 
 import pytest
 
-from elmo_bilm import published
+from elmo_bilm.sources import published
 from tests.local_server import LocalServer
 
 ANNOUNCED = 2000  # bytes; the trickle would take 100 s to send them

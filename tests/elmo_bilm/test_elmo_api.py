@@ -241,7 +241,7 @@ def test_published_names_are_allennlps_urls():
 
     from allennlp.modules.token_embedders.elmo_token_embedder import ElmoTokenEmbedder
 
-    from elmo_bilm.published import published_urls
+    from elmo_bilm.sources.published import published_urls
 
     defaults = inspect.signature(ElmoTokenEmbedder.__init__).parameters
     assert published_urls("original") == (

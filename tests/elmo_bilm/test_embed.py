@@ -9,9 +9,9 @@ import torch
 from allennlp.modules.elmo import batch_to_ids
 
 from elmo_bilm import load_bilm_tf
-from elmo_bilm.bulk import count_sentences, embed_file
-from elmo_bilm.embed import main
-from elmo_bilm.files import FormatError
+from elmo_bilm.cli.embed import main
+from elmo_bilm.runtime.engine import count_sentences, embed_file
+from elmo_bilm.utils.files import FormatError
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 from tests.numerics import NETWORK, assert_float32_close
 
@@ -126,7 +126,7 @@ def test_console_script_imports_no_allennlp(tmp_path):
     source = write_input(tmp_path / "in.txt", [["a", "cat"], ["sat"]])
     code = (
         "import sys\n"
-        "from elmo_bilm.embed import main\n"
+        "from elmo_bilm.cli.embed import main\n"
         f"code = main([{source!r}, {str(tmp_path / 'out.hdf5')!r}, '--options-file', "
         f"{str(OPTIONS_FILE)!r}, '--weight-file', {str(WEIGHT_FILE)!r}, '--include-package', 'elmo_plugin'])\n"
         "heavy = ('allennlp', 'elmo_plugin', 'transformers')\n"
@@ -219,7 +219,7 @@ def test_allennlp_elmo_flags_and_layout(tmp_path, bilm, capsys):
 def test_include_package_other_than_the_plugin_is_refused_in_one_line(tmp_path, capsys):
     """`--include-package elmo_plugin` (a habit from `allennlp elmo-embed`) is accepted; another
     package, which this command would not import, is refused (it was silently ignored)."""
-    from elmo_bilm.embed import main
+    from elmo_bilm.cli.embed import main
 
     source = write_input(tmp_path / "in.txt", [["a", "cat"]])
     arguments = [source, str(tmp_path / "out.hdf5"), "--options-file", str(OPTIONS_FILE)]

@@ -1,8 +1,8 @@
-"""What a command reports as one line and what keeps its traceback (`elmo_bilm.files`)."""
+"""What a command reports as one line and what keeps its traceback (`elmo_bilm.utils.files`)."""
 
 import pytest
 
-from elmo_bilm.files import FormatError, UsageError, reports_errors
+from elmo_bilm.utils.files import FormatError, UsageError, reports_errors
 
 
 @pytest.mark.parametrize(

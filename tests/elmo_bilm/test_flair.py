@@ -1,4 +1,4 @@
-"""flair's ELMoEmbeddings without AllenNLP (elmo_bilm.flair), on the tiny fixture biLM."""
+"""flair's ELMoEmbeddings without AllenNLP (elmo_bilm.integrations.flair), on the tiny fixture biLM."""
 
 import shutil
 
@@ -13,7 +13,7 @@ from flair.embeddings import StackedEmbeddings  # noqa: E402
 from flair.models import SequenceTagger  # noqa: E402
 
 from elmo_bilm import ElmoEmbedder  # noqa: E402
-from elmo_bilm.flair import ELMoEmbeddings, bilm_files  # noqa: E402
+from elmo_bilm.integrations.flair import ELMoEmbeddings, bilm_files  # noqa: E402
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE  # noqa: E402
 
 TAGGED = [

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from elmo_bilm import Elmo, ElmoEmbedder, batch_to_ids
-from elmo_bilm.hub import parse_hub_id
+from elmo_bilm.sources.hub import parse_hub_id
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 from tests.local_server import LocalServer
 from tests.numerics import assert_float32_close

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from elmo_bilm.bilm import BiLm
+from elmo_bilm.model.bilm import BiLm
 
 OPTIONS = {
     "char_cnn": {
@@ -41,8 +41,8 @@ def test_initialisation_follows_bilm_tf():
 def test_initialise_false_draws_no_initial_weights(monkeypatch):
     """A loader's `initialise=False` skips every bilm-tf draw (the LSTM's alone took 2.3 s of a
     paper-size load); the default still draws."""
-    from elmo_bilm.char_cnn import CharCnnEncoder, Highway
-    from elmo_bilm.lstm import ProjectedLstmStack
+    from elmo_bilm.model.char_cnn import CharCnnEncoder, Highway
+    from elmo_bilm.model.lstm import ProjectedLstmStack
 
     def refuse(self) -> None:
         raise AssertionError(f"{type(self).__name__} drew its initial weights")

@@ -1,10 +1,10 @@
-"""The biLM's language-model loss (`elmo_bilm.lm`), against a direct reading of Sec. 3.1."""
+"""The biLM's language-model loss (`elmo_bilm.model.lm`), against a direct reading of Sec. 3.1."""
 
 import math
 
 import torch
 
-from elmo_bilm.lm import bidirectional_nll, chunked_nll, softmax_nll
+from elmo_bilm.model.lm import bidirectional_nll, chunked_nll, softmax_nll
 from tests.numerics import ONE_REDUCTION, assert_float32_close
 
 

@@ -3,8 +3,8 @@ import copy
 import pytest
 import torch
 
-from elmo_bilm import onednn
-from elmo_bilm.lstm import ProjectedLstmStack, reverse_padded
+from elmo_bilm.model import onednn
+from elmo_bilm.model.lstm import ProjectedLstmStack, reverse_padded
 from tests.numerics import NETWORK, assert_float32_close
 
 pytestmark = pytest.mark.numerics  # compared across rounding paths: make test reruns it on AVX2

@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from elmo_bilm import Elmo, ElmoEmbedder, FormatError
-from elmo_bilm.embed import main as elmo_embed
-from elmo_bilm.loading import load_bilm
-from elmo_bilm.manylangs import ManyLangsBiLm, read_architecture
+from elmo_bilm.cli.embed import main as elmo_embed
+from elmo_bilm.formats.manylangs import ManyLangsBiLm, read_architecture
+from elmo_bilm.sources.loading import load_bilm
 from tests.numerics import NETWORK, assert_float32_close
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "elmoformanylangs"
@@ -237,7 +237,7 @@ def test_elmo_embed_reports_a_malformed_folder_in_one_line(tmp_path, capsys):
 def test_vocab_to_cache_and_the_onnx_export_know_its_own_ids(tmp_path):
     """`Elmo`'s cached vocabulary builds the model's own ids; the ONNX export, which builds
     bilm-tf's, refuses the model in one line."""
-    from elmo_bilm.onnx import export_onnx
+    from elmo_bilm.runtime.onnx import export_onnx
 
     folder = str(FIXTURE / "word8")
     sentences = [["the", "cat"], ["a"]]

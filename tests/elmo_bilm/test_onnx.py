@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from elmo_bilm import batch_to_ids, load_bilm_tf
-from elmo_bilm.loading import load_bilm
-from elmo_bilm.onnx import ExportableBiLm, export_onnx, main
+from elmo_bilm.runtime.onnx import ExportableBiLm, export_onnx, main
+from elmo_bilm.sources.loading import load_bilm
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 from tests.numerics import NETWORK, assert_float32_close
 
@@ -103,7 +103,7 @@ def test_int8_quantized_model_within_int8_arithmetic(exported, tmp_path):
     """onnxruntime's dynamic int8 model (`--quantize int8`) against the float32 one: every
     product quantized, so the bound of tests/elmo_bilm/test_precision.py, with one scale per
     weight tensor (not per row) counted as twice the error per product: `eps = 2^-6`."""
-    from elmo_bilm.onnx import quantize_onnx
+    from elmo_bilm.runtime.onnx import quantize_onnx
 
     bilm, path = exported
     quantized = tmp_path / "int8.onnx"
@@ -159,7 +159,7 @@ def test_a_missing_extra_is_one_line_naming_it(tmp_path, capsys, monkeypatch):
     """Without the `onnx` extra the exporter died with `ModuleNotFoundError: onnxscript`."""
     import importlib.util
 
-    from elmo_bilm.onnx import main
+    from elmo_bilm.runtime.onnx import main
 
     found = importlib.util.find_spec
     monkeypatch.setattr(

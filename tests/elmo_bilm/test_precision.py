@@ -1,4 +1,4 @@
-"""Inference precisions (`elmo_bilm.precision`): float32 bit for bit as before, bfloat16 and int8
+"""Inference precisions (`elmo_bilm.runtime.precision`): float32 bit for bit as before, bfloat16 and int8
 within bounds that follow from their arithmetic, the fallback where the CPU lacks bfloat16
 instructions, `torch.autocast` around the biLM, `--precision` on the commands.
 
@@ -41,14 +41,15 @@ import h5py
 import pytest
 import torch
 
-from elmo_bilm import onednn, precision
-from elmo_bilm.bilm import BiLm
-from elmo_bilm.characters import batch_char_ids
-from elmo_bilm.corpus import ShardEmbedder
-from elmo_bilm.corpus import add_arguments as corpus_arguments
-from elmo_bilm.embed import main as embed_main
-from elmo_bilm.loading import load_bilm
-from elmo_bilm.precision import _prepare, set_precision
+from elmo_bilm.cli.embed import main as embed_main
+from elmo_bilm.integrations.corpus import ShardEmbedder
+from elmo_bilm.integrations.corpus import add_arguments as corpus_arguments
+from elmo_bilm.model import onednn
+from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.model.characters import batch_char_ids
+from elmo_bilm.runtime import precision
+from elmo_bilm.runtime.precision import _prepare, set_precision
+from elmo_bilm.sources.loading import load_bilm
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 
 pytestmark = pytest.mark.numerics  # compared across rounding paths: make test reruns it on AVX2
@@ -162,8 +163,8 @@ def test_bfloat16_with_the_instructions_runs_bfloat16(monkeypatch):
 
 def test_the_fallback_follows_torchs_capability_variable():
     code = (
-        "import warnings, json; from elmo_bilm.bilm import BiLm; "
-        "from elmo_bilm.precision import set_precision; "
+        "import warnings, json; from elmo_bilm.model.bilm import BiLm; "
+        "from elmo_bilm.runtime.precision import set_precision; "
         f"options = json.load(open({str(OPTIONS_FILE)!r})); "
         "b = set_precision(BiLm(options), 'bfloat16'); print(b.lstm.products)"
     )

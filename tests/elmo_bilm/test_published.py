@@ -7,8 +7,9 @@ from typing import Dict, List
 import pytest
 import torch
 
-from elmo_bilm import Elmo, ElmoEmbedder, batch_to_ids, load_bilm_tf, published
-from elmo_bilm.embed import main as embed_main
+from elmo_bilm import Elmo, ElmoEmbedder, batch_to_ids, load_bilm_tf
+from elmo_bilm.cli.embed import main as embed_main
+from elmo_bilm.sources import published
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 from tests.local_server import LocalServer
 
@@ -159,7 +160,7 @@ def test_this_projects_biLMs_by_name(monkeypatch):
     own); without such a distribution installed, one line saying what to install."""
     import importlib.util
 
-    from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE
+    from elmo_bilm.sources.shipped import DEFAULT_OPTIONS_FILE
 
     assert published.resolve("wikipedia", None)[0] == str(DEFAULT_OPTIONS_FILE)
     options, weights = published.resolve("wikipedia_1024", "")

@@ -1,12 +1,12 @@
 """Ray's start-up noise off `elmo-embed-corpus`'s stderr, its other lines unchanged, however the
-bytes arrive (elmo_bilm.ray_noise); the fd-level filter catches native writes too."""
+bytes arrive (elmo_bilm.integrations.ray_noise); the fd-level filter catches native writes too."""
 
 import os
 import sys
 
 import pytest
 
-from elmo_bilm.ray_noise import LineFilter, filtered_stderr
+from elmo_bilm.integrations.ray_noise import LineFilter, filtered_stderr
 
 # stderr of `elmo-embed-corpus c.txt out --num-workers 2 --top` (Ray 2.60, 300 lines), shortened;
 # two real warnings added (`kept`)

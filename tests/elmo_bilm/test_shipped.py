@@ -8,8 +8,8 @@ import h5py
 import pytest
 
 from elmo_bilm import load_bilm_tf
-from elmo_bilm.published import LOCAL, local_files
-from elmo_bilm.shipped import SHIPPED_DIR
+from elmo_bilm.sources.published import LOCAL, local_files
+from elmo_bilm.sources.shipped import SHIPPED_DIR
 
 # this project's biLMs, by name: the core's default and the larger ones (distributions of their own)
 SHIPPED = [Path(local_files(name)[0]).parent for name in LOCAL]

@@ -1,4 +1,4 @@
-"""The spaCy 3 component `elmo` and the architecture `elmo_bilm.ElmoTok2Vec.v1` (elmo_bilm.spacy),
+"""The spaCy 3 component `elmo` and the architecture `elmo_bilm.ElmoTok2Vec.v1` (elmo_bilm.integrations.spacy),
 on the tiny fixture biLM."""
 
 import os
@@ -211,13 +211,13 @@ def test_named_bilm_is_kept_by_name(tmp_path):
 
 
 def test_registered_by_entry_points_and_core_free_of_spacy():
-    """spaCy finds the factory and the architecture without an import of elmo_bilm.spacy; the
+    """spaCy finds the factory and the architecture without an import of elmo_bilm.integrations.spacy; the
     core imports no spaCy, the component no AllenNLP."""
     code = (
         "import sys, elmo_bilm\n"
         "assert 'spacy' not in sys.modules and 'thinc' not in sys.modules\n"
         "import spacy\n"
-        "assert 'elmo_bilm.spacy' not in sys.modules\n"
+        "assert 'elmo_bilm.integrations.spacy' not in sys.modules\n"
         "assert spacy.registry.architectures.get('elmo_bilm.ElmoTok2Vec.v1')\n"
         "assert spacy.blank('en').add_pipe('elmo').cfg['model'] == 'wikipedia'\n"
         "assert 'allennlp' not in sys.modules\n"
@@ -313,14 +313,14 @@ TAGGED = [
 
 
 def mixes(nlp, pipe: str = "tagger") -> list:
-    from elmo_bilm.spacy import ElmoMix
+    from elmo_bilm.integrations.spacy import ElmoMix
 
     return [node for node in nlp.get_pipe(pipe).model.walk() if isinstance(node, ElmoMix)]
 
 
 def test_mix_gradient_matches_finite_differences():
     """ElmoMix's backward pass: d/dw and d/dgamma of `sum(Y * R)` (+ lambda * ||w||^2)."""
-    from elmo_bilm.spacy import ElmoMix
+    from elmo_bilm.integrations.spacy import ElmoMix
 
     mix = ElmoMix(l2_coefficient=0.1)  # (also registers doc._.elmo)
     rng = numpy.random.default_rng(0)
@@ -393,7 +393,7 @@ def test_the_shipped_ner_configs_train(tmp_path):
     from spacy.cli.train import train
     from spacy.tokens import Span
 
-    from elmo_bilm.spacy import training_config
+    from elmo_bilm.integrations.spacy import training_config
 
     nlp = spacy.blank("en")
     bin = DocBin()

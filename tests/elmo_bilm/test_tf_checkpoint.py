@@ -1,4 +1,4 @@
-"""bilm-tf TensorFlow checkpoints without TensorFlow (issue 57 item 3): `elmo_bilm.tf_checkpoint`
+"""bilm-tf TensorFlow checkpoints without TensorFlow (issue 57 item 3): `elmo_bilm.formats.tf_checkpoint`
 reads the checkpoint TensorFlow 2.15 itself wrote with bilm-tf's own model code (fixtures/
 tf_checkpoint, made by its make_fixture.py), and `elmo-convert` writes what bilm-tf's own
 `dump_weights` wrote from it (recorded in reference.json). TensorFlow is never imported here."""
@@ -15,11 +15,12 @@ import numpy
 import pytest
 import torch
 
-from elmo_bilm import Elmo, FormatError, batch_to_ids, tf_checkpoint
-from elmo_bilm.bilm_tf import read_softmax
-from elmo_bilm.convert import convert_checkpoint, dump_name
-from elmo_bilm.convert_command import main
-from elmo_bilm.tf_checkpoint import (
+from elmo_bilm import Elmo, FormatError, batch_to_ids
+from elmo_bilm.cli.convert import main
+from elmo_bilm.formats import tf_checkpoint
+from elmo_bilm.formats.bilm_tf import read_softmax
+from elmo_bilm.formats.convert import convert_checkpoint, dump_name
+from elmo_bilm.formats.tf_checkpoint import (
     TABLE_MAGIC,
     CheckpointReader,
     crc32c,

@@ -10,7 +10,7 @@ import numpy
 import pytest
 
 from elmo_bilm import FormatError, load_bilm_tf
-from elmo_bilm.bilm_tf import read_softmax
+from elmo_bilm.formats.bilm_tf import read_softmax
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from elmo_bilm.vocab import read_vocab_file
+from elmo_bilm.model.vocab import read_vocab_file
 from elmo_plugin.lm.vocab_counts import build_vocab_file
 
 

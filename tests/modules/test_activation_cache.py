@@ -53,7 +53,7 @@ def test_cached_layers_equal_uncached_under_reshuffling(fixture_sentences):
 
 
 def test_no_cached_layers_cross_an_inference_precision(fixture_sentences):
-    from elmo_bilm.precision import set_precision
+    from elmo_bilm.runtime.precision import set_precision
 
     cached, calls = counting_elmo()
     ids = batch_to_ids(fixture_sentences[0])

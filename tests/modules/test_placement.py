@@ -1,7 +1,7 @@
 import pytest
 from allennlp.common.checks import ConfigurationError
 
-from elmo_bilm.bilm_tf import load_bilm_tf
+from elmo_bilm.formats.bilm_tf import load_bilm_tf
 from elmo_plugin.modules.elmo import ElmoRepresentations
 from elmo_plugin.modules.elmo_options import ElmoOptions
 from elmo_plugin.modules.placement import Placement

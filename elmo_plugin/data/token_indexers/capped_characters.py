@@ -6,7 +6,7 @@ from typing import List
 from allennlp.data.token_indexers import TokenCharactersIndexer, TokenIndexer
 from allennlp.data.tokenizers import CharacterTokenizer, Token
 
-from elmo_bilm.files import UsageError
+from elmo_bilm.utils.files import UsageError
 
 
 class _CappedCharacterTokenizer(CharacterTokenizer):

@@ -13,8 +13,8 @@ from allennlp.data.token_indexers import (
     TokenIndexer,
 )
 
-from elmo_bilm.files import FormatError, UsageError, expand_paths, numbered_lines
-from elmo_bilm.vocab import BOS, EOS
+from elmo_bilm.model.vocab import BOS, EOS
+from elmo_bilm.utils.files import FormatError, UsageError, expand_paths, numbered_lines
 from elmo_plugin.data.conll2003 import conll2003_sentences
 from elmo_plugin.data.tokenizers.sentence_tokenizer import SentenceTokenizer
 from elmo_plugin.data.wikipedia import wikiextractor_paragraphs

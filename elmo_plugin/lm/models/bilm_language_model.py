@@ -9,10 +9,10 @@ from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.models import Model
 from allennlp.modules.sampled_softmax_loss import SampledSoftmaxLoss
 
-from elmo_bilm.bilm import BiLm
-from elmo_bilm.bilm_tf import read_softmax
-from elmo_bilm.lm import bidirectional_nll, chunked_nll, softmax_nll
-from elmo_bilm.vocab import UNK, read_vocab_file
+from elmo_bilm.formats.bilm_tf import read_softmax
+from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.model.lm import bidirectional_nll, chunked_nll, softmax_nll
+from elmo_bilm.model.vocab import UNK, read_vocab_file
 from elmo_plugin.modules.bilm_loading import load_bilm_archive, load_bilm_or_archive
 
 logger = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ import os
 import re
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
-from elmo_bilm.files import FormatError, numbered_lines
+from elmo_bilm.utils.files import FormatError, numbered_lines
 
 # document id, part, word number, word, POS, parse bit, lemma, frameset, sense, speaker, NE,
 # (one column per predicate), coreference

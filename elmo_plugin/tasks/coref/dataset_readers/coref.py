@@ -10,7 +10,7 @@ from allennlp.data import DatasetReader, Instance
 from allennlp.data.fields import LabelField, SequenceLabelField
 from allennlp_models.coref.dataset_readers.conll import ConllCorefReader
 
-from elmo_bilm.files import FormatError
+from elmo_bilm.utils.files import FormatError
 from elmo_plugin.tasks.common.conll2012 import (
     conll2012_files,
     conll2012_sentences,

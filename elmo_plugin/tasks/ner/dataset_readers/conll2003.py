@@ -7,7 +7,7 @@ from allennlp.data import DatasetReader, Instance, Token
 from allennlp.data.dataset_readers.conll2003 import Conll2003DatasetReader
 from allennlp.data.dataset_readers.dataset_reader import PathOrStr
 
-from elmo_bilm.files import FormatError
+from elmo_bilm.utils.files import FormatError
 from elmo_plugin.data.conll2003 import conll2003_sentences
 
 

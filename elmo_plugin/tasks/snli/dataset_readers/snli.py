@@ -11,7 +11,7 @@ from allennlp.data import DatasetReader, Instance
 from allennlp.data.tokenizers import Tokenizer, WhitespaceTokenizer
 from allennlp_models.pair_classification.dataset_readers.snli import SnliReader
 
-from elmo_bilm.files import FormatError, numbered_lines
+from elmo_bilm.utils.files import FormatError, numbered_lines
 from elmo_plugin.tasks.common.slices import split_slice
 
 LABELS = ("entailment", "neutral", "contradiction")

@@ -13,7 +13,7 @@ from allennlp.data.tokenizers import Tokenizer
 from allennlp_models.rc.dataset_readers import utils
 from allennlp_models.rc.dataset_readers.squad import SquadReader
 
-from elmo_bilm.files import FormatError
+from elmo_bilm.utils.files import FormatError
 from elmo_plugin.data.tokenizers import SpacyBlankTokenizer
 from elmo_plugin.tasks.common.slices import split_slice
 

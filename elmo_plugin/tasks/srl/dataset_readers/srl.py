@@ -6,7 +6,7 @@ from allennlp.data import DatasetReader, Instance
 from allennlp.data.tokenizers import Token
 from allennlp_models.structured_prediction.dataset_readers.srl import SrlReader
 
-from elmo_bilm.files import FormatError
+from elmo_bilm.utils.files import FormatError
 from elmo_plugin.tasks.common.conll2012 import (
     conll2012_files,
     conll2012_sentences,

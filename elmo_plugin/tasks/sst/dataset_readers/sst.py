@@ -9,7 +9,7 @@ from allennlp_models.classification.dataset_readers.stanford_sentiment_tree_bank
 )
 from nltk.tree import Tree
 
-from elmo_bilm.files import FormatError, numbered_lines
+from elmo_bilm.utils.files import FormatError, numbered_lines
 
 SENTIMENT_LABELS = ("0", "1", "2", "3", "4")
 

@@ -1,6 +1,6 @@
 import pytest
 
-from elmo_bilm.files import FormatError
+from elmo_bilm.utils.files import FormatError
 from elmo_plugin.tasks.ner.dataset_readers.conll2003 import Conll2003TaskReader
 from tests.conftest import DATA
 

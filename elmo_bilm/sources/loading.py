@@ -5,11 +5,11 @@ import argparse
 import logging
 from typing import Optional
 
-from elmo_bilm.bilm import BiLm
-from elmo_bilm.bilm_tf import load_bilm_tf
-from elmo_bilm.manylangs import is_manylangs_folder, load_manylangs
-from elmo_bilm.published import resolve
-from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE, SHIPPED_DIR
+from elmo_bilm.formats.bilm_tf import load_bilm_tf
+from elmo_bilm.formats.manylangs import is_manylangs_folder, load_manylangs
+from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.sources.published import resolve
+from elmo_bilm.sources.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE, SHIPPED_DIR
 
 logger = logging.getLogger(__name__)
 
@@ -18,11 +18,11 @@ def load_bilm(
     options_file: Optional[str] = None, weight_file: Optional[str] = None, dropout: float = 0.0
 ) -> BiLm:
     """bilm-tf `options_file` + `weight_file` (paths, or http(s) URLs downloaded once into the
-    cache of `elmo_bilm.published`), a biLM's name as `options_file` alone (AllenNLP's `small`,
+    cache of `elmo_bilm.sources.published`), a biLM's name as `options_file` alone (AllenNLP's `small`,
     `medium`, `original`, `original_5.5b`; this project's `wikipedia`, `wikipedia_1024`), or
     (neither) the biLM shipped in
     `elmo_bilm/pretrained`; an ELMoForManyLangs model folder as `options_file` alone
-    (`elmo_bilm.manylangs`); `dropout` on its LSTM inputs in training mode."""
+    (`elmo_bilm.formats.manylangs`); `dropout` on its LSTM inputs in training mode."""
     options_file, weight_file = options_file or None, weight_file or None  # "": not given
     if options_file is None and weight_file is None:
         logger.info("No biLM given: using the shipped biLM in %s", SHIPPED_DIR)

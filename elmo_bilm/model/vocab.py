@@ -3,7 +3,7 @@
 import os
 from typing import Iterable, List
 
-from elmo_bilm.files import FormatError, atomic_output, numbered_lines
+from elmo_bilm.utils.files import FormatError, atomic_output, numbered_lines
 
 BOS = "<S>"
 EOS = "</S>"

@@ -20,11 +20,11 @@ from typing import List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
-from elmo_bilm.bilm import BiLm
-from elmo_bilm.char_cnn import add_sentence_boundaries
-from elmo_bilm.files import USER_ERRORS, PathLike, UsageError, atomic_output
-from elmo_bilm.loading import add_bilm_arguments, load_bilm
-from elmo_bilm.lstm import lstm_cell, reverse_padded
+from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.model.char_cnn import add_sentence_boundaries
+from elmo_bilm.model.lstm import lstm_cell, reverse_padded
+from elmo_bilm.sources.loading import add_bilm_arguments, load_bilm
+from elmo_bilm.utils.files import USER_ERRORS, PathLike, UsageError, atomic_output
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ def quantize_onnx(model_file: PathLike, output_file: PathLike) -> None:
     products, inside the `Loop` subgraphs too, and the char CNN's highways and projection), int8
     weights with one scale per tensor (onnxruntime's per-channel scales are refused at run time
     by the both-directions batched products), each input quantized per call; the convolutions
-    stay float32, as in `elmo_bilm.precision`'s int8."""
+    stay float32, as in `elmo_bilm.runtime.precision`'s int8."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     quantize_dynamic(

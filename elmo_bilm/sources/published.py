@@ -12,7 +12,7 @@ options file is: `small`, `medium`, `original`, `original_5.5b` (the weight file
 and so do this project's: `wikipedia` (shipped with the core), `wikipedia_1024` and
 `wikipedia_1024_256` (the distributions `elmo-bilm-wikipedia-1024` and
 `elmo-bilm-wikipedia-1024-256`); a Hugging Face Hub repository is `hf://ORG/REPO`
-(`elmo_bilm.hub`).
+(`elmo_bilm.sources.hub`).
 """
 
 import contextlib
@@ -38,9 +38,9 @@ except ImportError:  # not on Windows: no lock between processes there
 
 from tqdm import tqdm
 
-from elmo_bilm.archives import bilm_files_in, is_bilm_archive, unpacked
-from elmo_bilm.files import UsageError, atomic_output
-from elmo_bilm.hub import hub_files, is_hub_id
+from elmo_bilm.sources.archives import bilm_files_in, is_bilm_archive, unpacked
+from elmo_bilm.sources.hub import hub_files, is_hub_id
+from elmo_bilm.utils.files import UsageError, atomic_output
 
 logger = logging.getLogger(__name__)
 
@@ -401,7 +401,7 @@ def names() -> List[str]:
 def local_files(name: str) -> Tuple[str, str]:
     """The options and weights of one of this project's biLMs."""
     if name == "wikipedia":
-        from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+        from elmo_bilm.sources.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
 
         return str(DEFAULT_OPTIONS_FILE), str(DEFAULT_WEIGHT_FILE)
     spec = importlib.util.find_spec(LOCAL[name])
@@ -475,7 +475,7 @@ def options_path(options_file: str) -> str:
 
 def bilm_archive_files(archive: str) -> Tuple[str, str]:
     """Local options and weights of a biLM packed as a `.zip` / `.tar.gz` (a path, or a URL
-    downloaded once into the cache of `elmo_bilm.published`), unpacked once into that cache."""
+    downloaded once into the cache of `elmo_bilm.sources.published`), unpacked once into that cache."""
     local = cached_path(archive) if is_url(archive) else archive
     if not os.path.isfile(local):
         raise FileNotFoundError(f"{archive}: no such archive")

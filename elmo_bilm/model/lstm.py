@@ -5,12 +5,12 @@ from typing import List, Optional, Protocol, Tuple
 import torch
 from torch import nn
 
-from elmo_bilm import onednn
-from elmo_bilm.onednn import Step
+from elmo_bilm.model import onednn
+from elmo_bilm.model.onednn import Step
 
 
 class Products(Protocol):
-    """Per-direction products of an inference precision (`elmo_bilm.precision`), in place of
+    """Per-direction products of an inference precision (`elmo_bilm.runtime.precision`), in place of
     the float32 ones: the interface of `onednn.PackedWeights`, plus the stack."""
 
     def input_products(
@@ -83,7 +83,7 @@ class ProjectedLstmStack(nn.Module):
         Draw bilm-tf's initial weights; `False` leaves them to a loader that overwrites them all.
     """
 
-    # an inference precision's products (`elmo_bilm.precision.set_precision`); None: float32.
+    # an inference precision's products (`elmo_bilm.runtime.precision.set_precision`); None: float32.
     # A class attribute, so that stacks pickled before it existed unpickle with the default.
     products: Optional[Products] = None
 
@@ -123,7 +123,7 @@ class ProjectedLstmStack(nn.Module):
         forget_bias = torch.zeros(4 * dim)
         forget_bias[2 * dim : 3 * dim] = 1.0
         self.register_buffer("forget_bias", forget_bias, persistent=False)
-        # oneDNN's packed copies of the weights (CPU inference at large sizes; `elmo_bilm.onednn`)
+        # oneDNN's packed copies of the weights (CPU inference at large sizes; `elmo_bilm.model.onednn`)
         self._packed = onednn.PackedWeights()
         if initialise:
             self.reset_parameters()
@@ -171,7 +171,7 @@ class ProjectedLstmStack(nn.Module):
     def _route(self, layer: int, inputs: torch.Tensor) -> str:
         """Which products `layer` runs on: `"products"` (an inference precision's, when no
         gradient is needed), `"onednn"` (oneDNN's packed float32 products,
-        `elmo_bilm.onednn.applies`) or `"bmm"`. The first two keep one stream per direction."""
+        `elmo_bilm.model.onednn.applies`) or `"bmm"`. The first two keep one stream per direction."""
         weights = [
             self.input_weights[layer],
             self.recurrent_weights[layer],

@@ -7,9 +7,9 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
-from elmo_bilm.char_cnn import CharCnnEncoder, add_sentence_boundaries
-from elmo_bilm.characters import batch_char_ids
-from elmo_bilm.lstm import ProjectedLstmStack
+from elmo_bilm.model.char_cnn import CharCnnEncoder, add_sentence_boundaries
+from elmo_bilm.model.characters import batch_char_ids
+from elmo_bilm.model.lstm import ProjectedLstmStack
 
 
 class BiLm(nn.Module):
@@ -91,7 +91,7 @@ class BiLm(nn.Module):
 
     def batch_to_ids(self, sentences: Sequence[Sequence[str]]) -> torch.Tensor:
         """The ids `forward` takes for tokenised sentences: AllenNLP's `batch_to_ids` here; a
-        biLM with its own character vocabulary overrides it (`elmo_bilm.manylangs`)."""
+        biLM with its own character vocabulary overrides it (`elmo_bilm.formats.manylangs`)."""
         return batch_char_ids(sentences)
 
     def add_boundaries(

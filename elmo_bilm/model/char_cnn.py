@@ -5,7 +5,7 @@ from typing import Any, Dict, List, Sequence, Tuple, cast
 import torch
 from torch import nn
 
-from elmo_bilm.files import UsageError
+from elmo_bilm.utils.files import UsageError
 
 # bilm-tf's character vocabulary: 256 byte values + 5 specials = 261 ids; AllenNLP's
 # `elmo_characters` indexer shifts every id by one so that 0 can be padding, hence 262 rows here.
@@ -39,7 +39,7 @@ def add_sentence_boundaries(
     bos = _boundary_token(BEGINNING_OF_SENTENCE_CHAR, max_chars).to(char_ids.device)
     eos = _boundary_token(END_OF_SENTENCE_CHAR, max_chars).to(char_ids.device)
     # selects rather than indexed writes: the same ids, and an ONNX export keeps batch and length
-    # dynamic (`elmo_bilm.onnx`)
+    # dynamic (`elmo_bilm.runtime.onnx`)
     out = nn.functional.pad(char_ids, (0, 0, 1, 1))
     out = torch.where((positions == (lengths + 1)[:, None])[..., None], eos, out)
     out = torch.where((positions == 0)[..., None], bos, out)
@@ -113,10 +113,10 @@ class CharCnnEncoder(nn.Module):
     """
 
     # the id that pads a word after its end-of-word mark (a class attribute, so that encoders
-    # pickled before it existed unpickle with bilm-tf's; `elmo_bilm.manylangs` sets its own)
+    # pickled before it existed unpickle with bilm-tf's; `elmo_bilm.formats.manylangs` sets its own)
     padding_id: int = PADDING_CHAR + 1
 
-    # the inference precision `elmo_bilm.precision.set_precision` set (a class attribute: encoders
+    # the inference precision `elmo_bilm.runtime.precision.set_precision` set (a class attribute: encoders
     # pickled before it existed unpickle with the default)
     precision: str = "float32"
 
@@ -260,7 +260,7 @@ class CharCnnEncoder(nn.Module):
         per filter. The characters are cut just after the longest word's real characters plus
         `width - 1` padding positions, and that all-padding value joins the max-pool in place of
         the windows cut off. `trim=False` convolves every column, for a graph whose shapes must
-        not depend on the data (`elmo_bilm.onnx`).
+        not depend on the data (`elmo_bilm.runtime.onnx`).
         """
         max_chars = word_char_ids.shape[1]
         max_width = max(width for width, _ in self.filters)

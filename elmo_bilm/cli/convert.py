@@ -1,5 +1,5 @@
 """The `elmo-convert` command: any biLM source as bilm-tf `options.json` + `weights.hdf5`
-(a TensorFlow checkpoint through `elmo_bilm.convert`; names, URLs, archives, `hf://` fetched)."""
+(a TensorFlow checkpoint through `elmo_bilm.formats.convert`; names, URLs, archives, `hf://` fetched)."""
 
 import argparse
 import logging
@@ -8,11 +8,11 @@ import shutil
 import sys
 from typing import Dict, Optional, Sequence
 
-from elmo_bilm.bilm_tf import read_options
-from elmo_bilm.convert import convert_checkpoint
-from elmo_bilm.files import FormatError, PathLike, UsageError, atomic_output, reports_errors
-from elmo_bilm.manylangs import is_manylangs_folder
-from elmo_bilm.published import resolve
+from elmo_bilm.formats.bilm_tf import read_options
+from elmo_bilm.formats.convert import convert_checkpoint
+from elmo_bilm.formats.manylangs import is_manylangs_folder
+from elmo_bilm.sources.published import resolve
+from elmo_bilm.utils.files import FormatError, PathLike, UsageError, atomic_output, reports_errors
 
 logger = logging.getLogger(__name__)
 

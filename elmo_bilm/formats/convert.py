@@ -18,9 +18,9 @@ from typing import Dict, List, Optional
 import h5py
 import numpy
 
-from elmo_bilm.bilm_tf import read_options, weight_shapes
-from elmo_bilm.files import FormatError, PathLike, atomic_output
-from elmo_bilm.tf_checkpoint import CheckpointReader
+from elmo_bilm.formats.bilm_tf import read_options, weight_shapes
+from elmo_bilm.formats.tf_checkpoint import CheckpointReader
+from elmo_bilm.utils.files import FormatError, PathLike, atomic_output
 
 logger = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ tokens apply as for any Hub model; only the repository's `.json` and `.hdf5` fil
 
 from typing import Optional, Tuple
 
-from elmo_bilm.archives import bilm_files_in
-from elmo_bilm.files import UsageError
+from elmo_bilm.sources.archives import bilm_files_in
+from elmo_bilm.utils.files import UsageError
 
 PREFIX = "hf://"
 

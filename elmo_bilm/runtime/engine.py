@@ -1,6 +1,6 @@
 """Embedding a file of sentences in bulk: read in chunks, batched by length, the biLM layers
 written to HDF5 in the layout of AllenNLP 0.9's `allennlp elmo`, or to Parquet
-(`elmo_bilm.parquet`) (the library behind the `elmo-embed` command, `ElmoEmbedder.embed_file`
+(`elmo_bilm.formats.parquet`) (the library behind the `elmo-embed` command, `ElmoEmbedder.embed_file`
 and each worker of `elmo-embed-corpus`).
 
 Memory is bounded by the chunk size, not by the input: sentences are read in chunks, sorted by
@@ -21,10 +21,10 @@ import numpy
 import torch
 from tqdm import tqdm
 
-from elmo_bilm.bilm import BiLm, frozen
-from elmo_bilm.files import FormatError, UsageError, atomic_output, numbered_lines
-from elmo_bilm.parquet import DTYPES, EmbeddingWriter
-from elmo_bilm.scalar_mix import ScalarMix
+from elmo_bilm.formats.parquet import DTYPES, EmbeddingWriter
+from elmo_bilm.model.bilm import BiLm, frozen
+from elmo_bilm.model.scalar_mix import ScalarMix
+from elmo_bilm.utils.files import FormatError, UsageError, atomic_output, numbered_lines
 
 LAYER_CHOICES = ("all", "top", "average")
 FORMATS = ("hdf5", "parquet")
@@ -147,7 +147,7 @@ def embed_file(
     {stripped line: its last line's name}, unless not `sentence_index`; with `sentence_keys`,
     each dataset is named by its stripped line and there is no index (a repeated sentence is
     then an error, as in AllenNLP 0.9). With `output_format="parquet"`, one row per sentence
-    instead (`elmo_bilm.parquet`). Returns the number of sentences.
+    instead (`elmo_bilm.formats.parquet`). Returns the number of sentences.
 
     The file appears only when complete (written to `OUTPUT.PID.partial`, then renamed); one
     that the disk's free space cannot hold is refused before any work, and a disk that fills
@@ -293,7 +293,7 @@ def batch_layers(
     """The biLM layers of one batch on the host: `(batch, n_layers, T, dim)` for "all",
     `(batch, T, dim)` otherwise; one device-to-host copy per batch; the biLM frozen for the pass
     (`frozen`: eval mode, no gradient)."""
-    char_ids = bilm.batch_to_ids(sentences)  # the biLM's own ids (elmo_bilm.manylangs)
+    char_ids = bilm.batch_to_ids(sentences)  # the biLM's own ids (elmo_bilm.formats.manylangs)
     if device.type == "cuda":
         char_ids = char_ids.pin_memory()
     with frozen(bilm):

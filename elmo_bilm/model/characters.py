@@ -5,14 +5,14 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 
-from elmo_bilm.char_cnn import (
+from elmo_bilm.model.char_cnn import (
     BEGINNING_OF_SENTENCE_CHAR,
     BEGINNING_OF_WORD_CHAR,
     END_OF_SENTENCE_CHAR,
     END_OF_WORD_CHAR,
     PADDING_CHAR,
 )
-from elmo_bilm.vocab import BOS, EOS
+from elmo_bilm.model.vocab import BOS, EOS
 
 MAX_WORD_LENGTH = 50
 

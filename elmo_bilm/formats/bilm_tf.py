@@ -19,8 +19,8 @@ import h5py
 import numpy
 import torch
 
-from elmo_bilm.bilm import BiLm
-from elmo_bilm.files import FormatError, atomic_output
+from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.utils.files import FormatError, atomic_output
 
 PathLike = Union[str, os.PathLike]
 

@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy
 
-from elmo_bilm.files import FormatError
+from elmo_bilm.utils.files import FormatError
 
 PathLike = Union[str, "os.PathLike[str]"]
 

@@ -5,7 +5,7 @@ from typing import List, Optional, Sequence
 import torch
 from torch import nn
 
-from elmo_bilm.files import UsageError
+from elmo_bilm.utils.files import UsageError
 
 
 class ScalarMix(nn.Module):

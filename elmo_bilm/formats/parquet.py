@@ -17,7 +17,7 @@ from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Sequence, Unio
 
 import numpy
 
-from elmo_bilm.files import FormatError, UsageError
+from elmo_bilm.utils.files import FormatError, UsageError
 
 EXTRA = 'pip install "elmo-bilm[ray]"'
 DTYPES = ("float32", "float16")

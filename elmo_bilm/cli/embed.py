@@ -1,5 +1,5 @@
 """`elmo-embed`: write the biLM layers of every sentence of a text file to HDF5, with the
-arguments and the file layout of AllenNLP 0.9's `allennlp elmo` (`elmo_bilm.bulk` does the
+arguments and the file layout of AllenNLP 0.9's `allennlp elmo` (`elmo_bilm.runtime.engine` does the
 work). Needs only torch, h5py and numpy (no AllenNLP), so it starts in a second or two;
 `allennlp elmo-embed` runs the same code.
 """
@@ -10,11 +10,11 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from elmo_bilm.bilm import BiLm
-from elmo_bilm.bulk import DEFAULT_BATCH_SIZE, FORMATS, LAYER_CHOICES, Layers, embed_file
-from elmo_bilm.files import USER_ERRORS, UsageError
-from elmo_bilm.loading import add_bilm_arguments, load_bilm
-from elmo_bilm.precision import add_precision_argument, set_precision
+from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.runtime.engine import DEFAULT_BATCH_SIZE, FORMATS, LAYER_CHOICES, Layers, embed_file
+from elmo_bilm.runtime.precision import add_precision_argument, set_precision
+from elmo_bilm.sources.loading import add_bilm_arguments, load_bilm
+from elmo_bilm.utils.files import USER_ERRORS, UsageError
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """`elmo-embed-corpus`: ELMo vectors for a corpus of text files, spread over Ray Data actors (one
 biLM each; local Ray by default, any Ray cluster by `--address`), written as Parquet shards
-(`elmo_bilm.parquet`). Needs `pip install "elmo-bilm[ray]"`.
+(`elmo_bilm.formats.parquet`). Needs `pip install "elmo-bilm[ray]"`.
 
 The driver reads the inputs once to plan shards of `--shard-lines` lines (byte ranges, so a
 worker seeks straight to its lines) and to check every line: an empty or non-UTF-8 line is one
@@ -33,9 +33,16 @@ import numpy
 import torch
 from tqdm import tqdm
 
-from elmo_bilm.bulk import DEFAULT_BATCH_SIZE, Layers, embed_sorted, line_words
-from elmo_bilm.embed import add_layer_arguments, layers_of
-from elmo_bilm.files import (
+from elmo_bilm.cli.embed import add_layer_arguments, layers_of
+from elmo_bilm.formats.manylangs import is_manylangs_folder
+from elmo_bilm.formats.parquet import DTYPES, EmbeddingWriter, import_extra, require_pyarrow
+from elmo_bilm.integrations.ray_noise import filtered_stderr
+from elmo_bilm.runtime.engine import DEFAULT_BATCH_SIZE, Layers, embed_sorted, line_words
+from elmo_bilm.runtime.precision import add_precision_argument, set_precision
+from elmo_bilm.sources.loading import add_bilm_arguments, load_bilm
+from elmo_bilm.sources.published import resolve
+from elmo_bilm.sources.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+from elmo_bilm.utils.files import (
     USER_ERRORS,
     FormatError,
     UsageError,
@@ -43,13 +50,6 @@ from elmo_bilm.files import (
     expand_paths,
     raw_lines,
 )
-from elmo_bilm.loading import add_bilm_arguments, load_bilm
-from elmo_bilm.manylangs import is_manylangs_folder
-from elmo_bilm.parquet import DTYPES, EmbeddingWriter, import_extra, require_pyarrow
-from elmo_bilm.precision import add_precision_argument, set_precision
-from elmo_bilm.published import resolve
-from elmo_bilm.ray_noise import filtered_stderr
-from elmo_bilm.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
 
 logger = logging.getLogger(__name__)
 
@@ -305,7 +305,7 @@ def _sha256(fs: Any, paths: Sequence[str]) -> Tuple[int, str]:
 
 def bilm_sha256(options_file: Optional[str], weight_file: Optional[str]) -> str:
     """The SHA-256 of the biLM's files as `load_bilm` finds them: the shipped biLM's, a name's or
-    URL's resolved local files (`elmo_bilm.published.resolve`), an ELMoForManyLangs folder's
+    URL's resolved local files (`elmo_bilm.sources.published.resolve`), an ELMoForManyLangs folder's
     files (name order)."""
     if not options_file and not weight_file:
         files = [str(DEFAULT_OPTIONS_FILE), str(DEFAULT_WEIGHT_FILE)]
@@ -661,7 +661,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return parser
 
 
-@filtered_stderr()  # Ray's start-up noise off stderr (elmo_bilm.ray_noise)
+@filtered_stderr()  # Ray's start-up noise off stderr (elmo_bilm.integrations.ray_noise)
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """The `elmo-embed-corpus` console script."""
     parser = add_arguments(

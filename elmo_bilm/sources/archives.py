@@ -27,7 +27,7 @@ import zlib
 from pathlib import Path
 from typing import IO, Iterator, List, Optional, Sequence, Set, Tuple
 
-from elmo_bilm.files import FormatError, PathLike
+from elmo_bilm.utils.files import FormatError, PathLike
 
 # what opening or reading a damaged archive raises
 READ_ERRORS = (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, zlib.error)
@@ -291,7 +291,7 @@ def bilm_files_in(folder: PathLike, source: str) -> Tuple[str, str]:
     """The options and weights of the biLM in `folder` (searched recursively): `options.json`
     or the one `*options*.json`; `weights.hdf5`, `model.hdf5` (NLPL / simple_elmo) or the one
     `*weights*.hdf5` or `*.hdf5`; with no HDF5 weights but a bilm-tf TensorFlow checkpoint (some
-    NLPL archives), the checkpoint converted once beside it (`elmo_bilm.convert`). Errors name
+    NLPL archives), the checkpoint converted once beside it (`elmo_bilm.formats.convert`). Errors name
     `source`, the archive or repository the folder came from."""
     files = sorted(path for path in Path(folder).rglob("*") if path.is_file())
     try:
@@ -311,7 +311,7 @@ def bilm_files_in(folder: PathLike, source: str) -> Tuple[str, str]:
 
 def _converted(index: Path, options: Path, folder: Path) -> Tuple[str, str]:
     """A TensorFlow checkpoint's biLM as bilm-tf files, converted once into `folder/converted`."""
-    from elmo_bilm.convert import convert_checkpoint
+    from elmo_bilm.formats.convert import convert_checkpoint
 
     out = folder / "converted"
     if not (out / "weights.hdf5").is_file():

@@ -38,8 +38,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, cast
 import torch
 from torch import nn
 
-from elmo_bilm.bilm import BiLm
-from elmo_bilm.bilm_tf import (
+from elmo_bilm.formats.bilm_tf import (
     MAX_CHAR_DIM,
     MAX_FILTER_WIDTHS,
     MAX_FILTERS,
@@ -48,8 +47,9 @@ from elmo_bilm.bilm_tf import (
     MAX_LSTM_DIM,
     MAX_PROJECTION_DIM,
 )
-from elmo_bilm.char_cnn import CharCnnEncoder
-from elmo_bilm.files import FormatError
+from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.model.char_cnn import CharCnnEncoder
+from elmo_bilm.utils.files import FormatError
 
 CONFIG = "config.json"
 CHAR_DIC = "char.dic"

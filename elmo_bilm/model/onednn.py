@@ -1,5 +1,5 @@
 """oneDNN's prepacked linear products for the biLM's LSTM stack on the CPU, behind the same step
-interface as the `bmm` path of `elmo_bilm.lstm`.
+interface as the `bmm` path of `elmo_bilm.model.lstm`.
 
 For the small-batch products of the recurrence whose weights do not fit in the CPU cache (streamed
 from memory at every step) oneDNN's prepacked linear is faster than `bmm`; for small weights its

@@ -1,0 +1,1 @@
+"""The console scripts of the core."""

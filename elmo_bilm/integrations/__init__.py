@@ -1,0 +1,1 @@
+"""Optional integrations (extras): spaCy, flair, Ray Data corpus embedding."""

@@ -1,0 +1,152 @@
+"""flair's `ELMoEmbeddings` without AllenNLP: a flair script switches with its import line.
+
+    from elmo_bilm.integrations.flair import ELMoEmbeddings  # was: from flair.embeddings import ELMoEmbeddings
+
+flair's own class imports `allennlp.commands.elmo` (AllenNLP 0.9), which no longer installs beside
+current flair; this one has its constructor, name (`elmo-{model}-{embedding_mode}`) and vectors,
+built on `elmo_bilm.ElmoEmbedder`. The biLM is a submodule, so a saved flair model (a
+`SequenceTagger`, say) holds its weights and loads without the original files (or the network).
+Needs flair (`pip install "elmo-bilm[flair]"`); the core imports nothing of it.
+"""
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import flair
+import torch
+from flair.data import Sentence, Token
+from flair.embeddings import TokenEmbeddings
+from flair.embeddings.base import register_embeddings
+
+from elmo_bilm.elmo import ElmoEmbedder
+from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.sources.published import BASE_URL, LOCAL, PUBLISHED
+from elmo_bilm.utils.files import UsageError
+
+# flair's model names and the biLMs they stand for (AllenNLP's published and contributed files)
+FLAIR_NAMES: Dict[str, str] = {"large": "original_5.5b", "5.5B": "original_5.5b"}
+CONTRIBUTED: Dict[str, Tuple[str, str]] = {
+    "pt": (
+        f"{BASE_URL}/contributed/pt/elmo_pt_options.json",
+        f"{BASE_URL}/contributed/pt/elmo_pt_weights.hdf5",
+    ),
+    "pubmed": (
+        f"{BASE_URL}/contributed/pubmed/elmo_2x4096_512_2048cnn_2xhighway_options.json",
+        f"{BASE_URL}/contributed/pubmed/elmo_2x4096_512_2048cnn_2xhighway_weights_PubMed_only.hdf5",
+    ),
+}
+CONTRIBUTED["portuguese"] = CONTRIBUTED["pt"]
+MODES = ("all", "top", "average")
+
+
+def bilm_files(
+    model: str, options_file: Optional[str], weight_file: Optional[str]
+) -> Tuple[str, Optional[str]]:
+    """What `ElmoEmbedder` takes for flair's arguments: the files when both are given (as flair),
+    else the biLM `model` names: flair's names (`original`, `small`, `medium`, `large` / `5.5B`,
+    `pt` / `portuguese`, `pubmed`) or this project's (`wikipedia`, `wikipedia_1024`)."""
+    if options_file and weight_file:
+        return options_file, weight_file
+    if model in CONTRIBUTED:
+        return CONTRIBUTED[model]
+    name = FLAIR_NAMES.get(model, model)
+    if name not in (*PUBLISHED, *LOCAL):
+        known = ", ".join(["original", "small", "medium", "large", "5.5B", "pt", "pubmed", *LOCAL])
+        raise UsageError(
+            f"unknown ELMo model {model!r}; one of {known}, or options_file + weight_file"
+        )
+    return name, None
+
+
+def _cuda_device(device: torch.device) -> int:
+    return -1 if device.type != "cuda" else (device.index or 0)
+
+
+@register_embeddings
+class ELMoEmbeddings(TokenEmbeddings):
+    """flair's `ELMoEmbeddings`: per token, every biLM layer concatenated (`embedding_mode="all"`,
+    `n_layers * dim`), the top layer (`"top"`) or their mean (`"average"`); static embeddings
+    (the biLM frozen), on `flair.device`.
+
+    # Parameters
+
+    model : `str` (default = `"original"`)
+        flair's model names (see `bilm_files`), used when the two files are not both given.
+    options_file, weight_file : `str`, optional
+        bilm-tf files, paths or URLs.
+    embedding_mode : `str` (default = `"all"`)
+    options : `Dict[str, Any]`, optional
+        Not flair's: the biLM's options, given by `from_params` when flair loads a saved model
+        (the weights then come from the model's state dict, not from files). A saved model
+        finds this class only once `elmo_bilm.integrations.flair` is imported (flair's registry).
+    """
+
+    def __init__(
+        self,
+        model: str = "original",
+        options_file: Optional[str] = None,
+        weight_file: Optional[str] = None,
+        embedding_mode: str = "all",
+        options: Optional[Dict[str, Any]] = None,
+    ) -> None:
+        super().__init__()
+        self.instance_parameters = self.get_instance_parameters(locals=locals())
+        if embedding_mode not in MODES:
+            raise UsageError(f"embedding_mode must be one of {MODES}, got {embedding_mode!r}")
+        self.model_name, self.options_file, self.weight_file = model, options_file, weight_file
+        self.embedding_mode = embedding_mode
+        self.name = f"elmo-{model}-{embedding_mode}"
+        self.static_embeddings = True
+        if options is not None:  # from a saved flair model: the weights come with its state dict
+            self.ee = ElmoEmbedder.__new__(ElmoEmbedder)
+            self.ee.cuda_device = -1
+            self.ee.elmo_bilm = BiLm(options, initialise=False).eval()
+        else:
+            files = bilm_files(model, options_file, weight_file)
+            self.ee = ElmoEmbedder(*files, cuda_device=_cuda_device(flair.device))
+        for parameter in self.ee.elmo_bilm.parameters():
+            parameter.requires_grad_(False)
+        self.elmo_bilm = self.ee.elmo_bilm  # a submodule: moved with the model, saved in its state
+        layers, dim = self.elmo_bilm.num_layers, self.elmo_bilm.get_output_dim()
+        self._embedding_length = layers * dim if embedding_mode == "all" else dim
+        self.to(flair.device)
+
+    @property
+    def embedding_length(self) -> int:
+        return self._embedding_length
+
+    def _add_embeddings_internal(self, sentences: List[Sentence]) -> List[Sentence]:
+        """Embed the sentences in one biLM batch (flair batches them), wherever the model is."""
+        self.ee.cuda_device = _cuda_device(next(self.elmo_bilm.parameters()).device)
+        layers = self.ee.embed_batch([[token.text for token in s] for s in sentences])
+        for sentence, array in zip(sentences, layers):
+            vectors = torch.from_numpy(array)  # (n_layers, n_tokens, dim)
+            if self.embedding_mode == "all":
+                vectors = vectors.permute(1, 0, 2).reshape(vectors.shape[1], -1)
+            elif self.embedding_mode == "top":
+                vectors = vectors[-1]
+            else:
+                vectors = vectors.mean(dim=0)
+            token: Token
+            for token, vector in zip(sentence.tokens, vectors):
+                token.set_embedding(self.name, vector.to(flair.device))
+        return sentences
+
+    def to_params(self) -> Dict[str, Any]:
+        """The constructor's arguments and the biLM's options (its weights: the state dict)."""
+        return {
+            "model": self.model_name,
+            "options_file": self.options_file,
+            "weight_file": self.weight_file,
+            "embedding_mode": self.embedding_mode,
+            "options": self.elmo_bilm.options,
+        }
+
+    @classmethod
+    def from_params(cls, params: Dict[str, Any]) -> "ELMoEmbeddings":
+        return cls(**params)
+
+    def extra_repr(self) -> str:
+        return f"model={self.name}"
+
+    def __str__(self) -> str:
+        return self.name

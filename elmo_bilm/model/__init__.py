@@ -1,0 +1,1 @@
+"""The biLM itself: character encoder, projected LSTMs, scalar mix, LM loss."""

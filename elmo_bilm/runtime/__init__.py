@@ -1,0 +1,1 @@
+"""Running a loaded biLM: the batching engine, reduced precision, ONNX export."""

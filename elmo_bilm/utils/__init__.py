@@ -1,0 +1,1 @@
+"""Shared helpers: errors, atomic outputs, line reading."""
