@@ -15,10 +15,14 @@
    (`elmo_plugin.common.config_env`): the shipped biLM, data under `$ELMO_PLUGIN_DATA`, built
    word vectors; an unset or missing dataset is one error naming the variable. Any other config
    is read as AllenNLP reads it. Nothing is written into the environment.
-3. **Safe checkpoint loading: no longer global.** torch >= 2.6 loads with `weights_only=True`;
-   AllenNLP's training states (`allennlp train --recover`) hold numpy scalars, which the plugin's
-   checkpointer (`elmo_plugin_safe`, in every config of the plugin) allows for its own loads only
-   (`torch.serialization.safe_globals`); torch's allow-list is left as it is.
+3. **numpy scalars in every checkpointer's `--recover`** (compatibility with torch >= 2.6).
+   torch loads with `weights_only=True` by default; AllenNLP 2.10's training states hold numpy
+   scalars where a metric gives one (`SpearmanCorrelation`, allennlp-models' coreference scores,
+   kept by the metric tracker), so `allennlp train --recover` failed ("Weights only load failed")
+   with AllenNLP's own checkpointer as with the plugin's. `Checkpointer.load_checkpoint` (every
+   checkpointer's) allows numpy's scalar and dtypes for its own loads only
+   (`torch.serialization.safe_globals`; `training/safe_checkpointer.py`); torch's allow-list is
+   left as it is. Test: `tests/test_hooks.py::test_every_checkpointer_recovers_training_states_with_numpy_scalars`.
 4. **An exit hook for distributed runs.** AllenNLP's workers return without destroying their
    process group; with torch 2.x gloo can then abort the process at exit (SIGABRT) before the
    model is archived. The group is destroyed at exit.
@@ -35,15 +39,29 @@
    as `allennlp: error: ...`, and an `allennlp train` ended by Ctrl-C or SIGTERM as one line
    naming what its serialization folder holds and the `--recover` command that resumes it
    (`elmo_plugin.common.command_line`); other exceptions reach AllenNLP's hook as before.
+8. **AllenNLP's `reduce_on_plateau`, fixed for every config** (compatibility with torch >= 2.7).
+   AllenNLP 2.10's passes `verbose=` to `ReduceLROnPlateau`, which torch 2.7 removed: every config
+   naming it (allennlp-models' ESIM configs among them) failed to build its trainer (`TypeError:
+   ... unexpected keyword argument 'verbose'`). AllenNLP's name is registered to
+   `elmo_plugin.training.reduce_on_plateau.ReduceOnPlateauScheduler` (a subclass of AllenNLP's,
+   same parameters and schedule, `verbose` logged by itself; also registered as
+   `elmo_plugin_reduce_on_plateau`, the name the plugin's configs and their archives carry).
+   Tests: `tests/training/test_reduce_on_plateau.py`, and
+   `tests/test_foreign_configs.py::test_allennlp_models_esim_elmo_trains_with_the_embedder_swapped`.
+
+Compatibility entries (3, 8) restore what AllenNLP did on the torch it was released with, for every
+config; they are the breaks found by auditing AllenNLP 2.10 and allennlp-models 2.10 against the
+torch the plugin installs (issue 69 item 5; every other scheduler, momentum scheduler and
+optimizer builds and steps; the other `torch.load` calls read tensors only: model archives,
+`best.th`, the `pretrained` initializer, the tensor cache). Checked and left as they are: the
+trainer's `torch.cuda.amp.autocast` / `GradScaler`, which work on this torch and print torch's
+`FutureWarning` once each per run.
 
 Besides, importing the plugin registers its components, each under a name of its own
-(`elmo_plugin_*`): AllenNLP's `reduce_on_plateau`, which passes the `verbose=` that torch >= 2.7
-removed, is left as it is; the plugin's configs name `elmo_plugin_reduce_on_plateau`. Hooks 1, 5
-and 7 act only on the plugin's objects (its mixes, its placement modules, its errors and
-`allennlp train`'s interrupts), 3 lives in the plugin's checkpointer; 4 and 6 reach everyone by
-design (docs/design.md says why);
-`tests/test_foreign_configs.py` trains a config without the plugin's components to the same
-weights and metrics with and without the plugin.
+(`elmo_plugin_*`). Hooks 1, 5 and 7 act only on the plugin's objects (its mixes, its placement
+modules, its errors and `allennlp train`'s interrupts); 3, 4, 6 and 8 reach everyone by design
+(docs/design.md says why); `tests/test_foreign_configs.py` trains a config without the plugin's
+components to the same weights and metrics with and without the plugin.
 """
 
 import atexit
@@ -53,6 +71,7 @@ import torch.distributed as dist
 from elmo_bilm.sources import archives
 from elmo_plugin.common import command_line, config_env
 from elmo_plugin.modules import placement_contract, regularization
+from elmo_plugin.training import reduce_on_plateau, safe_checkpointer
 
 _installed = False
 
@@ -71,7 +90,7 @@ def route_archive_extraction() -> None:
 
 
 def install() -> None:
-    """Install hooks 1, 2 and 4-7 (3 lives in the plugin's checkpointer); idempotent."""
+    """Install hooks 1-8; idempotent."""
     global _installed
     if _installed:
         return
@@ -81,4 +100,6 @@ def install() -> None:
     placement_contract.install()
     route_archive_extraction()
     command_line.install()
+    reduce_on_plateau.install()
+    safe_checkpointer.install_checkpoint_loading()
     _installed = True

@@ -1,6 +1,7 @@
 import pickle
 import subprocess
 import sys
+from fractions import Fraction
 
 import numpy
 import pytest
@@ -9,26 +10,41 @@ import torch
 from tests.conftest import free_port
 
 
-def test_checkpoints_with_numpy_scalars_load_through_the_plugins_checkpointer_only(tmp_path):
-    # AllenNLP's training states hold numpy scalars: the plugin's checkpointer loads them with
-    # torch's weights-only loader; torch's own allow-list is left as it is (issue 58 item 3)
+def test_every_checkpointer_recovers_training_states_with_numpy_scalars(tmp_path):
+    """AllenNLP's training states hold numpy scalars where a metric gives one (the metric tracker
+    keeps `SpearmanCorrelation`'s, allennlp-models' coreference scores): torch >= 2.6's
+    weights-only default refused them on `--recover`. Every checkpointer, AllenNLP's own
+    included, loads them now (hook 3, issue 69 item 5); torch's own allow-list is left as it is,
+    and a pickle holding anything else is still refused."""
     from allennlp.training.checkpointer import Checkpointer
+    from allennlp.training.metric_tracker import MetricTracker
+    from allennlp.training.metrics import SpearmanCorrelation
 
-    from elmo_plugin.training.safe_checkpointer import SafeCheckpointer
+    from elmo_plugin.training.safe_checkpointer import SafeCheckpointer, install_checkpoint_loading
 
-    state = {"metric_tracker": {"best": numpy.float64(0.25), "count": numpy.int64(3)}}
-    for checkpointer in (SafeCheckpointer(str(tmp_path)), Checkpointer(str(tmp_path))):
-        torch.save({"w": torch.ones(1)}, tmp_path / "model_state_e0_b0.th")
-        torch.save(state, tmp_path / "training_state_e0_b0.th")
-        if isinstance(checkpointer, SafeCheckpointer):
-            loaded = checkpointer.load_checkpoint()
-            assert loaded is not None
-            assert loaded.trainer_state["metric_tracker"] == {"best": 0.25, "count": 3}
-        else:  # AllenNLP's, as without the plugin
-            with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
-                checkpointer.load_checkpoint()
-    with pytest.raises(pickle.UnpicklingError):
+    spearman = SpearmanCorrelation()
+    spearman(torch.tensor([1.0, 2.0, 3.0, 5.0]), torch.tensor([1.0, 2.0, 4.0, 4.0]))
+    metric = spearman.get_metric()
+    assert isinstance(metric, numpy.floating)  # AllenNLP's metric, as it is
+    tracker = MetricTracker("+spearman", patience=2)
+    tracker.add_metrics({"spearman": metric})
+    assert isinstance(tracker.state_dict()["best_so_far"], numpy.floating)
+    state = {"metric_tracker": tracker.state_dict(), "epoch": 0}
+    torch.save({"w": torch.ones(1)}, tmp_path / "model_state_e0_b0.th")
+    torch.save(state, tmp_path / "training_state_e0_b0.th")
+    install_checkpoint_loading()  # installed at import: idempotent
+    assert getattr(Checkpointer.load_checkpoint, "_elmo_plugin", False)
+    for checkpointer in (Checkpointer(str(tmp_path)), SafeCheckpointer(str(tmp_path))):
+        loaded = checkpointer.load_checkpoint()
+        assert loaded is not None
+        restored = MetricTracker("+spearman", patience=2)
+        restored.load_state_dict(loaded.trainer_state["metric_tracker"])
+        assert restored.state_dict()["best_so_far"] == metric
+    with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
         torch.load(tmp_path / "training_state_e0_b0.th", weights_only=True)
+    torch.save({"metric_tracker": {"odd": Fraction(1, 3)}}, tmp_path / "training_state_e0_b0.th")
+    with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+        Checkpointer(str(tmp_path)).load_checkpoint()
 
 
 @pytest.mark.slow

@@ -1,25 +1,34 @@
-"""AllenNLP's `reduce_on_plateau` scheduler, fixed for torch >= 2.7 (which removed `verbose=`), under
-a name of the plugin's own: AllenNLP's entry stays as it is (issue 58 item 3)."""
+"""AllenNLP's `reduce_on_plateau` scheduler on torch >= 2.7, which removed `verbose=` from
+`ReduceLROnPlateau` (issue 69 item 5): registered under AllenNLP's own name by `install()`
+(hook 8 of `elmo_plugin.hooks`, a compatibility entry), so every config that names it builds, and under the name the
+plugin's configs and the archives trained with them carry, `elmo_plugin_reduce_on_plateau`."""
 
-from typing import List, Union
+import logging
+from typing import List, Optional, Union
 
 import torch
 from allennlp.training.learning_rate_schedulers import LearningRateScheduler
 from allennlp.training.learning_rate_schedulers.pytorch_lr_schedulers import (
+    ReduceOnPlateauLearningRateScheduler,
     _PyTorchLearningRateSchedulerWithMetricsWrapper,
 )
 from torch.optim import Optimizer
 
+logger = logging.getLogger(__name__)
+
 
 @LearningRateScheduler.register("elmo_plugin_reduce_on_plateau")
-class ReduceOnPlateauScheduler(_PyTorchLearningRateSchedulerWithMetricsWrapper):
-    """torch's `ReduceLROnPlateau` (e.g. ESIM's "halve the learning rate on plateau").
+class ReduceOnPlateauScheduler(ReduceOnPlateauLearningRateScheduler):
+    """AllenNLP's `reduce_on_plateau` (torch's `ReduceLROnPlateau`, e.g. ESIM's "halve the learning
+    rate on plateau"), with the same parameters and schedule, on any torch.
 
-    AllenNLP's `reduce_on_plateau` passes `verbose=` to torch and fails on torch >= 2.7; this one
-    takes the same arguments (`verbose` accepted and ignored: the Trainer logs the learning rate).
-    The plugin's configs name it; AllenNLP's own registration is left alone.
+    AllenNLP 2.10 passes `verbose=` to torch, which torch >= 2.7 refuses (`TypeError: ... unexpected
+    keyword argument 'verbose'`). This one never passes it; `verbose: true` logs each reduction
+    itself, in the words torch printed (`Epoch 3: reducing learning rate of group 0 to 2.0000e-04.`).
+    A subclass of AllenNLP's class, so `isinstance` checks hold.
 
-    Registered as a `LearningRateScheduler` with name "elmo_plugin_reduce_on_plateau".
+    Registered as a `LearningRateScheduler` with name "elmo_plugin_reduce_on_plateau", and by
+    importing the plugin under AllenNLP's "reduce_on_plateau" (`install`).
 
     # Parameters
 
@@ -28,7 +37,7 @@ class ReduceOnPlateauScheduler(_PyTorchLearningRateSchedulerWithMetricsWrapper):
     mode, factor, patience, threshold_mode, threshold, cooldown, min_lr, eps
         As torch's `ReduceLROnPlateau` (`mode` "min" or "max", `threshold_mode` "rel" or "abs").
     verbose : `bool`, optional (default = `False`)
-        Accepted for old configs and ignored.
+        Log a line at each reduction (torch's own `verbose`).
     """
 
     def __init__(
@@ -55,5 +64,30 @@ class ReduceOnPlateauScheduler(_PyTorchLearningRateSchedulerWithMetricsWrapper):
             min_lr=min_lr,
             eps=eps,
         )
+        # AllenNLP's __init__ is the one that passes `verbose`: its parent's builds the wrapper.
         # torch 2 made ReduceLROnPlateau an LRScheduler; AllenNLP's annotation predates that
-        super().__init__(lr_scheduler)  # type: ignore[arg-type]
+        _PyTorchLearningRateSchedulerWithMetricsWrapper.__init__(self, lr_scheduler)  # type: ignore[arg-type]
+        self.verbose = verbose
+
+    def step(self, metric: Optional[float] = None) -> None:
+        groups = self.lr_scheduler.optimizer.param_groups
+        before = [group["lr"] for group in groups]
+        super().step(metric)  # type: ignore[arg-type]  # AllenNLP annotates `metric: float = None`
+        if not self.verbose:
+            return
+        epoch = self.lr_scheduler.last_epoch
+        for index, (old, group) in enumerate(zip(before, groups)):
+            if group["lr"] < old:
+                logger.info(
+                    "Epoch %d: reducing learning rate of group %d to %.4e.",
+                    epoch,
+                    index,
+                    group["lr"],
+                )
+
+
+def install() -> None:
+    """Register `ReduceOnPlateauScheduler` under AllenNLP's name "reduce_on_plateau" (over
+    AllenNLP's, which fails on this torch); idempotent."""
+    if LearningRateScheduler.by_name("reduce_on_plateau") is not ReduceOnPlateauScheduler:
+        LearningRateScheduler.register("reduce_on_plateau", exist_ok=True)(ReduceOnPlateauScheduler)

@@ -1,6 +1,7 @@
 """A checkpointer whose `--recover` survives a run killed while it was writing a checkpoint."""
 
 import errno
+import functools
 import logging
 import os
 import shutil
@@ -34,6 +35,30 @@ def numpy_scalar_globals() -> List[Any]:
     return [scalar, numpy.dtype, *dtypes]
 
 
+def install_checkpoint_loading() -> None:
+    """AllenNLP's `Checkpointer.load_checkpoint` (every checkpointer's `--recover`) with numpy's
+    scalars allowed to torch's weights-only loader for that load only (hook 3 of
+    `elmo_plugin.hooks`, a compatibility entry); idempotent.
+
+    torch >= 2.6 loads with `weights_only=True` by default, and refuses AllenNLP 2.10's training
+    states where a metric is a numpy scalar (`SpearmanCorrelation`, allennlp-models' coreference
+    scores: the metric tracker keeps them): `allennlp train --recover` failed with "Weights only
+    load failed". The loader stays weights-only (numpy's scalar and dtypes, no code) and torch's
+    own allow-list is left as it is (`torch.serialization.safe_globals`, not `add_safe_globals`).
+    """
+    original = Checkpointer.load_checkpoint
+    if getattr(original, "_elmo_plugin", False) or not hasattr(torch.serialization, "safe_globals"):
+        return
+
+    @functools.wraps(original)
+    def load_checkpoint(self: Checkpointer) -> Optional[TrainerCheckpoint]:
+        with torch.serialization.safe_globals(numpy_scalar_globals()):
+            return original(self)
+
+    load_checkpoint._elmo_plugin = True  # type: ignore[attr-defined]
+    Checkpointer.load_checkpoint = load_checkpoint  # type: ignore[method-assign]
+
+
 @Checkpointer.register("elmo_plugin_safe")
 class SafeCheckpointer(Checkpointer):
     """AllenNLP's checkpointer, but only complete checkpoints count.
@@ -45,7 +70,8 @@ class SafeCheckpointer(Checkpointer):
     newest complete one. A checkpoint that cannot be written (a full disk: torch's "enforce fail
     at inline_container.cc ... unexpected pos") stops the run with one line naming the folder and
     its free space. `--recover` loads AllenNLP's training states (numpy scalars in them) with
-    torch's weights-only loader. Same parameters as the "default" checkpointer.
+    torch's weights-only loader, as every checkpointer does once the plugin is imported
+    (`install_checkpoint_loading`). Same parameters as the "default" checkpointer.
 
     Registered as a `Checkpointer` with name "elmo_plugin_safe".
     """
@@ -64,13 +90,6 @@ class SafeCheckpointer(Checkpointer):
                         )
                         os.replace(path, f"{path}.incomplete")
         return complete
-
-    def load_checkpoint(self) -> Optional[TrainerCheckpoint]:
-        """AllenNLP's, with numpy's scalars allowed to torch's weights-only loader for this load
-        only (torch >= 2.6 loads weights-only by default, and refused AllenNLP's training states;
-        the loader stays safe: no code, only these types)."""
-        with torch.serialization.safe_globals(numpy_scalar_globals()):
-            return super().load_checkpoint()
 
     def save_checkpoint(self, trainer: Any) -> None:
         try:
