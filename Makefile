@@ -39,18 +39,27 @@ AVX2 := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS
 # The suite in two processes of one thread each (pytest-xdist; a file's tests stay in one process,
 # so its module fixtures, such as the local Ray, start once): most of its time is single-threaded
 # (subprocess start-ups, small models), so two processes use two cores where one did not.
+# Every pass runs even when an earlier one fails (stopping at the first hid the others'
+# failures): `$(call test_pass,NAME,COMMAND)` prints and runs COMMAND and adds NAME to `failed`
+# if it fails; the last line names the failed passes, and then `make test` fails. (The docs pass
+# is `docs`'s command, not `$(MAKE) docs`: a recipe naming $(MAKE) runs even under `make -n`.)
+MKDOCS_BUILD = $(BIN)/mkdocs build --strict --quiet
+test_pass = echo '$(2)'; $(2) || failed="$$failed $(1)";
 test: install
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	$(BIN)/mypy elmo_bilm elmo_plugin
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2 --dist loadfile tests
-	$(AVX2) $(BIN)/python -m pytest -q -m numerics tests
-	$(MAKE) docs
+	@failed=; \
+	$(call test_pass,ruff-check,$(BIN)/ruff check .) \
+	$(call test_pass,ruff-format,$(BIN)/ruff format --check .) \
+	$(call test_pass,mypy,$(BIN)/mypy elmo_bilm elmo_plugin) \
+	$(call test_pass,pytest,OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2 --dist loadfile tests) \
+	$(call test_pass,pytest-avx2,$(AVX2) $(BIN)/python -m pytest -q -m numerics tests) \
+	$(call test_pass,docs,$(MKDOCS_BUILD)) \
+	if [ -n "$$failed" ]; then echo "make test: failed:$$failed"; exit 1; fi; \
+	echo "make test: every pass passed"
 
 # The documentation site (MkDocs + Material + mkdocstrings) into site/; --strict: a broken link,
 # anchor or reference fails the build.
 docs: install
-	$(BIN)/mkdocs build --strict --quiet
+	$(MKDOCS_BUILD)
 
 # The four distributions as wheels in dist/: elmo-bilm (the torch-only core with the shipped biLM,
 # packaging/elmo-bilm), elmo-bilm-wikipedia-1024 and elmo-bilm-wikipedia-1024-256 (the larger
