@@ -11,10 +11,10 @@ AllenNLP and its dependencies as wheels need several calls (`benchmarks.device_p
 2. `train` (on the GPU): bf16 autocast, length-sorted batches built on the GPU from the ids,
    the full softmax over the biLM's `vocab.txt`, Adam with warm-up and a cosine decay over a
    wall-clock budget (the step count is fixed from the measured rate after the warm-up and
-   recorded). Every `--save-every` seconds the weights go to `--out` as float16 parts of at most
-   15 MiB (the device returns files of at most 16 MiB), so a cut-off still returns the newest;
-   at the end, held-out and WikiText-test perplexity with the float32 weights and with the
-   float16-rounded ones.
+   recorded), or over exactly `--steps` steps whatever the machine's speed. Every `--save-every`
+   seconds the weights go to `--out` as float16 parts of at most 15 MiB (the device returns
+   files of at most 16 MiB), so a cut-off still returns the newest; at the end, held-out and
+   WikiText-test perplexity with the float32 weights and with the float16-rounded ones.
 3. `ship` (here): the parts back into bilm-tf `options.json` + `weights.hdf5` (with the softmax;
    the float16 values as float32, gzip-compressed to about half, readable by any bilm-tf reader)
    + `vocab.txt` + `training_metrics.json`, for `benchmarks.shipped_bilm` to re-measure.
@@ -290,7 +290,10 @@ def train(args: argparse.Namespace) -> None:
 
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16)
     train_split = model.splits["train"]
-    total_steps = 0  # fixed after the warm-up from the measured rate
+    # --steps: fixed now; otherwise fixed after the warm-up from the measured rate
+    total_steps = args.steps
+    if total_steps:
+        record["planned_steps"] = total_steps
     step = tokens = epoch = 0
     window = torch.zeros(3, dtype=torch.float64, device=device)
     t0 = time.time()
@@ -329,15 +332,15 @@ def train(args: argparse.Namespace) -> None:
             if step == args.warmup:
                 # the rate of the warm-up's second half (its first includes CUDA's start-up)
                 rate = (time.time() - timed_from[0]) / (step - timed_from[1])
-                total_steps = int(args.seconds / rate)
-                record["planned_steps"] = total_steps
+                if not args.steps:
+                    total_steps = int(args.seconds / rate)
+                    record["planned_steps"] = total_steps
                 note(f"warm-up done: {rate * 1000:.1f} ms/step, planning {total_steps} steps")
             now = time.time()
-            if (
-                step % args.log_every == 0
-                or now - t0 >= args.seconds
-                or (total_steps and step >= total_steps)
-            ):
+            # the wall-clock budget ends a run only when --steps does not fix its length
+            out_of_time = not args.steps and now - t0 >= args.seconds
+            finished = out_of_time or bool(total_steps and step >= total_steps)
+            if step % args.log_every == 0 or finished:
                 f, b, c = window.tolist()
                 tokens += int(c)
                 window.zero_()
@@ -360,7 +363,7 @@ def train(args: argparse.Namespace) -> None:
                 record["log"].append(entry)
                 write_json(out / "metrics.json", record)
                 note(json.dumps(entry))
-            if now - t0 >= args.seconds or (total_steps and step >= total_steps):
+            if finished:
                 done = True
                 break
         epoch += 1
@@ -417,7 +420,20 @@ def main() -> None:
     t.add_argument("--data", required=True)
     t.add_argument("--out", required=True)
     t.add_argument("--device", default="cuda")
-    t.add_argument("--seconds", type=float, default=400.0, help="wall-clock training budget")
+    t.add_argument(
+        "--seconds",
+        type=float,
+        default=400.0,
+        help="wall-clock training budget: the step count is planned from it and the rate measured "
+        "over the warm-up's second half (ignored with --steps)",
+    )
+    t.add_argument(
+        "--steps",
+        type=int,
+        default=0,
+        help="train exactly this many steps (warm-up included; the cosine decay over them), "
+        "whatever the machine's speed, instead of planning them from --seconds (0: plan)",
+    )
     t.add_argument("--dim", type=int, default=1024)
     t.add_argument("--projection-dim", type=int, default=256)
     t.add_argument("--batch-sentences", type=int, default=1024)
