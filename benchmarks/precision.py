@@ -27,7 +27,7 @@ from benchmarks.common import conll_dev_sentences, emit, random_bilm_tf
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.model.characters import batch_char_ids
 from elmo_bilm.runtime.precision import INT8_RECURRENT, _prepare, set_precision
-from elmo_bilm.sources.loading import load_bilm
+from elmo_bilm.sources.resolver import load_bilm
 
 # name -> (precision, recurrent product, cell state dtype, context around the pass)
 Variant = Tuple[str, str, torch.dtype, Callable[[], ContextManager]]

@@ -21,11 +21,11 @@ from torch import nn
 from elmo_bilm.model.bilm import BiLm, frozen, remove_sentence_boundaries
 from elmo_bilm.model.characters import batch_char_ids, vocabulary_char_ids
 from elmo_bilm.model.scalar_mix import ScalarMix
-from elmo_bilm.runtime.engine import embed_file, embed_sorted
+from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS, embed_file, embed_sorted
 from elmo_bilm.runtime.precision import set_precision
 from elmo_bilm.sources.hub import PREFIX, is_hub_id
-from elmo_bilm.sources.loading import load_bilm
 from elmo_bilm.sources.published import is_url, published_urls
+from elmo_bilm.sources.resolver import load_bilm
 from elmo_bilm.utils.files import UsageError
 
 # AllenNLP 0.9's module constants of `allennlp.commands.elmo`, which libraries import (flair's
@@ -239,28 +239,35 @@ class ElmoEmbedder:
         return [host[row, :, : len(sentence)] for row, sentence in enumerate(batch)]
 
     def embed_sentences(
-        self, sentences: Iterable[Sequence[str]], batch_size: int = DEFAULT_BATCH_SIZE
+        self,
+        sentences: Iterable[Sequence[str]],
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
     ) -> Iterator[numpy.ndarray]:
         """Lazily, in input order: reads `16 * batch_size` sentences at a time, embeds them in
-        batches of similar length (the biLM is stateless, so order is free) and yields them."""
+        batches of similar length (the biLM is stateless, so order is free) of at most
+        `batch_size` sentences and `max_tokens` padded tokens, and yields them."""
         if batch_size < 1:
             raise UsageError("batch_size must be at least 1")
         chunk: List[Sequence[str]] = []
         for sentence in sentences:
             chunk.append(sentence)
             if len(chunk) == 16 * batch_size:
-                yield from self._embed_chunk(chunk, batch_size)
+                yield from self._embed_chunk(chunk, batch_size, max_tokens)
                 chunk = []
-        yield from self._embed_chunk(chunk, batch_size)
+        yield from self._embed_chunk(chunk, batch_size, max_tokens)
 
     def _embed_chunk(
-        self, chunk: Sequence[Sequence[str]], batch_size: int
+        self, chunk: Sequence[Sequence[str]], batch_size: int, max_tokens: Optional[int]
     ) -> Iterator[numpy.ndarray]:
         """One chunk through the core's embedding loop (`elmo_bilm.runtime.engine.embed_sorted`), back in
         input order."""
         results: List[Optional[numpy.ndarray]] = [None] * len(chunk)
         rows = list(enumerate(chunk))
-        for batch, host in embed_sorted(self.elmo_bilm, rows, _words, batch_size, self.device):
+        batches = embed_sorted(
+            self.elmo_bilm, rows, _words, batch_size, self.device, max_tokens=max_tokens
+        )
+        for batch, host in batches:
             for row, (index, sentence) in enumerate(batch):
                 results[index] = host[row, :, : len(sentence)]
         yield from results  # type: ignore[misc]
@@ -273,6 +280,7 @@ class ElmoEmbedder:
         batch_size: int = DEFAULT_BATCH_SIZE,
         forget_sentences: bool = False,
         use_sentence_keys: bool = False,
+        max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
     ) -> None:
         """The HDF5 file `elmo-embed` writes (one dataset per line; `output_format` "all", "top"
         or "average"); `input_file` is a path or an open text file with a name. An existing
@@ -289,4 +297,5 @@ class ElmoEmbedder:
             overwrite=True,
             sentence_index=not forget_sentences,
             sentence_keys=use_sentence_keys,
+            max_tokens=max_tokens,
         )

@@ -354,7 +354,7 @@ def test_a_missing_or_truncated_elmo_options_file_is_named_at_config_load(tmp_pa
         f"Params.from_file({config!r})\n"
     )
     for value, message in (
-        (tmp_path / "nope.json", "cannot read"),
+        (tmp_path / "nope.json", "no such file"),
         (tmp_path / "cut.json", ":3: not valid JSON"),
     ):
         result = subprocess.run(

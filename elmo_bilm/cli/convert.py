@@ -10,36 +10,22 @@ from typing import Dict, Optional, Sequence
 
 from elmo_bilm.formats.bilm_tf import read_options
 from elmo_bilm.formats.convert import convert_checkpoint
-from elmo_bilm.formats.manylangs import is_manylangs_folder
-from elmo_bilm.sources.published import resolve
-from elmo_bilm.utils.files import FormatError, PathLike, UsageError, atomic_output, reports_errors
+from elmo_bilm.sources.archives import is_bilm_archive
+from elmo_bilm.sources.resolver import ResolvedBilm, names_whole_bilm, resolve_bilm
+from elmo_bilm.utils.files import PathLike, UsageError, atomic_output, reports_errors
 
 logger = logging.getLogger(__name__)
 
 
-def is_checkpoint(path: str) -> bool:
-    """Whether `path` names a TensorFlow checkpoint: a prefix with an `.index` beside it, the
-    `.index` or a `.data-*` file itself, or a folder holding one."""
-    if path.endswith(".index") or ".data-" in os.path.basename(path):
-        return os.path.isfile(path)
-    if os.path.isdir(path):
-        return any(name.endswith(".index") for name in os.listdir(path))
-    return os.path.isfile(path + ".index")
-
-
-def convert_source(source: str, out_dir: PathLike, overwrite: bool = False) -> Dict[str, str]:
-    """Any other biLM source that `load_bilm` takes in bilm-tf's format (a name, a URL, an
-    archive, `hf://ORG/REPO`) as `out_dir/options.json` + `weights.hdf5`, the files as
-    published (downloaded or unpacked first). An ELMoForManyLangs folder is refused: its
+def convert_source(
+    source: ResolvedBilm, out_dir: PathLike, overwrite: bool = False
+) -> Dict[str, str]:
+    """A resolved biLM that is not a TensorFlow checkpoint (a name, a URL, an archive,
+    `hf://ORG/REPO`, a folder or files) as `out_dir/options.json` + `weights.hdf5`, the files as
+    published (downloaded or unpacked first). An ELMoForManyLangs model is refused: its
     character vocabulary (characters, not UTF-8 bytes) and word embedding have no place in
     bilm-tf's format; `load_bilm` reads the folder itself."""
-    if is_manylangs_folder(source):
-        raise FormatError(
-            f"{source}: an ELMoForManyLangs model (its own character and word vocabularies) "
-            "cannot be written as bilm-tf files; load the folder directly (Elmo, ElmoEmbedder, "
-            "elmo-embed --options-file FOLDER)"
-        )
-    options_file, weight_file = resolve(source, None)
+    files = source.as_bilm_tf()
     out_dir = os.fspath(out_dir)
     paths = {
         "options": os.path.join(out_dir, "options.json"),
@@ -48,11 +34,14 @@ def convert_source(source: str, out_dir: PathLike, overwrite: bool = False) -> D
     for path in paths.values():
         if os.path.exists(path) and not overwrite:
             raise FileExistsError(f"{path} exists; not overwriting it (--overwrite replaces it)")
-    read_options(options_file)  # a readable bilm-tf options file, or one line naming it
+    read_options(str(files.options_file))  # a readable bilm-tf options file, or one line naming it
     os.makedirs(out_dir, exist_ok=True)
-    for source_file, path in ((options_file, paths["options"]), (weight_file, paths["weights"])):
+    for source_file, path in (
+        (files.options_file, paths["options"]),
+        (files.weight_file, paths["weights"]),
+    ):
         with atomic_output(path, overwrite) as partial:
-            shutil.copyfile(source_file, partial)
+            shutil.copyfile(str(source_file), partial)
     return paths
 
 
@@ -88,18 +77,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    if is_checkpoint(args.checkpoint):
+    flags = args.options_file or args.softmax_in_weights
+    if flags and names_whole_bilm(args.checkpoint) and not is_bilm_archive(args.checkpoint):
+        raise UsageError("--options-file and --softmax-in-weights are for TensorFlow checkpoints")
+    source = resolve_bilm(args.checkpoint)
+    if source.format == "tf_checkpoint":
         paths = convert_checkpoint(
-            args.checkpoint,
+            str(source.checkpoint),
             args.out_dir,
-            args.options_file,
+            args.options_file or source.options_file,
             args.overwrite,
             softmax_in_weights=args.softmax_in_weights,
         )
-    elif args.options_file or args.softmax_in_weights:
+    elif flags:
         raise UsageError("--options-file and --softmax-in-weights are for TensorFlow checkpoints")
     else:
-        paths = convert_source(args.checkpoint, args.out_dir, args.overwrite)
+        paths = convert_source(source, args.out_dir, args.overwrite)
     for path in paths.values():
         logger.info("Wrote %s", path)
     return 0

@@ -10,11 +10,12 @@ import os
 import sys
 from typing import Optional, Sequence
 
+from elmo_bilm.cli.arguments import add_bilm_arguments
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.runtime.engine import DEFAULT_BATCH_SIZE, FORMATS, LAYER_CHOICES, Layers, embed_file
 from elmo_bilm.runtime.precision import add_precision_argument, set_precision
-from elmo_bilm.sources.loading import add_bilm_arguments, load_bilm
-from elmo_bilm.utils.files import USER_ERRORS, UsageError
+from elmo_bilm.sources.resolver import load_bilm
+from elmo_bilm.utils.files import UsageError, reports_errors
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +109,7 @@ def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
         args.output_file,
         layers=layers_of(args),
         batch_size=args.batch_size,
+        max_tokens=args.max_tokens,
         cuda_device=args.cuda_device,
         overwrite=args.overwrite,
         chunk_size=args.chunk_size,
@@ -119,6 +121,7 @@ def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
     logger.info("Wrote %d sentences to %s", count, args.output_file)
 
 
+@reports_errors("elmo-embed", returns=True)
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """The `elmo-embed` console script."""
     parser = add_arguments(argparse.ArgumentParser(prog="elmo-embed", description=DESCRIPTION))
@@ -135,11 +138,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         )
         return 1
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    try:
-        run(args)
-    except USER_ERRORS as error:
-        print(f"elmo-embed: error: {error}", file=sys.stderr)
-        return 1
+    run(args)
     return 0
 
 

@@ -92,8 +92,11 @@ PACKAGED_CONFIGS = {
 
 
 def is_manylangs_folder(path: Optional[str]) -> bool:
-    """Whether `path` is a folder holding ELMoForManyLangs' `config.json`."""
-    return isinstance(path, str) and os.path.isfile(os.path.join(path, CONFIG))
+    """Whether `path` is a folder holding ELMoForManyLangs' `config.json` and `encoder.pkl`
+    (a Hugging Face repository has a `config.json` too)."""
+    return isinstance(path, str) and all(
+        os.path.isfile(os.path.join(path, name)) for name in (CONFIG, ENCODER)
+    )
 
 
 def _integer(value: Any, low: int, high: int) -> bool:

@@ -12,6 +12,7 @@ the file and, where there is one, the tensor.
 """
 
 import os
+import re
 import struct
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
@@ -310,30 +311,34 @@ def _handle(value: bytes, path: str, what: str) -> Tuple[int, int]:
 
 def resolve_checkpoint(path: PathLike) -> str:
     """The checkpoint prefix that `path` names: a prefix (`.../model.ckpt-N`), its `.index` or
-    `.data-*` file, or a folder holding a `checkpoint` file (its `model_checkpoint_path`, the
-    latest; an absolute path from the machine that trained is looked up in the folder by name)
-    or a single `*.index`."""
+    `.data-*` file, or a folder. In a folder, the latest checkpoint by one rule: the one its
+    `checkpoint` file names (`model_checkpoint_path`, looked up in the folder by file name, never
+    elsewhere: bilm-tf's Saver wrote the training machine's absolute paths), else the one with the
+    highest step number (`model.ckpt-N`), else the folder's only `*.index`."""
     path = os.fspath(path)
     if os.path.isdir(path):
         state = os.path.join(path, "checkpoint")
         if os.path.isfile(state):
             latest = _latest(state)
-            # bilm-tf's Saver wrote absolute paths of the machine that trained: the checkpoint
-            # is looked up in this folder by name, never elsewhere
-            name = os.path.basename(latest) if os.path.isabs(latest) else latest
+            name = re.split(r"[/\\]", latest)[-1]
             candidate = os.path.join(path, name)
-            if os.path.isfile(candidate + ".index"):
+            if name not in ("", ".", "..") and os.path.isfile(candidate + ".index"):
                 return candidate
             raise FileNotFoundError(
                 f"{state}: names {latest!r} as the latest checkpoint, but {path} has no "
                 f"{name}.index"
             )
-        indexes = sorted(name for name in os.listdir(path) if name.endswith(".index"))
-        if len(indexes) == 1:
-            return os.path.join(path, indexes[0][: -len(".index")])
+        prefixes = sorted(
+            name[: -len(".index")] for name in os.listdir(path) if name.endswith(".index")
+        )
+        steps = {prefix: _step(prefix) for prefix in prefixes}
+        if len(prefixes) > 1 and all(step is not None for step in steps.values()):
+            return os.path.join(path, max(prefixes, key=lambda prefix: steps[prefix]))  # type: ignore[arg-type, return-value]
+        if len(prefixes) == 1:
+            return os.path.join(path, prefixes[0])
         raise FormatError(
-            f"{path}: no `checkpoint` file and {len(indexes)} *.index files; name the "
-            "checkpoint's prefix (.../model.ckpt-N)"
+            f"{path}: no `checkpoint` file and {len(prefixes)} *.index files without step "
+            "numbers to order them; name the checkpoint's prefix (.../model.ckpt-N)"
         )
     if path.endswith(".index"):
         return path[: -len(".index")]
@@ -344,8 +349,23 @@ def resolve_checkpoint(path: PathLike) -> str:
     return path
 
 
+def _step(prefix: str) -> Optional[int]:
+    """The step number of a checkpoint prefix `model.ckpt-N`, or None."""
+    match = re.search(r"-(\d+)$", prefix)
+    return int(match.group(1)) if match else None
+
+
+# A `checkpoint` state file is a few short lines; more than this is not one
+MAX_STATE_BYTES = 1 << 16
+
+
 def _latest(state: str) -> str:
     """`model_checkpoint_path` of a `checkpoint` text file (a CheckpointState in text format)."""
+    if os.path.getsize(state) > MAX_STATE_BYTES:
+        raise FormatError(
+            f"{state}: {os.path.getsize(state):,} bytes, not a checkpoint state file (at most "
+            f"{MAX_STATE_BYTES:,})"
+        )
     try:
         with open(state, encoding="utf-8") as handle:
             for line in handle:

@@ -12,13 +12,12 @@ each input's absolute path, size and SHA-256, the options that change the vector
 that differs is refused, naming what changed; `--overwrite` starts over.
 A corpus too small to give every worker a shard is cut into smaller shards (one line says so).
 Ray restarts a worker that dies and retries its shard. A worker holds its shard's text and one
-batch of vectors: memory is bounded by `--batch-size`, not by the corpus.
+batch of vectors: memory is bounded by `--batch-size` and `--max-tokens`, not by the corpus.
 """
 
 import argparse
 import dataclasses
 import gzip
-import hashlib
 import io
 import json
 import logging
@@ -33,22 +32,27 @@ import numpy
 import torch
 from tqdm import tqdm
 
+from elmo_bilm.cli.arguments import add_batch_arguments, add_bilm_arguments
 from elmo_bilm.cli.embed import add_layer_arguments, layers_of
-from elmo_bilm.formats.manylangs import is_manylangs_folder
 from elmo_bilm.formats.parquet import DTYPES, EmbeddingWriter, import_extra, require_pyarrow
 from elmo_bilm.integrations.ray_noise import filtered_stderr
-from elmo_bilm.runtime.engine import DEFAULT_BATCH_SIZE, Layers, embed_sorted, line_words
+from elmo_bilm.runtime.engine import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_MAX_TOKENS,
+    Layers,
+    embed_sorted,
+    line_words,
+)
 from elmo_bilm.runtime.precision import add_precision_argument, set_precision
-from elmo_bilm.sources.loading import add_bilm_arguments, load_bilm
-from elmo_bilm.sources.published import resolve
-from elmo_bilm.sources.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+from elmo_bilm.sources.resolver import load_bilm, resolve_bilm
 from elmo_bilm.utils.files import (
-    USER_ERRORS,
     FormatError,
     UsageError,
     decode_line,
     expand_paths,
     raw_lines,
+    reports_errors,
+    sha256_files,
 )
 
 logger = logging.getLogger(__name__)
@@ -236,6 +240,7 @@ class ShardEmbedder:
         output_dir: str,
         threads: int,
         precision: str = "float32",
+        max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
     ) -> None:
         torch.set_num_threads(threads)
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -243,7 +248,7 @@ class ShardEmbedder:
         set_precision(self.bilm, precision)
         self.layers = Layers(**layers)
         self.depth = self.layers.depth(self.bilm.num_layers)
-        self.dtype, self.batch_size = dtype, batch_size
+        self.dtype, self.batch_size, self.max_tokens = dtype, batch_size, max_tokens
         self.fs, self.root = filesystem(output_dir)
 
     def __call__(self, batch: Dict[str, numpy.ndarray]) -> Dict[str, numpy.ndarray]:
@@ -266,7 +271,13 @@ class ShardEmbedder:
                     metadata=self.layers.metadata,
                 )
                 for batch, host in embed_sorted(
-                    self.bilm, sentences, _words, self.batch_size, self.device, self.layers
+                    self.bilm,
+                    sentences,
+                    _words,
+                    self.batch_size,
+                    self.device,
+                    self.layers,
+                    self.max_tokens,
                 ):
                     words = [tokens for _, tokens in batch]
                     writer.write([shard.file] * len(batch), [n for n, _ in batch], words, host)
@@ -292,39 +303,21 @@ def _words(item: Tuple[int, List[str]]) -> List[str]:
     return item[1]
 
 
-def _sha256(fs: Any, paths: Sequence[str]) -> Tuple[int, str]:
-    """The total size and SHA-256 of the files `paths` on `fs`, read in 1 MiB blocks."""
-    digest, size = hashlib.sha256(), 0
-    for path in paths:
-        with fs.open_input_stream(path) as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-                size += len(block)
-    return size, digest.hexdigest()
-
-
 def bilm_sha256(options_file: Optional[str], weight_file: Optional[str]) -> str:
-    """The SHA-256 of the biLM's files as `load_bilm` finds them: the shipped biLM's, a name's or
-    URL's resolved local files (`elmo_bilm.sources.published.resolve`), an ELMoForManyLangs folder's
-    files (name order)."""
-    if not options_file and not weight_file:
-        files = [str(DEFAULT_OPTIONS_FILE), str(DEFAULT_WEIGHT_FILE)]
-    elif not weight_file and is_manylangs_folder(options_file):  # type: ignore[arg-type]
-        folder = str(options_file)
-        files = sorted(
-            os.path.join(top, name) for top, _, names in os.walk(folder) for name in names
-        )
-    else:
-        files = list(resolve(options_file, weight_file))
-    fs = filesystem(files[0])[0]
-    return _sha256(fs, [filesystem(f)[1] for f in files])[1]
+    """The identity of the biLM the options name: the SHA-256 of its files
+    (`elmo_bilm.sources.resolver.ResolvedBilm.identity`)."""
+    return resolve_bilm(options_file, weight_file).identity()
 
 
 def input_record(file: str) -> Dict[str, Any]:
     """What identifies an input: its absolute path (or URI), size and SHA-256."""
     fs, path = filesystem(file)
-    size, digest = _sha256(fs, [path])
-    return {"path": location(file), "size": size, "sha256": digest}
+    size = fs.get_file_info(path).size
+    return {
+        "path": location(file),
+        "size": size,
+        "sha256": sha256_files([path], fs.open_input_stream),
+    }
 
 
 def _manifest(arguments: Dict[str, Any], shards: Sequence[Shard]) -> Dict[str, Any]:
@@ -497,6 +490,7 @@ def embed_corpus(
     skip_bad_lines: bool = False,
     precision: str = "float32",
     overwrite: bool = False,
+    max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
 ) -> Dict[str, Any]:
     """Embed every line of `inputs` into Parquet shards under `output_dir` (see the module;
     `overwrite`: delete an earlier run's shards there first); returns the run's summary (also
@@ -587,6 +581,7 @@ def embed_corpus(
                     "output_dir": output_dir,
                     "threads": cpus_per_worker,
                     "precision": precision,
+                    "max_tokens": max_tokens,
                 },
                 batch_size=1,
                 batch_format="numpy",
@@ -638,9 +633,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     add_layer_arguments(parser)
     add_bilm_arguments(parser)
     add_precision_argument(parser)
-    parser.add_argument(
-        "--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="sentences per biLM batch"
-    )
+    add_batch_arguments(parser, DEFAULT_BATCH_SIZE)
     parser.add_argument("--shard-lines", type=int, default=1000, help="lines per Parquet shard")
     parser.add_argument("--num-workers", type=int, default=1, help="biLM actors (default 1)")
     parser.add_argument("--cpus-per-worker", type=int, default=1, help="CPU threads per actor")
@@ -662,6 +655,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 @filtered_stderr()  # Ray's start-up noise off stderr (elmo_bilm.integrations.ray_noise)
+@reports_errors("elmo-embed-corpus", also=(ImportError,), returns=True)
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """The `elmo-embed-corpus` console script."""
     parser = add_arguments(
@@ -671,27 +665,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    try:
-        summary = embed_corpus(
-            args.inputs,
-            args.output_dir,
-            args.options_file,
-            args.weight_file,
-            layers_of(args),
-            args.dtype,
-            args.batch_size,
-            args.shard_lines,
-            args.num_workers,
-            args.cpus_per_worker,
-            args.gpus_per_worker,
-            args.address,
-            args.skip_bad_lines,
-            args.precision,
-            args.overwrite,
-        )
-    except (*USER_ERRORS, ImportError) as error:
-        print(f"elmo-embed-corpus: error: {error}", file=sys.stderr)
-        return 1
+    summary = embed_corpus(
+        args.inputs,
+        args.output_dir,
+        args.options_file,
+        args.weight_file,
+        layers_of(args),
+        args.dtype,
+        args.batch_size,
+        args.shard_lines,
+        args.num_workers,
+        args.cpus_per_worker,
+        args.gpus_per_worker,
+        args.address,
+        args.skip_bad_lines,
+        args.precision,
+        args.overwrite,
+        args.max_tokens,
+    )
     logger.info("%s", json.dumps(summary))
     return 0
 

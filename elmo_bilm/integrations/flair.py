@@ -9,6 +9,7 @@ built on `elmo_bilm.ElmoEmbedder`. The biLM is a submodule, so a saved flair mod
 Needs flair (`pip install "elmo-bilm[flair]"`); the core imports nothing of it.
 """
 
+import os
 from typing import Any, Dict, List, Optional, Tuple
 
 import flair
@@ -20,6 +21,7 @@ from flair.embeddings.base import register_embeddings
 from elmo_bilm.elmo import ElmoEmbedder
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.sources.published import BASE_URL, LOCAL, PUBLISHED
+from elmo_bilm.sources.resolver import names_whole_bilm
 from elmo_bilm.utils.files import UsageError
 
 # flair's model names and the biLMs they stand for (AllenNLP's published and contributed files)
@@ -43,13 +45,15 @@ def bilm_files(
 ) -> Tuple[str, Optional[str]]:
     """What `ElmoEmbedder` takes for flair's arguments: the files when both are given (as flair),
     else the biLM `model` names: flair's names (`original`, `small`, `medium`, `large` / `5.5B`,
-    `pt` / `portuguese`, `pubmed`) or this project's (`wikipedia`, `wikipedia_1024`)."""
-    if options_file and weight_file:
-        return options_file, weight_file
+    `pt` / `portuguese`, `pubmed`) or this project's (`wikipedia`, `wikipedia_1024`); an
+    `options_file` alone is any source `elmo_bilm.sources.resolver` takes (a folder, an archive,
+    `hf://ORG/REPO`, a name)."""
+    if options_file:
+        return options_file, weight_file or None
     if model in CONTRIBUTED:
         return CONTRIBUTED[model]
     name = FLAIR_NAMES.get(model, model)
-    if name not in (*PUBLISHED, *LOCAL):
+    if name not in (*PUBLISHED, *LOCAL) and not (names_whole_bilm(name) or os.path.exists(name)):
         known = ", ".join(["original", "small", "medium", "large", "5.5B", "pt", "pubmed", *LOCAL])
         raise UsageError(
             f"unknown ELMo model {model!r}; one of {known}, or options_file + weight_file"

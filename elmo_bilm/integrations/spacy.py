@@ -12,6 +12,7 @@ Found by spaCy through the entry points of `elmo-bilm[spacy]` (`spacy_factories`
 """
 
 import json
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -29,25 +30,28 @@ from thinc.api import Model, chain, concatenate, with_array
 from thinc.layers import Dropout
 from thinc.types import Floats2d, Floats3d
 
-from elmo_bilm.formats.bilm_tf import load_bilm_tf
-from elmo_bilm.model.bilm import BiLm, frozen
+from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS, Layers, embed_sorted
 from elmo_bilm.runtime.precision import PRECISIONS, set_precision
-from elmo_bilm.sources.loading import load_bilm
-from elmo_bilm.sources.published import LOCAL, PUBLISHED, resolve
-from elmo_bilm.utils.files import UsageError
+from elmo_bilm.sources.published import LOCAL, PUBLISHED, names
+from elmo_bilm.sources.resolver import ResolvedBilm, resolve_bilm
+from elmo_bilm.utils.files import FormatError, UsageError
 
-Layers = Union[str, List[float]]
+LayerChoice = Union[str, List[float]]
 DEFAULT_CONFIG: Dict[str, Any] = {
     "model": "wikipedia",
     "weights": "",
     "layers": "all",
     "batch_size": 64,
+    "max_tokens": DEFAULT_MAX_TOKENS,
     "set_tensor": False,
     "device": "cpu",
     "sentences": True,
     "precision": "float32",
 }
 OPTIONS_NAME, WEIGHTS_NAME, CFG_NAME = "options.json", "weights.hdf5", "cfg"
+MANYLANGS_NAME = "manylangs"  # a saved ELMoForManyLangs biLM's folder
+_MANYLANGS_MEMBER = re.compile(rf"{MANYLANGS_NAME}/[A-Za-z0-9_][A-Za-z0-9_.-]*")
 CONFIGS_DIR = Path(__file__).resolve().parent / "spacy_configs"
 
 
@@ -67,8 +71,9 @@ def make_elmo(
     name: str,
     model: str,
     weights: str,
-    layers: Layers,
+    layers: LayerChoice,
     batch_size: int,
+    max_tokens: int,
     set_tensor: bool,
     device: Union[str, int],
     sentences: bool,
@@ -82,6 +87,7 @@ def make_elmo(
         weights=weights,
         layers=layers,
         batch_size=batch_size,
+        max_tokens=max_tokens,
         set_tensor=set_tensor,
         device=device,
         sentences=sentences,
@@ -101,11 +107,14 @@ class ElmoComponent(Pipe):
         The `weights.hdf5` path or URL that goes with an options file ("" for a name).
     layers : `"all" | "top" | "average" | List[float]` (default = `"all"`)
         What `doc.tensor` holds with `set_tensor`: every layer concatenated (`n_layers * dim`),
-        the top layer, the layers' mean, or the fixed Eq. (1) mix `sum_j s_j * h_j` of the
-        weights `s_j` as given (not softmaxed; one per layer).
+        the top layer, the layers' mean, or the fixed Eq. (1) mix `sum_j softmax(w)_j * h_j` of
+        the weights `w_j` (one per layer; gamma 1), as everywhere else in the project.
     batch_size : `int` (default = `64`)
         Sequences (docs, or sentences) per biLM pass, length-sorted within each batch of docs
         that `nlp.pipe(texts, batch_size=...)` hands over.
+    max_tokens : `int` (default = `4096`)
+        At most this many padded tokens (sequences x the longest) per biLM pass, so that memory
+        is bounded whatever the lengths (a longer sequence makes a pass of its own).
     set_tensor : `bool` (default = `False`)
         Also set `doc.tensor` and the vector / similarity user hooks.
     device : `str | int` (default = `"cpu"`)
@@ -128,8 +137,9 @@ class ElmoComponent(Pipe):
         *,
         model: str = "wikipedia",
         weights: str = "",
-        layers: Layers = "all",
+        layers: LayerChoice = "all",
         batch_size: int = 64,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
         set_tensor: bool = False,
         device: Union[str, int] = "cpu",
         sentences: bool = True,
@@ -149,6 +159,7 @@ class ElmoComponent(Pipe):
             "weights": weights or "",
             "layers": layers if isinstance(layers, str) else [float(w) for w in layers],
             "batch_size": batch_size,
+            "max_tokens": max_tokens,
             "set_tensor": set_tensor,
             "device": device,
             "sentences": sentences,
@@ -156,7 +167,8 @@ class ElmoComponent(Pipe):
         }
         self.device  # noqa: B018  (a malformed device fails here, not on the first doc)
         self._bilm: Optional[BiLm] = None
-        self._files: Optional[Tuple[str, str]] = None  # the loaded biLM's files (None: by name)
+        self._source: Optional[ResolvedBilm] = None  # the loaded biLM's files (None: by name)
+        self._payload: Optional[Dict[str, bytes]] = None  # its files as `from_bytes` read them
         # spaCy's listener protocol (`find_listeners`): the ElmoMix layers that read doc._.elmo
         self.model: Model = Model("elmo", _identity_forward)
         self.listener_map: Dict[str, List[Model]] = {}
@@ -181,22 +193,20 @@ class ElmoComponent(Pipe):
     def bilm(self) -> BiLm:
         """The biLM, loaded on first use."""
         if self._bilm is None:
-            if self.named:
-                self._set_bilm(load_bilm(self.cfg["model"]), None)
-            else:
-                files = resolve(self.cfg["model"], self.cfg["weights"] or None)
-                self._set_bilm(load_bilm_tf(*files), files)
+            source = resolve_bilm(self.cfg["model"], self.cfg["weights"] or None)
+            self._set_bilm(source.load(), None if self.named else source)
         assert self._bilm is not None
         return self._bilm
 
-    def _set_bilm(self, bilm: BiLm, files: Optional[Tuple[str, str]]) -> None:
+    def _set_bilm(self, bilm: BiLm, source: Optional[ResolvedBilm]) -> None:
         layers = self.cfg["layers"]
         if not isinstance(layers, str) and len(layers) != bilm.num_layers:
             raise UsageError(f"{len(layers)} layer weights for a biLM of {bilm.num_layers} layers")
         self._bilm = set_precision(
             bilm.to(self.device).eval(), self.cfg.get("precision", "float32")
         )
-        self._files = files
+        self._source = source
+        self._payload = None
         self._link_dims()
 
     @property
@@ -242,13 +252,15 @@ class ElmoComponent(Pipe):
             numpy.zeros((bilm.num_layers, len(doc), bilm.get_output_dim()), dtype=numpy.float32)
             for doc in docs
         ]
-        order = sorted(range(len(units)), key=lambda unit: len(units[unit][1]))
-        for start in range(0, len(order), self.cfg["batch_size"]):
-            chunk = [units[unit] for unit in order[start : start + self.cfg["batch_size"]]]
-            batch = [[docs[row][i].text for i in tokens] for row, tokens in chunk]
-            with frozen(bilm):
-                output = bilm(bilm.batch_to_ids(batch).to(self.device))
-            layers = torch.stack(output["activations"], dim=1).float().cpu().numpy()
+        batches = embed_sorted(
+            bilm,
+            units,
+            lambda unit: [docs[unit[0]][i].text for i in unit[1]],
+            self.cfg["batch_size"],
+            self.device,
+            max_tokens=self.cfg.get("max_tokens", DEFAULT_MAX_TOKENS),
+        )
+        for chunk, layers in batches:
             for (row, tokens), activations in zip(chunk, layers):
                 arrays[row][:, tokens] = activations[:, : len(tokens)]
         return arrays
@@ -320,49 +332,129 @@ class ElmoComponent(Pipe):
     # -- serialization ----------------------------------------------------------------------
 
     def to_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = ()) -> None:
-        """`cfg`, and for a biLM given by files, copies of them (`options.json`,
-        `weights.hdf5`), so that the saved pipeline needs the original files no more."""
+        """`cfg`, and for a biLM given by files, copies of them (`options.json` and
+        `weights.hdf5`, or an ELMoForManyLangs folder as `manylangs/`), so that the saved pipeline
+        needs the original files no more."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         cfg = dict(self.cfg)
         if not self.named:
             self.bilm  # noqa: B018  (resolves and checks the files)
-            assert self._files is not None
-            for source, name in zip(self._files, (OPTIONS_NAME, WEIGHTS_NAME)):
-                target = path / name
-                if not (target.exists() and target.samefile(source)):
-                    shutil.copyfile(source, target)
-            cfg["model"], cfg["weights"] = OPTIONS_NAME, WEIGHTS_NAME
+            if self._payload is not None:
+                _write_payload(path, self._payload)
+            else:
+                assert self._source is not None
+                _copy_files(self._source, path)
+            manylangs = (path / MANYLANGS_NAME).is_dir()
+            cfg["model"] = MANYLANGS_NAME if manylangs else OPTIONS_NAME
+            cfg["weights"] = "" if manylangs else WEIGHTS_NAME
         cfg["files"] = not self.named
         (path / CFG_NAME).write_text(json.dumps(cfg, indent=2))
 
     def from_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = ()) -> "ElmoComponent":
-        """Read what `to_disk` wrote: the biLM from the folder's files (or by its name). The
-        other settings stay the constructor's (the pipeline's config, with its overrides)."""
+        """Read what `to_disk` wrote: the biLM from the folder's own files, or by its name (a
+        saved `cfg` names nothing else: no other path, no URL). The other settings stay the
+        constructor's (the pipeline's config, with its overrides)."""
         path = Path(path)
-        cfg = json.loads((path / CFG_NAME).read_text())
+        cfg = _read_cfg(path / CFG_NAME)
         if not cfg["files"]:
-            self.cfg["model"], self.cfg["weights"] = cfg["model"], cfg["weights"]
-            self._bilm = self._files = None
+            self.cfg["model"], self.cfg["weights"] = cfg["model"], ""
+            self._bilm = self._source = self._payload = None
+        elif cfg["model"] == MANYLANGS_NAME:
+            self.cfg["model"], self.cfg["weights"] = str(path / MANYLANGS_NAME), ""
+            self._bilm = None
+            self.bilm  # noqa: B018
         else:
-            options, weights = str(path / OPTIONS_NAME), str(path / WEIGHTS_NAME)
-            self.cfg["model"], self.cfg["weights"] = options, weights
-            self._set_bilm(load_bilm_tf(options, weights), (options, weights))
+            self.cfg["model"], self.cfg["weights"] = (
+                str(path / OPTIONS_NAME),
+                str(path / WEIGHTS_NAME),
+            )
+            self._bilm = None
+            self.bilm  # noqa: B018
         return self
 
     def to_bytes(self, *, exclude: Iterable[str] = ()) -> bytes:
         """`to_disk`'s files as one msgpack message."""
         with tempfile.TemporaryDirectory() as folder:
             self.to_disk(folder)
-            return srsly.msgpack_dumps({p.name: p.read_bytes() for p in Path(folder).iterdir()})
+            files = sorted(p for p in Path(folder).rglob("*") if p.is_file())
+            return srsly.msgpack_dumps(
+                {p.relative_to(folder).as_posix(): p.read_bytes() for p in files}
+            )
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = ()) -> "ElmoComponent":
-        """Read what `to_bytes` wrote (the biLM files kept in a folder of the temp dir, which a
-        later `to_disk` copies)."""
-        folder = Path(tempfile.mkdtemp(prefix="elmo_spacy_"))
-        for name, data in srsly.msgpack_loads(bytes_data).items():
-            (folder / name).write_bytes(data)
-        return self.from_disk(folder)
+        """Read what `to_bytes` wrote (through a temporary folder, removed afterwards; the files'
+        bytes are kept for a later `to_disk`)."""
+        try:
+            payload = srsly.msgpack_loads(bytes_data)
+        except ValueError as error:
+            raise FormatError(
+                f"the elmo component's bytes are not what to_bytes writes ({error})"
+            ) from None
+        if not isinstance(payload, dict) or not all(
+            isinstance(name, str) and isinstance(data, bytes) for name, data in payload.items()
+        ):
+            raise FormatError("the elmo component's bytes are not what to_bytes writes")
+        with tempfile.TemporaryDirectory(prefix="elmo_spacy_") as folder:
+            _write_payload(Path(folder), payload)
+            self.from_disk(folder)
+        if self._source is not None:
+            self._source = None
+            self._payload = {name: data for name, data in payload.items() if name != CFG_NAME}
+        return self
+
+
+def _write_payload(folder: Path, payload: Dict[str, bytes]) -> None:
+    """Write `to_bytes`' files into `folder`; a name other than the component's own files is
+    refused (nothing outside the folder is written)."""
+    for name, data in payload.items():
+        if not (
+            name in (CFG_NAME, OPTIONS_NAME, WEIGHTS_NAME) or _MANYLANGS_MEMBER.fullmatch(name)
+        ):
+            raise FormatError(f"the elmo component's bytes hold {name!r}, not one of its files")
+        target = folder / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+def _copy_files(source: ResolvedBilm, folder: Path) -> None:
+    """Copy a biLM's files into a saved pipeline's folder."""
+    if source.format == "manylangs":
+        root = Path(str(source.folder))
+        for file in sorted(p for p in root.iterdir() if p.is_file()):
+            target = folder / MANYLANGS_NAME / file.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if not (target.exists() and target.samefile(file)):
+                shutil.copyfile(file, target)
+        return
+    files = source.as_bilm_tf()
+    for name, path in ((OPTIONS_NAME, files.options_file), (WEIGHTS_NAME, files.weight_file)):
+        target = folder / name
+        if not (target.exists() and target.samefile(str(path))):
+            shutil.copyfile(str(path), target)
+
+
+def _read_cfg(path: Path) -> Dict[str, Any]:
+    """A saved component's `cfg`, checked: a JSON object whose `files` says whether the biLM's
+    files are in the folder and whose `model` is then one of them, else a biLM's name."""
+    try:
+        cfg = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise FormatError(f"{path}: not the elmo component's saved cfg ({error})") from None
+    if (
+        not isinstance(cfg, dict)
+        or not isinstance(cfg.get("files"), bool)
+        or not isinstance(cfg.get("model"), str)
+    ):
+        raise FormatError(f"{path}: not the elmo component's saved cfg (no files / model)")
+    if cfg["files"] and cfg["model"] not in (OPTIONS_NAME, MANYLANGS_NAME):
+        raise FormatError(f"{path}: model {cfg['model']!r} is not a file the saved folder holds")
+    if not cfg["files"] and (cfg["model"] not in names() or cfg.get("weights")):
+        raise FormatError(
+            f"{path}: model {cfg['model']!r} is not a biLM's name ({', '.join(names())}); a "
+            "saved pipeline names a biLM by name or holds its files, never another path or a URL"
+        )
+    return cfg
 
 
 def _identity_forward(model: Model, docs: Any, is_train: bool) -> Tuple[Any, Callable]:
@@ -392,9 +484,10 @@ def _token_elmo(token: Token) -> Optional[numpy.ndarray]:
     return None if layers is None else layers[:, token.i]
 
 
-def mix_layers(layers: numpy.ndarray, how: Layers) -> numpy.ndarray:
+def mix_layers(layers: numpy.ndarray, how: LayerChoice) -> numpy.ndarray:
     """`(n_tokens, width)` of `(n_layers, n_tokens, dim)`: `"all"` concatenates the layers,
-    `"top"` takes the last, `"average"` their mean, weights give `sum_j s_j * h_j`."""
+    `"top"` takes the last, `"average"` their mean, weights the Eq. (1) mix
+    `sum_j softmax(w)_j * h_j` (`elmo_bilm.runtime.engine.Layers`, as everywhere else)."""
     if how == "all":
         n_layers, n_tokens, dim = layers.shape
         return numpy.ascontiguousarray(layers.transpose(1, 0, 2)).reshape(n_tokens, n_layers * dim)
@@ -402,10 +495,10 @@ def mix_layers(layers: numpy.ndarray, how: Layers) -> numpy.ndarray:
         return numpy.ascontiguousarray(layers[-1])
     if how == "average":
         return layers.mean(axis=0)
-    weights = numpy.asarray(how, dtype=numpy.float32)
-    if weights.shape != (layers.shape[0],):
-        raise UsageError(f"{len(weights)} layer weights for a biLM of {layers.shape[0]} layers")
-    return numpy.tensordot(weights, layers, axes=1).astype(numpy.float32)
+    if len(how) != layers.shape[0]:
+        raise UsageError(f"{len(how)} layer weights for a biLM of {layers.shape[0]} layers")
+    mixed = Layers(mix=tuple(float(w) for w in how)).select(torch.from_numpy(layers)[None])
+    return mixed[0].numpy()
 
 
 def _mean_vector(doc: Doc, start: int, end: int) -> numpy.ndarray:

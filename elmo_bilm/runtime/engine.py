@@ -31,6 +31,10 @@ FORMATS = ("hdf5", "parquet")
 # Sentences are length-sorted, so a batch pads little; at the paper size 128 rows per recurrent
 # step cut the biLM time by 10% against 64 (each step streams 40 MB of weights whatever the rows).
 DEFAULT_BATCH_SIZE = 128
+# Padded tokens (rows x longest) per biLM batch: a batch's memory grows with them (the
+# input-to-gate products of every position are held at once), so the budget bounds memory
+# whatever the sentence lengths; docs/performance.md has the measured peaks.
+DEFAULT_MAX_TOKENS = 4096
 
 
 @dataclass(frozen=True)
@@ -136,6 +140,7 @@ def embed_file(
     batch_size: int = DEFAULT_BATCH_SIZE,
     cuda_device: int = -1,
     overwrite: bool = False,
+    max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
     chunk_size: int = 10_000,
     sentence_index: bool = True,
     sentence_keys: bool = False,
@@ -191,7 +196,8 @@ def embed_file(
             progress = tqdm(total=total, desc="elmo-embed", unit=" sentences", file=sys.stderr)
             for chunk in read_chunks(input_file, chunk_size):
                 sink.index(chunk)
-                for batch, host in embed_sorted(bilm, chunk, _words, batch_size, device, layers):
+                batches = embed_sorted(bilm, chunk, _words, batch_size, device, layers, max_tokens)
+                for batch, host in batches:
                     sink.write(batch, host)
                     progress.update(len(batch))
             progress.close()
@@ -304,6 +310,30 @@ def batch_layers(
 T = TypeVar("T")
 
 
+def length_batches(
+    items: Sequence[T],
+    words: Callable[[T], Sequence[str]],
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
+) -> Iterator[List[T]]:
+    """`items` sorted by the length of their `words`, in batches of at most `batch_size` items
+    and `max_tokens` padded tokens (rows x (the longest + the two boundaries)); an item longer
+    than the budget makes a batch of its own. `max_tokens=None`: no token budget."""
+    if batch_size < 1:
+        raise UsageError("batch_size must be at least 1")
+    if max_tokens is not None and max_tokens < 1:
+        raise UsageError("max_tokens must be at least 1")
+    batch: List[T] = []
+    for item in sorted(items, key=lambda item: len(words(item))):
+        padded = (len(batch) + 1) * (len(words(item)) + 2)  # sorted: this item is the longest
+        if batch and (len(batch) == batch_size or (max_tokens is not None and padded > max_tokens)):
+            yield batch
+            batch = []
+        batch.append(item)
+    if batch:
+        yield batch
+
+
 def embed_sorted(
     bilm: BiLm,
     items: Sequence[T],
@@ -311,15 +341,13 @@ def embed_sorted(
     batch_size: int = DEFAULT_BATCH_SIZE,
     device: torch.device = torch.device("cpu"),
     layers: "str | Layers" = "all",
+    max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
 ) -> Iterator[Tuple[List[T], numpy.ndarray]]:
     """The one embedding loop of the project (`ElmoEmbedder`, `elmo-embed`, each
-    `elmo-embed-corpus` worker, the Section 5 features): `items` sorted by the length of their
-    `words` (similar lengths pad little; the biLM is stateless, so order is free), then
-    `(batch of items, their kept layers on the host)` batch by batch. Row `r` of a batch's
-    layers holds item `r`'s vectors in its first `len(words(item))` positions."""
-    if batch_size < 1:
-        raise UsageError("batch_size must be at least 1")
-    order = sorted(items, key=lambda item: len(words(item)))
-    for start in range(0, len(order), batch_size):
-        batch = order[start : start + batch_size]
+    `elmo-embed-corpus` worker, the spaCy component, the Section 5 features): `items` in
+    `length_batches` (similar lengths pad little; the biLM is stateless, so order is free; the
+    token budget bounds the memory a batch takes whatever the lengths), then `(batch of items,
+    their kept layers on the host)` batch by batch. Row `r` of a batch's layers holds item `r`'s
+    vectors in its first `len(words(item))` positions."""
+    for batch in length_batches(items, words, batch_size, max_tokens):
         yield batch, batch_layers(bilm, [words(item) for item in batch], device, layers)

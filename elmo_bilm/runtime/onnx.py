@@ -20,11 +20,12 @@ from typing import List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
+from elmo_bilm.cli.arguments import add_bilm_arguments
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.model.char_cnn import add_sentence_boundaries
 from elmo_bilm.model.lstm import lstm_cell, reverse_padded
-from elmo_bilm.sources.loading import add_bilm_arguments, load_bilm
-from elmo_bilm.utils.files import USER_ERRORS, PathLike, UsageError, atomic_output
+from elmo_bilm.sources.resolver import load_bilm
+from elmo_bilm.utils.files import PathLike, UsageError, atomic_output, reports_errors
 
 logger = logging.getLogger(__name__)
 
@@ -190,6 +191,7 @@ def export_onnx(
                 os.remove(float_file)
 
 
+@reports_errors("elmo-export-onnx", also=(ModuleNotFoundError,), returns=True)
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """The `elmo-export-onnx` console script."""
     parser = argparse.ArgumentParser(
@@ -209,16 +211,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # this package's messages; not the ONNX optimiser's (a line per folded constant)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("elmo_bilm").setLevel(logging.INFO)
-    try:
-        export_onnx(
-            load_bilm(args.options_file, args.weight_file),
-            args.output_file,
-            args.overwrite,
-            args.quantize,
-        )
-    except (*USER_ERRORS, ModuleNotFoundError) as error:  # bad input, or the extra missing
-        print(f"elmo-export-onnx: error: {error}", file=sys.stderr)
-        return 1
+    export_onnx(
+        load_bilm(args.options_file, args.weight_file),
+        args.output_file,
+        args.overwrite,
+        args.quantize,
+    )
     logger.info("Wrote %s", args.output_file)
     return 0
 

@@ -14,7 +14,6 @@ anything is written. The plugin routes AllenNLP's own `extracted_archive` (behin
 
 import contextlib
 import fnmatch
-import hashlib
 import os
 import posixpath
 import re
@@ -27,7 +26,7 @@ import zlib
 from pathlib import Path
 from typing import IO, Iterator, List, Optional, Sequence, Set, Tuple
 
-from elmo_bilm.utils.files import FormatError, PathLike
+from elmo_bilm.utils.files import FormatError, PathLike, sha256_files
 
 # what opening or reading a damaged archive raises
 READ_ERRORS = (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, zlib.error)
@@ -239,19 +238,11 @@ def is_bilm_archive(name: Optional[str]) -> bool:
     return isinstance(name, str) and name.lower().split("?")[0].endswith(BILM_ARCHIVE_SUFFIXES)
 
 
-def _sha256(path: PathLike) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def unpacked(archive_file: PathLike, cache: Path) -> Path:
     """The folder `cache/unpacked/DIGEST` holding `archive_file` extracted (once per content:
     extracted into a hidden folder beside it, then renamed, so no half-extracted folder is ever
     taken for a complete one)."""
-    folder = cache / "unpacked" / _sha256(archive_file)[:16]
+    folder = cache / "unpacked" / sha256_files([archive_file])[:16]
     if folder.is_dir():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -287,19 +278,16 @@ def _one(files: List[Path], exact: Sequence[str], patterns: Sequence[str], what:
     raise FileNotFoundError(f"no {what} file ({' or '.join([*exact, *patterns])})")
 
 
-def bilm_files_in(folder: PathLike, source: str) -> Tuple[str, str]:
-    """The options and weights of the biLM in `folder` (searched recursively): `options.json`
-    or the one `*options*.json`; `weights.hdf5`, `model.hdf5` (NLPL / simple_elmo) or the one
-    `*weights*.hdf5` or `*.hdf5`; with no HDF5 weights but a bilm-tf TensorFlow checkpoint (some
-    NLPL archives), the checkpoint converted once beside it (`elmo_bilm.formats.convert`). Errors name
-    `source`, the archive or repository the folder came from."""
+def bilm_files_in(folder: PathLike, source: str, options_only: bool = False) -> Tuple[str, str]:
+    """The options and weights of the bilm-tf biLM in `folder` (searched recursively):
+    `options.json` or the one `*options*.json`; `weights.hdf5`, `model.hdf5` (NLPL /
+    simple_elmo) or the one `*weights*.hdf5` or `*.hdf5` (`options_only`: the options alone, the
+    weights "" ). Errors name `source`, the archive or repository the folder came from."""
     files = sorted(path for path in Path(folder).rglob("*") if path.is_file())
     try:
         options = _one(files, ["options.json"], ["*options*.json"], "options")
-        if not any(path.suffix == ".hdf5" for path in files):
-            indexes = [path for path in files if path.name.endswith(".index")]
-            if indexes:
-                return _converted(indexes[-1], options, Path(folder))
+        if options_only:
+            return str(options), ""
         weights = _one(
             files, ["weights.hdf5", "model.hdf5"], ["*weights*.hdf5", "*.hdf5"], "weights"
         )
@@ -307,13 +295,3 @@ def bilm_files_in(folder: PathLike, source: str) -> Tuple[str, str]:
         listing = ", ".join(str(p.relative_to(folder)) for p in files[:20]) or "nothing"
         raise FormatError(f"{source}: {error}; it holds {listing}") from None
     return str(options), str(weights)
-
-
-def _converted(index: Path, options: Path, folder: Path) -> Tuple[str, str]:
-    """A TensorFlow checkpoint's biLM as bilm-tf files, converted once into `folder/converted`."""
-    from elmo_bilm.formats.convert import convert_checkpoint
-
-    out = folder / "converted"
-    if not (out / "weights.hdf5").is_file():
-        convert_checkpoint(str(index)[: -len(".index")], out, options_file=options)
-    return str(out / "options.json"), str(out / "weights.hdf5")

@@ -7,12 +7,17 @@ wherever a biLM is named: `Elmo("hf://ORG/REPO", None, 1)`, `Elmo.from_pretraine
 tokens apply as for any Hub model; only the repository's `.json` and `.hdf5` files are fetched.
 """
 
+import re
 from typing import Optional, Tuple
 
-from elmo_bilm.sources.archives import bilm_files_in
 from elmo_bilm.utils.files import UsageError
 
 PREFIX = "hf://"
+# What the Hub accepts in a repository id's parts, and in a revision (a branch, tag or commit):
+# checked before the name reaches `huggingface_hub`, which writes the revision into its cache
+# (`refs/REVISION`) unchecked
+_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+_REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,255}")
 
 
 def is_hub_id(name: Optional[str]) -> bool:
@@ -26,13 +31,23 @@ def parse_hub_id(name: str) -> Tuple[str, Optional[str]]:
     body = name[len(PREFIX) :]
     repo_id, _, revision = body.partition("@")
     parts = repo_id.split("/")
-    if len(parts) != 2 or not all(parts):
-        raise UsageError(f"{name!r}: a Hub biLM is named hf://ORG/REPO (or hf://ORG/REPO@REVISION)")
+    if len(parts) != 2 or not all(_PART.fullmatch(part) and ".." not in part for part in parts):
+        raise UsageError(
+            f"{name!r}: a Hub biLM is named hf://ORG/REPO (or hf://ORG/REPO@REVISION), ORG and "
+            "REPO of letters, digits, '-', '_' and '.'"
+        )
+    if revision and not (
+        _REVISION.fullmatch(revision) and ".." not in revision and "//" not in revision
+    ):
+        raise UsageError(
+            f"{name!r}: the revision {revision!r} is not a branch, tag or commit name (letters, "
+            "digits, '-', '_', '.', '/'; no '..')"
+        )
     return repo_id, revision or None
 
 
-def hub_files(name: str) -> Tuple[str, str]:
-    """Local paths of the options and weights of the Hub biLM `name` (downloaded into
+def hub_folder(name: str) -> str:
+    """The local snapshot of the Hub biLM `name`'s `.json` and `.hdf5` files (downloaded into
     `huggingface_hub`'s cache, or read from it offline)."""
     repo_id, revision = parse_hub_id(name)
     try:
@@ -52,4 +67,6 @@ def hub_files(name: str) -> Tuple[str, str]:
         ) from None
     except HfHubHTTPError as error:
         raise OSError(f"{name}: the Hub answered {error}") from None
-    return bilm_files_in(folder, name)
+    except ValueError as error:  # an answer huggingface_hub cannot use (a malformed commit hash)
+        raise OSError(f"{name}: the Hub's answer is unusable ({error})") from None
+    return str(folder)

@@ -38,9 +38,9 @@ except ImportError:  # not on Windows: no lock between processes there
 
 from tqdm import tqdm
 
-from elmo_bilm.sources.archives import bilm_files_in, is_bilm_archive, unpacked
-from elmo_bilm.sources.hub import hub_files, is_hub_id
-from elmo_bilm.utils.files import UsageError, atomic_output
+from elmo_bilm.sources.archives import is_bilm_archive
+from elmo_bilm.sources.hub import is_hub_id
+from elmo_bilm.utils.files import UsageError, atomic_output, sha256_files
 
 logger = logging.getLogger(__name__)
 
@@ -123,14 +123,6 @@ def _record_path(path: Path) -> Path:
     return path.with_name(f"{path.name}.meta.json")
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _damage(url: str, path: Path) -> Optional[str]:
     """Why the cache entry `path` is not what was downloaded from `url` (its size or SHA-256
     differ from its record), or None. An entry without a record (cached by an older version) is
@@ -149,7 +141,7 @@ def _damage(url: str, path: Path) -> Optional[str]:
         problem = _content_problem(url, str(path), "")
         if problem is not None:
             return f"{problem}; cached without a record, by an older version"
-    actual = _sha256(path)
+    actual = sha256_files([path])
     if record is None:
         _write_record(path, {"url": url, "size": stat.st_size, "sha256": actual}, quiet=True)
     elif record.get("size") != stat.st_size:
@@ -394,7 +386,7 @@ LOCAL = {
 
 
 def names() -> List[str]:
-    """Every biLM name `resolve` takes."""
+    """Every biLM name (`elmo_bilm.sources.resolver` takes each alone)."""
     return [*LOCAL, *PUBLISHED]
 
 
@@ -435,48 +427,3 @@ def check_name(options_file: Optional[str], weight_file: Optional[str] = None) -
             f"{options_file}: no such options file, nor a biLM's name; did you mean "
             f"{' or '.join(close)}?"
         )
-
-
-def resolve(options_file: Optional[str], weight_file: Optional[str]) -> Tuple[str, str]:
-    """Local paths for a biLM named by files, URLs (downloaded into the cache) or a name in
-    place of the options file (the weight file omitted or empty): one of this project's
-    (`wikipedia`, `wikipedia_1024`, `wikipedia_1024_256`) or AllenNLP's published ones."""
-    weight_file = weight_file or None
-    check_name(options_file, weight_file)
-    if is_hub_id(options_file) and weight_file is None:
-        return hub_files(options_file)  # type: ignore[arg-type]
-    if is_bilm_archive(options_file) and weight_file is None:
-        return bilm_archive_files(options_file)  # type: ignore[arg-type]
-    if options_file in LOCAL and weight_file is None:
-        return local_files(options_file)
-    if options_file in PUBLISHED and weight_file is None:
-        options_file, weight_file = published_urls(options_file)
-    if not options_file or weight_file is None:
-        raise UsageError(
-            f"options_file and weight_file go together (or a biLM's name alone: {', '.join(names())}; "
-            "or a Hugging Face Hub repository alone: hf://ORG/REPO; or a .zip / .tar.gz alone)"
-        )
-    return tuple(cached_path(f) if is_url(f) else f for f in (options_file, weight_file))  # type: ignore[return-value]
-
-
-def options_path(options_file: str) -> str:
-    """The local options file of a path, URL or name (for the width a config needs)."""
-    check_name(options_file)
-    if is_hub_id(options_file):
-        return hub_files(options_file)[0]
-    if is_bilm_archive(options_file):
-        return bilm_archive_files(options_file)[0]
-    if options_file in LOCAL:
-        return local_files(options_file)[0]
-    if options_file in PUBLISHED:
-        options_file = published_urls(options_file)[0]
-    return cached_path(options_file) if is_url(options_file) else options_file
-
-
-def bilm_archive_files(archive: str) -> Tuple[str, str]:
-    """Local options and weights of a biLM packed as a `.zip` / `.tar.gz` (a path, or a URL
-    downloaded once into the cache of `elmo_bilm.sources.published`), unpacked once into that cache."""
-    local = cached_path(archive) if is_url(archive) else archive
-    if not os.path.isfile(local):
-        raise FileNotFoundError(f"{archive}: no such archive")
-    return bilm_files_in(unpacked(local, cache_dir()), archive)

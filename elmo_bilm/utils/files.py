@@ -6,12 +6,25 @@ import errno
 import functools
 import glob
 import gzip
+import hashlib
 import os
 import re
 import signal
 import sys
 import threading
-from typing import Any, BinaryIO, Callable, Iterator, List, Tuple, TypeVar, Union
+from typing import (
+    Any,
+    BinaryIO,
+    Callable,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+)
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -33,17 +46,40 @@ USER_ERRORS = (UsageError, OSError)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def reports_errors(name: str) -> Callable[[F], F]:
-    """Decorate a command's entry function: a user's error (`USER_ERRORS`) ends the process with
-    one line `NAME: error: ...` on stderr and exit status 1, not a traceback."""
+def sha256_files(
+    paths: Iterable[PathLike], open_binary: Optional[Callable[[str], Any]] = None
+) -> str:
+    """The SHA-256 of the files' contents one after another, read in 1 MiB blocks
+    (`open_binary` opens a path for reading bytes on another file system; default: local)."""
+    digest = hashlib.sha256()
+    for path in paths:
+        path = os.fspath(path)
+        with open_binary(path) if open_binary is not None else open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def reports_errors(
+    name: str, also: Tuple[Type[BaseException], ...] = (), returns: bool = False
+) -> Callable[[F], F]:
+    """Decorate a command's entry function, the one way every command reports a user's error
+    (`USER_ERRORS`, and `also`: a missing extra's ImportError, say): one line `NAME: error: ...`
+    on stderr and exit status 1, not a traceback. `returns`: the function (a console script's
+    `main`) returns 1 instead of exiting."""
+
+    caught: Tuple[Type[BaseException], ...] = (*USER_ERRORS, *also)
 
     def decorate(function: F) -> F:
         @functools.wraps(function)
         def run(*args: Any, **kwargs: Any) -> Any:
             try:
                 return function(*args, **kwargs)
-            except USER_ERRORS as error:
-                sys.exit(f"{name}: error: {error}")
+            except caught as error:
+                if not returns:
+                    sys.exit(f"{name}: error: {error}")
+                print(f"{name}: error: {error}", file=sys.stderr)
+                return 1
 
         return run  # type: ignore[return-value]
 

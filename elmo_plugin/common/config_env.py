@@ -39,6 +39,7 @@ from allennlp.common.checks import ConfigurationError
 
 from elmo_bilm.formats.bilm_tf import read_options
 from elmo_bilm.sources import published
+from elmo_bilm.sources.resolver import names_whole_bilm, options_path
 from elmo_bilm.sources.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
 from elmo_bilm.utils.files import FormatError
 from elmo_plugin.common.slices import slice_parts
@@ -182,12 +183,8 @@ OPTIONAL = {
 
 def stands_alone(options_file: str) -> bool:
     """Whether `options_file` names a whole biLM, weights included: a biLM's name, a Hugging Face
-    Hub id or a biLM archive (`elmo_bilm.sources.published.resolve` takes each without a weight file)."""
-    return (
-        options_file in published.names()
-        or published.is_hub_id(options_file)
-        or published.is_bilm_archive(options_file)
-    )
+    Hub id or a biLM archive (`elmo_bilm.sources.resolver.names_whole_bilm`)."""
+    return names_whole_bilm(options_file)
 
 
 def weight_file_default(options_file: Optional[str]) -> Optional[str]:
@@ -344,7 +341,7 @@ def config_ext_vars(config_file: str) -> Dict[str, str]:
             ext_vars[name] = absolute(raw)
     if "ELMO_PROJECTION_DIM" in wanted:
         try:
-            options = read_options(published.options_path(value("ELMO_OPTIONS_FILE") or ""))
+            options = read_options(options_path(value("ELMO_OPTIONS_FILE") or ""))
         except (FormatError, OSError) as error:
             raise ConfigError(f"ELMO_OPTIONS_FILE: {error}") from None
         ext_vars["ELMO_PROJECTION_DIM"] = str(options["lstm"]["projection_dim"])
@@ -416,7 +413,7 @@ def jsonnet_variables() -> Dict[str, str]:
     """Every variable as a config load sees it (the defaults, the environment over them, the
     biLM's width), for evaluating jsonnet snippets outside `Params.from_file`."""
     variables = {**config_defaults(), **os.environ}
-    options = read_options(published.options_path(variables["ELMO_OPTIONS_FILE"]))
+    options = read_options(options_path(variables["ELMO_OPTIONS_FILE"]))
     return {**variables, "ELMO_PROJECTION_DIM": str(options["lstm"]["projection_dim"])}
 
 

@@ -1,14 +1,14 @@
 """One place that turns the user's choice of biLM (bilm-tf files, URLs or a published name, a
 plugin archive, or nothing: the shipped biLM) into a `BiLm`; the ELMo components and the biLM
-language model both use it (the core's `elmo_bilm.sources.loading.load_bilm` without archives)."""
+language model both use it (the core's `elmo_bilm.sources.resolver.load_bilm` without archives)."""
 
 import argparse
 from typing import Any, Optional
 
+from elmo_bilm.cli.arguments import add_bilm_arguments as core_add_bilm_arguments
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.sources.archives import checked_members
-from elmo_bilm.sources.loading import add_bilm_arguments as core_add_bilm_arguments
-from elmo_bilm.sources.loading import load_bilm as core_load_bilm
+from elmo_bilm.sources.resolver import load_bilm as core_load_bilm
 from elmo_bilm.utils.files import FormatError, UsageError
 
 

@@ -73,7 +73,12 @@ def test_a_packed_tensorflow_checkpoint_is_converted_once(tmp_path: Path, cache:
     # the fixture checkpoint holds the tiny biLM's weights (fixtures/tf_checkpoint/README.md)
     assert torch.equal(vectors(str(archive)), reference())
     (folder,) = (cache / "unpacked").iterdir()
-    assert (folder / "converted" / "weights.hdf5").is_file()
+    assert not list(folder.rglob("*.hdf5"))  # the conversion lives outside the unpacked folder
+    (converted,) = (cache / "converted").iterdir()
+    assert (converted / "weights.hdf5").is_file()
+    # a second run (a new process would do the same) finds the same archive as it was first
+    assert torch.equal(vectors(str(archive)), reference())
+    assert len(list((cache / "converted").iterdir())) == 1
 
 
 class QuietFiles(SimpleHTTPRequestHandler):

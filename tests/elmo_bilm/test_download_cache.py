@@ -17,6 +17,7 @@ import pytest
 
 from elmo_bilm import ElmoEmbedder
 from elmo_bilm.sources import published
+from elmo_bilm.utils.files import sha256_files
 from tests.conftest import OPTIONS_FILE, REPO_ROOT, WEIGHT_FILE
 from tests.local_server import LocalServer
 
@@ -74,7 +75,7 @@ def test_the_cache_records_what_identifies_each_download(server, tmp_path):
     size = WEIGHT_FILE.stat().st_size
     assert record["url"] == url and record["content_length"] == size == record["size"]
     assert record["etag"] == f'"{size}-etag"'
-    assert record["sha256"] == published._sha256(WEIGHT_FILE)
+    assert record["sha256"] == sha256_files([WEIGHT_FILE])
 
 
 def test_a_flipped_bit_in_a_cached_file_is_fetched_again(server, tmp_path, caplog):
@@ -136,7 +137,7 @@ def test_an_entry_cached_without_a_record_is_checked_then_recorded(server, tmp_p
     assert (
         published.cached_path(url) == str(path) and server.requests.count("/old/weights.hdf5") == 2
     )
-    assert json.loads(Path(f"{path}.meta.json").read_text())["sha256"] == published._sha256(path)
+    assert json.loads(Path(f"{path}.meta.json").read_text())["sha256"] == sha256_files([path])
 
 
 def test_a_read_only_cache_folder_says_so(server, monkeypatch):

@@ -111,7 +111,7 @@ def test_elmo_options_of_allennlp():
     assert Elmo(requires_grad=True).bilm.char_cnn.projection.weight.requires_grad  # shipped biLM
     with pytest.warns(UserWarning, match="vocab_to_cache"):  # ignored, as by AllenNLP
         plain(batch_to_ids(sentences), word_inputs=torch.tensor([[1, 2], [3, 0]]))
-    with pytest.raises(ValueError, match="go together"):
+    with pytest.raises(ValueError, match="needs its weight file"):
         Elmo(str(OPTIONS_FILE))
 
 

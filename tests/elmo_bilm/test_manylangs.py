@@ -16,7 +16,7 @@ import torch
 from elmo_bilm import Elmo, ElmoEmbedder, FormatError
 from elmo_bilm.cli.embed import main as elmo_embed
 from elmo_bilm.formats.manylangs import ManyLangsBiLm, read_architecture
-from elmo_bilm.sources.loading import load_bilm
+from elmo_bilm.sources.resolver import load_bilm
 from tests.numerics import NETWORK, assert_float32_close
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "elmoformanylangs"

@@ -11,7 +11,7 @@ import torch
 
 from elmo_bilm import batch_to_ids, load_bilm_tf
 from elmo_bilm.runtime.onnx import ExportableBiLm, export_onnx, main
-from elmo_bilm.sources.loading import load_bilm
+from elmo_bilm.sources.resolver import load_bilm
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 from tests.numerics import NETWORK, assert_float32_close
 
@@ -141,7 +141,7 @@ def test_command_writes_once_and_explains_errors(tmp_path, capsys):
     assert main([str(tmp_path / "missing" / "bilm.onnx"), *files]) == 1
     assert "no such folder" in capsys.readouterr().err
     assert main([str(tmp_path / "x.onnx"), "--options-file", str(OPTIONS_FILE)]) == 1
-    assert "go together" in capsys.readouterr().err
+    assert "needs its weight file" in capsys.readouterr().err
     assert not list(tmp_path.glob("*.partial"))
 
 

@@ -49,7 +49,7 @@ from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.model.characters import batch_char_ids
 from elmo_bilm.runtime import precision
 from elmo_bilm.runtime.precision import _prepare, set_precision
-from elmo_bilm.sources.loading import load_bilm
+from elmo_bilm.sources.resolver import load_bilm
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 
 pytestmark = pytest.mark.numerics  # compared across rounding paths: make test reruns it on AVX2

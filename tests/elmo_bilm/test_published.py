@@ -160,11 +160,12 @@ def test_this_projects_biLMs_by_name(monkeypatch):
     own); without such a distribution installed, one line saying what to install."""
     import importlib.util
 
+    from elmo_bilm.sources.resolver import resolve_bilm
     from elmo_bilm.sources.shipped import DEFAULT_OPTIONS_FILE
 
-    assert published.resolve("wikipedia", None)[0] == str(DEFAULT_OPTIONS_FILE)
-    options, weights = published.resolve("wikipedia_1024", "")
-    assert options.endswith("elmo_bilm_wikipedia_1024/options.json")
+    assert resolve_bilm("wikipedia", None).options_file == str(DEFAULT_OPTIONS_FILE)
+    options = resolve_bilm("wikipedia_1024", "").options_file
+    assert str(options).endswith("elmo_bilm_wikipedia_1024/options.json")
     assert Elmo.from_pretrained("wikipedia_1024").get_output_dim() == 256
     assert Elmo.from_pretrained("wikipedia_1024_256").get_output_dim() == 512
     found = importlib.util.find_spec

@@ -62,6 +62,10 @@ def test_attributes_against_elmo_embedder(embedder):
     assert doc.tensor.size == 0  # no set_tensor: spaCy's tensor untouched
 
 
+def softmax(weights: List[float]) -> numpy.ndarray:
+    return torch.softmax(torch.tensor(weights), 0).numpy()
+
+
 def test_tensor_and_hooks(embedder):
     text = "The cat  sat on the mat ."
     layers = blank()(text)._.elmo
@@ -70,17 +74,17 @@ def test_tensor_and_hooks(embedder):
         ("all", layers.transpose(1, 0, 2).reshape(layers.shape[1], -1)),
         ("top", layers[-1]),
         ("average", layers.mean(axis=0)),
-        ([0.2, 0.3, 0.5], 0.2 * layers[0] + 0.3 * layers[1] + 0.5 * layers[2]),
+        ([0.2, 0.3, 0.5], numpy.tensordot(softmax([0.2, 0.3, 0.5]), layers, axes=1)),
     ):
         doc = blank(set_tensor=True, layers=how)(text)
         numpy.testing.assert_allclose(doc.tensor, expected, atol=1e-6)
-    # fixed weights are Eq. (1)'s s_j: Elmo with raw weights log(s_j) and gamma 1 gives the same
+    # fixed weights are Eq. (1)'s raw w_j, as everywhere: Elmo with them and gamma 1 agrees
     elmo = Elmo(
         str(OPTIONS_FILE),
         str(WEIGHT_FILE),
         1,
         dropout=0.0,
-        scalar_mix_parameters=numpy.log([0.2, 0.3, 0.5]).tolist(),
+        scalar_mix_parameters=[0.2, 0.3, 0.5],
     )
     tokens = [doc[i].text for i in kept]
     with torch.no_grad():

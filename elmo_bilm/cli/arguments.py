@@ -1,0 +1,42 @@
+"""Argument helpers the console scripts share: the biLM, batch and precision flags."""
+
+import argparse
+from typing import Optional
+
+from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS
+
+
+def add_bilm_arguments(parser: argparse.ArgumentParser, batch_size: Optional[int] = None) -> None:
+    """`--options-file` and `--weight-file`; with a `batch_size`, also `--batch-size` (that
+    default), `--max-tokens` and `--cuda-device`, for the commands that run the biLM."""
+    parser.add_argument(
+        "--options-file",
+        help="the biLM: a bilm-tf options.json (with --weight-file), a path or URL; or alone a "
+        "biLM's name (small, medium, original, original_5.5b: AllenNLP's; wikipedia, "
+        "wikipedia_1024, wikipedia_1024_256), hf://ORG/REPO, a .zip / .tar.gz, a folder (bilm-tf "
+        "files, ELMoForManyLangs, a TensorFlow checkpoint) or a checkpoint prefix "
+        "(default: the shipped biLM, wikipedia)",
+    )
+    parser.add_argument("--weight-file", help="bilm-tf weights.hdf5, a path or URL")
+    if batch_size is None:
+        return
+    add_batch_arguments(parser, batch_size)
+    parser.add_argument("--cuda-device", type=int, default=-1, help="GPU id, -1 for CPU")
+
+
+def add_batch_arguments(parser: argparse.ArgumentParser, batch_size: int) -> None:
+    """`--batch-size` (default `batch_size`) and `--max-tokens`: how the engine batches."""
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=batch_size,
+        help=f"sentences per biLM batch (length-sorted; default {batch_size}; vectors "
+        "equal up to float32 rounding whatever the size, bit for bit for the same size)",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=DEFAULT_MAX_TOKENS,
+        help="padded tokens (sentences x the longest) per biLM batch, bounding memory whatever "
+        f"the lengths; a longer sentence makes a batch of its own (default {DEFAULT_MAX_TOKENS})",
+    )

@@ -1,0 +1,291 @@
+"""The one resolver: whatever a user names as a biLM becomes one `ResolvedBilm`.
+
+Every entry point that accepts a biLM (`Elmo`, `ElmoEmbedder`, `load_bilm`, the console scripts,
+the spaCy component, flair, the plugin's token embedder and configs) hands what the user named to
+`resolve_bilm`, which alone decides the kind of source:
+
+- nothing: the biLM shipped with the package;
+- a name: this project's (`wikipedia`, `wikipedia_1024`, `wikipedia_1024_256`) or AllenNLP's
+  published ones (`small`, `medium`, `original`, `original_5.5b`, downloaded once);
+- `hf://ORG/REPO[@REVISION]`: a Hugging Face Hub repository (`elmo_bilm.sources.hub`);
+- a `.zip` / `.tar.gz` / `.tar` (a path or URL): unpacked once into the cache
+  (`elmo_bilm.sources.archives`, which checks every member);
+- a folder: ELMoForManyLangs' model, bilm-tf's `options.json` + `*.hdf5` (an unzipped NLPL
+  model), or a bilm-tf TensorFlow checkpoint;
+- a TensorFlow checkpoint prefix (`.../model.ckpt-N`) or its `.index`;
+- an options file and a weight file, paths or http(s) URLs (downloaded once).
+
+A folder's checkpoint is chosen by one rule: the one its `checkpoint` file names (looked up in the
+folder by file name), else the highest step number. A checkpoint is converted to bilm-tf files
+once, into the cache's `converted/` folder (keyed by the checkpoint's content), never beside the
+files it came from, so no later folder search finds the conversion. The value returned carries
+the kind, the local files and an identity (the SHA-256 of the files' contents) for manifests and
+caches.
+"""
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+from elmo_bilm.formats.bilm_tf import load_bilm_tf
+from elmo_bilm.formats.convert import convert_checkpoint
+from elmo_bilm.formats.manylangs import is_manylangs_folder, load_manylangs
+from elmo_bilm.formats.tf_checkpoint import resolve_checkpoint
+from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.sources import published
+from elmo_bilm.sources.archives import bilm_files_in, is_bilm_archive, unpacked
+from elmo_bilm.sources.hub import hub_folder, is_hub_id
+from elmo_bilm.sources.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+from elmo_bilm.utils.files import FormatError, UsageError, sha256_files
+
+# How a biLM was named (`ResolvedBilm.kind`)
+KINDS = ("shipped", "name", "hub", "archive", "folder", "checkpoint", "manylangs", "files")
+# What its local files are (`ResolvedBilm.format`)
+FORMATS = ("bilm_tf", "manylangs", "tf_checkpoint")
+
+
+@dataclass(frozen=True)
+class ResolvedBilm:
+    """A biLM source, resolved: how it was named (`kind`, one of `KINDS`), what was named
+    (`source`), the format of its local files (`format`) and the files: bilm-tf's options and
+    weights, an ELMoForManyLangs `folder`, or a TensorFlow `checkpoint` prefix with the options
+    beside it if any (`as_bilm_tf` converts it)."""
+
+    kind: str
+    source: str
+    format: str
+    options_file: Optional[str] = None
+    weight_file: Optional[str] = None
+    folder: Optional[str] = None
+    checkpoint: Optional[str] = None
+
+    @property
+    def files(self) -> Tuple[str, ...]:
+        """The local files whose contents are the biLM (a folder's: every file, name order)."""
+        if self.format == "manylangs":
+            root = Path(str(self.folder))
+            return tuple(sorted(str(p) for p in root.rglob("*") if p.is_file()))
+        if self.format == "tf_checkpoint":
+            options = [self.options_file] if self.options_file else []
+            return (*options, *checkpoint_files(str(self.checkpoint)))
+        return (str(self.options_file), str(self.weight_file))
+
+    def identity(self) -> str:
+        """The SHA-256 of the biLM's files' contents, one after another (`files`)."""
+        return sha256_files(self.files)
+
+    def as_bilm_tf(self) -> "ResolvedBilm":
+        """The same biLM as bilm-tf files: itself, or a checkpoint converted once into the
+        cache's `converted/` folder; an ELMoForManyLangs model has no bilm-tf form."""
+        if self.format == "bilm_tf":
+            return self
+        if self.format == "manylangs":
+            raise FormatError(
+                f"{self.source}: an ELMoForManyLangs model (its own character and word "
+                "vocabularies) has no bilm-tf form; load the folder itself"
+            )
+        return _converted(self)
+
+    def load(self, dropout: float = 0.0) -> BiLm:
+        """The biLM these files hold, with `dropout` on its LSTM inputs in training mode."""
+        if self.format == "manylangs":
+            return load_manylangs(str(self.folder), dropout)
+        files = self.as_bilm_tf()
+        bilm = load_bilm_tf(str(files.options_file), str(files.weight_file))
+        bilm.set_dropout(dropout)
+        return bilm
+
+
+def resolve_bilm(
+    options_file: Optional[str] = None, weight_file: Optional[str] = None
+) -> ResolvedBilm:
+    """Resolve what a user named as a biLM (see the module's docstring); "" counts as not
+    given. One error when nothing fits, naming what was looked for where."""
+    options_file, weight_file = options_file or None, weight_file or None
+    if options_file is None and weight_file is None:
+        return _bilm_tf(
+            "shipped", "the shipped biLM", str(DEFAULT_OPTIONS_FILE), str(DEFAULT_WEIGHT_FILE)
+        )
+    if options_file is None:
+        raise UsageError(f"a weight file ({weight_file}) without its options file")
+    published.check_name(options_file, weight_file)
+    if weight_file is not None:
+        if names_whole_bilm(options_file) or os.path.isdir(options_file):
+            raise UsageError(
+                f"{options_file!r} names a whole biLM (options and weights): give it alone, "
+                f"without the weight file {weight_file!r}"
+            )
+        return _bilm_tf("files", options_file, _local_file(options_file), _local_file(weight_file))
+    source = options_file
+    if is_hub_id(source):
+        return _in_folder("hub", source, Path(hub_folder(source)))
+    if source in published.LOCAL:
+        return _bilm_tf("name", source, *published.local_files(source))
+    if source in published.PUBLISHED:
+        options, weights = (published.cached_path(u) for u in published.published_urls(source))
+        return _bilm_tf("name", source, options, weights)
+    if is_bilm_archive(source):
+        local = published.cached_path(source) if published.is_url(source) else source
+        if not os.path.isfile(local):
+            raise FileNotFoundError(f"{source}: no such archive")
+        return _in_folder("archive", source, unpacked(local, published.cache_dir()))
+    if published.is_url(source):
+        raise UsageError(
+            f"{source}: a URL names a biLM alone only as a .zip / .tar.gz; give an options "
+            "file's URL with its weight file's"
+        )
+    if os.path.isdir(source):
+        return _in_folder("folder", source, Path(source))
+    prefix = _checkpoint_prefix(source)
+    if prefix is not None:
+        options = os.path.join(os.path.dirname(prefix) or ".", "options.json")
+        return _checkpoint("checkpoint", source, prefix, options)
+    if os.path.exists(source):
+        raise UsageError(
+            f"{source}: an options file needs its weight file (or name a folder, archive or "
+            "checkpoint holding both)"
+        )
+    alternatives = (
+        f"a biLM's name alone: {', '.join(published.names())}; a Hugging Face Hub repository "
+        "alone: hf://ORG/REPO; a .zip / .tar.gz alone; a folder or TensorFlow checkpoint; or an "
+        "options file with its weight file"
+    )
+    if "/" not in source and os.sep not in source:
+        raise UsageError(f"{source!r} is not a file, folder or biLM name ({alternatives})")
+    raise FileNotFoundError(f"{source}: no such file or folder ({alternatives})")
+
+
+def names_whole_bilm(options_file: Optional[str]) -> bool:
+    """Whether `options_file` alone names a whole biLM, judged without the file system: a
+    biLM's name, a Hub repository or an archive (a folder or a checkpoint stands alone too;
+    `resolve_bilm` looks at the file system)."""
+    return isinstance(options_file, str) and (
+        options_file in published.names()
+        or is_hub_id(options_file)
+        or is_bilm_archive(options_file)
+    )
+
+
+def options_path(options_file: str) -> str:
+    """The local bilm-tf options file of a biLM named by `options_file` alone or as the options
+    of a pair (for reading its sizes): a published biLM's options are downloaded without its
+    weights; an ELMoForManyLangs model has none (FormatError)."""
+    if options_file in published.PUBLISHED:
+        return published.cached_path(published.published_urls(options_file)[0])
+    if (
+        names_whole_bilm(options_file)
+        or os.path.isdir(options_file)
+        or _checkpoint_prefix(options_file)
+    ):
+        source = resolve_bilm(options_file)
+        if source.options_file is None:
+            raise FormatError(
+                f"{options_file}: no bilm-tf options file (an ELMoForManyLangs model, or a "
+                "checkpoint without options.json)"
+            )
+        return source.options_file
+    published.check_name(options_file)
+    return _local_file(options_file)
+
+
+def load_bilm(
+    options_file: Optional[str] = None, weight_file: Optional[str] = None, dropout: float = 0.0
+) -> BiLm:
+    """The biLM that `options_file` (+ `weight_file`) name (`resolve_bilm`), with `dropout` on
+    its LSTM inputs in training mode."""
+    return resolve_bilm(options_file, weight_file).load(dropout)
+
+
+def checkpoint_files(prefix: str) -> List[str]:
+    """A checkpoint's `.index` and its `.data-*` shards, in name order."""
+    folder, stem = os.path.split(prefix)
+    folder = folder or "."
+    shards = sorted(name for name in os.listdir(folder) if name.startswith(stem + ".data-"))
+    return [prefix + ".index", *(os.path.join(folder, name) for name in shards)]
+
+
+def _local_file(path: str) -> str:
+    if published.is_url(path):
+        return published.cached_path(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: no such file")
+    return path
+
+
+def _bilm_tf(kind: str, source: str, options_file: str, weight_file: str) -> ResolvedBilm:
+    return ResolvedBilm(kind, source, "bilm_tf", options_file=options_file, weight_file=weight_file)
+
+
+def _checkpoint(kind: str, source: str, prefix: str, options: Optional[str]) -> ResolvedBilm:
+    options = options if options is not None and os.path.isfile(options) else None
+    return ResolvedBilm(kind, source, "tf_checkpoint", options_file=options, checkpoint=prefix)
+
+
+def _in_folder(kind: str, source: str, folder: Path) -> ResolvedBilm:
+    """The biLM in `folder` (a user's folder, an unpacked archive, a Hub snapshot): an
+    ELMoForManyLangs model, bilm-tf files (searched recursively), or, with no `.hdf5` file, a
+    TensorFlow checkpoint (the latest: `resolve_checkpoint`) with the options found beside."""
+    if is_manylangs_folder(str(folder)):
+        return ResolvedBilm(
+            "manylangs" if kind == "folder" else kind, source, "manylangs", folder=str(folder)
+        )
+    files = [path for path in folder.rglob("*") if path.is_file()]
+    if not any(path.suffix == ".hdf5" for path in files):
+        indexes = {path.parent for path in files if path.name.endswith(".index")}
+        indexes |= {path.parent for path in files if path.name == "checkpoint"}
+        if len(indexes) > 1:
+            raise FormatError(
+                f"{source}: TensorFlow checkpoints in {len(indexes)} folders "
+                f"({', '.join(sorted(str(f) for f in indexes)[:5])}); name one"
+            )
+        if indexes:
+            options = bilm_files_in(folder, source, options_only=True)[0]
+            prefix = resolve_checkpoint(indexes.pop())
+            return _checkpoint("checkpoint" if kind == "folder" else kind, source, prefix, options)
+    return _bilm_tf(kind, source, *bilm_files_in(folder, source))
+
+
+def _checkpoint_prefix(path: str) -> Optional[str]:
+    """The prefix of the TensorFlow checkpoint `path` names (a prefix with an `.index` beside
+    it, the `.index` or a `.data-*` file), or None."""
+    if path.endswith(".index") and os.path.isfile(path):
+        return path[: -len(".index")]
+    if ".data-" in os.path.basename(path) and os.path.isfile(path):
+        return path[: path.rindex(".data-")]
+    if os.path.isfile(path + ".index"):
+        return path
+    return None
+
+
+def _converted(source: ResolvedBilm) -> ResolvedBilm:
+    """A TensorFlow checkpoint as bilm-tf files, converted once into the cache's `converted/`
+    (keyed by the SHA-256 of the options and the checkpoint's files; converted into a hidden
+    folder and renamed, so a half-converted folder is never used)."""
+    if source.options_file is None:
+        raise FileNotFoundError(
+            f"{source.source}: no options.json beside the checkpoint {source.checkpoint} "
+            "(elmo-convert --options-file converts it with bilm-tf options named)"
+        )
+    out = published.cache_dir() / "converted" / sha256_files(source.files)[:16]
+    if not (out / "weights.hdf5").is_file():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
+        try:
+            convert_checkpoint(
+                str(source.checkpoint), partial, options_file=source.options_file, overwrite=True
+            )
+            os.rename(partial, out)
+        except OSError:
+            shutil.rmtree(partial, ignore_errors=True)
+            if not (out / "weights.hdf5").is_file():  # else: another process converted it
+                raise
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+    options, weights = str(out / "options.json"), str(out / "weights.hdf5")
+    return ResolvedBilm(
+        source.kind, source.source, "bilm_tf", options_file=options, weight_file=weights
+    )

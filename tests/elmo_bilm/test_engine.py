@@ -1,0 +1,76 @@
+"""The one embedding loop (`elmo_bilm.runtime.engine`): batches by length bounded by a sentence
+count and by padded tokens; the spaCy component embeds through it and its fixed mix is Eq. (1)
+as everywhere else."""
+
+from typing import List
+
+import numpy
+import pytest
+import spacy
+import torch
+
+from elmo_bilm import ElmoEmbedder
+from elmo_bilm.integrations.spacy import mix_layers
+from elmo_bilm.runtime.engine import Layers, length_batches
+from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
+
+
+def lengths(batches: List[List[List[str]]]) -> List[List[int]]:
+    return [[len(s) for s in batch] for batch in batches]
+
+
+def test_batches_are_bounded_by_count_and_padded_tokens() -> None:
+    sentences = [["w"] * n for n in (3, 1, 8, 2, 30, 5)]
+    batches = list(length_batches(sentences, list, batch_size=3, max_tokens=None))
+    assert lengths(batches) == [[1, 2, 3], [5, 8, 30]]
+    batches = list(length_batches(sentences, list, batch_size=100, max_tokens=20))
+    # rows x (longest + 2) <= 20, a sentence beyond the budget alone
+    assert lengths(batches) == [[1, 2, 3], [5, 8], [30]]
+    for batch in batches[:-1]:
+        assert len(batch) * (max(map(len, batch)) + 2) <= 20
+    assert sorted(map(len, sum(batches, []))) == sorted(map(len, sentences))
+
+
+def test_bad_sizes_are_refused() -> None:
+    with pytest.raises(ValueError, match="max_tokens must be at least 1"):
+        list(length_batches([["a"]], list, 1, 0))
+    with pytest.raises(ValueError, match="batch_size must be at least 1"):
+        list(length_batches([["a"]], list, 0, 10))
+
+
+def test_the_token_budget_changes_no_vector_beyond_float32_rounding() -> None:
+    embedder = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE))
+    sentences = [["word"] * n for n in (1, 40, 3, 7, 120, 2)]
+    unbounded = list(embedder.embed_sentences(sentences, batch_size=64, max_tokens=None))
+    bounded = list(embedder.embed_sentences(sentences, batch_size=64, max_tokens=16))
+    for a, b in zip(unbounded, bounded):
+        numpy.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)  # float32, other batch shapes
+
+
+@pytest.mark.parametrize("layers", ["all", "top", "average", [0.2, -1.0, 3.0]])
+def test_spacy_vectors_equal_elmo_embedders_with_every_layers_setting(layers: object) -> None:
+    nlp = spacy.blank("en")
+    nlp.add_pipe(
+        "elmo",
+        config={
+            "model": str(OPTIONS_FILE),
+            "weights": str(WEIGHT_FILE),
+            "layers": layers,
+            "set_tensor": True,
+            "max_tokens": 8,
+        },
+    )
+    texts = ["The cat sat on the mat .", "A much longer sentence with more words than that", "x"]
+    embedder = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE))
+    for doc in nlp.pipe(texts):
+        expected = embedder.embed_sentence([t.text for t in doc])  # (3, T, dim)
+        numpy.testing.assert_allclose(doc._.elmo, expected, rtol=1e-5, atol=1e-6)
+        if isinstance(layers, list):  # Eq. (1): softmax(w), gamma 1
+            weights = torch.softmax(torch.tensor(layers), 0).numpy()
+            mixed = numpy.tensordot(weights, expected, axes=1)
+        else:
+            mixed = Layers(layers).select(torch.from_numpy(expected)[None])[0].numpy()
+            if layers == "all":
+                mixed = expected.transpose(1, 0, 2).reshape(len(doc), -1)
+        numpy.testing.assert_allclose(doc.tensor, mixed, rtol=1e-5, atol=1e-6)
+        numpy.testing.assert_allclose(mix_layers(expected, layers), mixed, rtol=1e-5, atol=1e-6)

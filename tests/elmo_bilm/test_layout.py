@@ -1,0 +1,68 @@
+"""The core's layout: at most six modules at `elmo_bilm/`'s root, the rest in folders, and every
+import path documented before the folders (top-level names, `elmo_bilm.spacy`, `elmo_bilm.flair`,
+`elmo_bilm.precision`, the console scripts and spaCy's entry points) still working."""
+
+import importlib
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import elmo_bilm
+
+ROOT = Path(elmo_bilm.__file__).parent
+
+
+def test_at_most_six_modules_at_the_root() -> None:
+    modules = sorted(p.name for p in ROOT.glob("*.py"))
+    assert len(modules) <= 6, modules
+    assert {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()} >= {
+        "model",
+        "formats",
+        "sources",
+        "runtime",
+        "cli",
+        "integrations",
+        "utils",
+    }
+
+
+def test_documented_module_paths_are_the_same_modules() -> None:
+    for old, new in (
+        ("elmo_bilm.spacy", "elmo_bilm.integrations.spacy"),
+        ("elmo_bilm.flair", "elmo_bilm.integrations.flair"),
+        ("elmo_bilm.precision", "elmo_bilm.runtime.precision"),
+    ):
+        assert importlib.import_module(old) is importlib.import_module(new)
+    from elmo_bilm.flair import ELMoEmbeddings  # noqa: F401
+    from elmo_bilm.precision import set_precision  # noqa: F401
+    from elmo_bilm.spacy import ElmoComponent  # noqa: F401
+
+
+def test_top_level_names() -> None:
+    for name in (
+        "Elmo",
+        "ElmoEmbedder",
+        "batch_to_ids",
+        "BiLm",
+        "load_bilm_tf",
+        "export_bilm_tf",
+        "read_options",
+        "FormatError",
+        "ELMoCharacterMapper",
+        "read_embeddings",
+        "DEFAULT_OPTIONS_FILE",
+        "DEFAULT_WEIGHT_FILE",
+        "DEFAULT_BATCH_SIZE",
+    ):
+        assert hasattr(elmo_bilm, name), name
+
+
+def test_console_scripts_and_spacy_entry_points_load() -> None:
+    scripts = {
+        e.name: e for e in entry_points(group="console_scripts") if e.value.startswith("elmo_bilm")
+    }
+    assert set(scripts) >= {"elmo-embed", "elmo-export-onnx", "elmo-embed-corpus", "elmo-convert"}
+    for entry in scripts.values():
+        assert callable(entry.load())
+    for group in ("spacy_factories", "spacy_architectures"):
+        loaded = [e.load() for e in entry_points(group=group) if e.value.startswith("elmo_bilm")]
+        assert loaded and all(callable(f) for f in loaded)
