@@ -112,7 +112,7 @@ def run_block(block: Block, folder: Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
     )
     assert result.returncode == 0, (
         f"{block.id} exited {result.returncode}:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"

@@ -61,7 +61,7 @@ def test_subcommands_found_through_the_plugins_file(repo_root):
         cwd=repo_root,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
     )
     assert result.returncode == 0 and "bilm-tf" in result.stdout, result.stderr[-2000:]
 

@@ -69,7 +69,7 @@ def test_a_full_disk_while_allennlp_train_checkpoints_is_one_line(tmp_path):
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
         preexec_fn=_limit_file_size(512 * 1024),
     )
     assert result.returncode == 1, result.stderr[-3000:]

@@ -10,7 +10,7 @@ from tests.elmo_bilm.test_embed import assert_same_contents, contents, write_inp
 
 def allennlp(*args, cwd, **kwargs):
     command = [os.path.join(os.path.dirname(sys.executable), "allennlp"), *map(str, args)]
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300, **kwargs)
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=600, **kwargs)
 
 
 @pytest.mark.slow

@@ -104,7 +104,7 @@ def test_a_user_error_under_allennlp_train_is_one_line(tmp_path, case):
     env = {k: v for k, v in env.items() if k not in changes or changes[k]}
     command = [ALLENNLP, "train", config, "-s", "out", "--include-package", "elmo_plugin"]
     result = subprocess.run(
-        command, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env
+        command, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env
     )
     assert result.returncode == 1
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
@@ -122,7 +122,7 @@ def test_sigterm_during_allennlp_train_is_one_line_saying_how_to_resume(tmp_path
     command += ["--include-package", "tests.common.interrupt_callback"]
     env = {**os.environ, "SIGTERM_AT_BATCH": "1:1"}  # the second epoch's first batch
     result = subprocess.run(
-        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, env=env
+        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, env=env
     )
     assert result.returncode == 1, result.stderr[-3000:]
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
@@ -145,7 +145,7 @@ def test_elmo_plugin_script_reaches_the_subcommands_without_a_plugins_file(tmp_p
     home.mkdir(), work.mkdir()
     script = os.path.join(os.path.dirname(sys.executable), "elmo-plugin")
     env = {**os.environ, "HOME": str(home)}
-    run = dict(cwd=work, capture_output=True, text=True, timeout=300, env=env)
+    run = dict(cwd=work, capture_output=True, text=True, timeout=600, env=env)
     result = subprocess.run([script, "elmo-config"], **run)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "snli_esim_elmo" in result.stdout.split()

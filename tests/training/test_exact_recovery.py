@@ -40,7 +40,7 @@ def test_recover_after_a_mid_epoch_kill_retraces_the_run(tmp_path, repo_root):
         cwd=repo_root,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
         env=environment,
     )
     assert result.returncode == -signal.SIGKILL, result.stderr[-3000:]
@@ -51,7 +51,7 @@ def test_recover_after_a_mid_epoch_kill_retraces_the_run(tmp_path, repo_root):
         cwd=repo_root,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Resumed exactly after batch 3 of epoch 1" in (out / "out.log").read_text()
@@ -151,7 +151,7 @@ def test_recover_retraces_a_task_run_with_elmo_caches(tmp_path, repo_root):
             cwd=repo_root,
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=600,
             env={**os.environ, **env},  # CONLL2003_*: the bundled CoNLL-2003 (conftest)
         )
         assert result.returncode == (0 if extra else -signal.SIGKILL), result.stderr[-3000:]

@@ -146,7 +146,7 @@ def test_archive_feeds_embedder_elmo_embed_and_export(tiny_run, tmp_path, repo_r
         cwd=repo_root,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     import h5py
@@ -229,13 +229,13 @@ def test_recover_continues_an_interrupted_run(tmp_path, repo_root):
     # the first run kills itself (SIGKILL) at the end of its third epoch, before that checkpoint
     killed = {**os.environ, "KILL_AFTER_EPOCH": "2"}
     result = subprocess.run(
-        command, cwd=repo_root, capture_output=True, text=True, timeout=300, env=killed
+        command, cwd=repo_root, capture_output=True, text=True, timeout=600, env=killed
     )
     assert result.returncode == -signal.SIGKILL, result.stderr[-3000:]
     assert not (out / "metrics.json").exists()
     epoch0 = (out / "metrics_epoch_0.json").read_text()
     result = subprocess.run(
-        command + ["--recover"], cwd=repo_root, capture_output=True, text=True, timeout=300
+        command + ["--recover"], cwd=repo_root, capture_output=True, text=True, timeout=600
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Recovering from prior training" in result.stderr
@@ -265,7 +265,7 @@ def test_distributed_training_with_two_cpu_workers(tmp_path, repo_root):
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = json.loads((tmp_path / "ddp" / "metrics.json").read_text())
