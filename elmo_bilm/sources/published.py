@@ -13,6 +13,14 @@ and so do this project's: `wikipedia` (shipped with the core), `wikipedia_1024` 
 `wikipedia_1024_256` (the distributions `elmo-bilm-wikipedia-1024` and
 `elmo-bilm-wikipedia-1024-256`); a Hugging Face Hub repository is `hf://ORG/REPO`
 (`elmo_bilm.sources.hub`).
+
+A server that stops answering is given up on after the read timeout, the environment variable
+`ELMO_BILM_DOWNLOAD_TIMEOUT` (seconds, default 15; read at each download, as
+`HF_HUB_DOWNLOAD_TIMEOUT` is by the Hub's client): a connect, or a read once the headers came,
+that waits that long ends the try, and a timed-out download is tried again only while its
+timed-out waits stay within `STALL_BUDGET_S` (60 s) in all: 3 tries at the default, 1 at 60 s or
+more. A URL naming an archive (`.zip`, `.tar.gz`, `.tgz`, `.tar`) must arrive readable (a zip's
+central directory, every tar header) to be cached.
 """
 
 import contextlib
@@ -25,9 +33,12 @@ import logging
 import os
 import shutil
 import sys
+import tarfile
 import time
 import urllib.error
 import urllib.request
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
@@ -38,7 +49,7 @@ except ImportError:  # not on Windows: no lock between processes there
 
 from tqdm import tqdm
 
-from elmo_bilm.sources.archives import is_bilm_archive
+from elmo_bilm.sources.archives import BILM_ARCHIVE_SUFFIXES, is_bilm_archive
 from elmo_bilm.sources.hub import is_hub_id
 from elmo_bilm.utils.files import UsageError, atomic_output, sha256_files
 
@@ -53,7 +64,13 @@ PUBLISHED: Dict[str, str] = {
     "original_5.5b": "2x4096_512_2048cnn_2xhighway_5.5B",
 }
 ATTEMPTS = 3  # tries of a download that breaks off (a short read, a reset connection)
-TIMEOUT_S = 60.0  # connect, and each read: a server silent this long is given up on (retried)
+# The read timeout: connect, and each read; a server silent this long ends the try. The
+# environment variable TIMEOUT_ENV, read at each download, overrides this default.
+TIMEOUT_S = 15.0
+TIMEOUT_ENV = "ELMO_BILM_DOWNLOAD_TIMEOUT"
+# A timed-out download is tried again only while its timed-out waits, together, stay within this
+# (a stall after the headers: 3 tries of 15 s, not 3 of 60 s)
+STALL_BUDGET_S = 60.0
 # A download must average MIN_RATE_BPS after a grace period: its deadline is GRACE_S +
 # size / MIN_RATE_BPS (about 2 h for a 370 MB weights file), so a server that trickles a byte
 # every few seconds, each read well within TIMEOUT_S, is not waited on forever. Without a
@@ -69,6 +86,30 @@ def published_urls(name: str) -> Tuple[str, str]:
     model = PUBLISHED[name]
     stem = f"{BASE_URL}/{model}/elmo_{model}"
     return f"{stem}_options.json", f"{stem}_weights.hdf5"
+
+
+def download_timeout() -> float:
+    """The read timeout in seconds: `$ELMO_BILM_DOWNLOAD_TIMEOUT`, else `TIMEOUT_S`; a value
+    that is not a positive number of seconds is a UsageError naming the variable."""
+    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not raw:
+        return TIMEOUT_S
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds < float("inf"):
+        raise UsageError(
+            f"{TIMEOUT_ENV}={raw!r}: expected the download read timeout in seconds, a number > 0 "
+            f"(default {TIMEOUT_S:g})"
+        )
+    return seconds
+
+
+def timed_out_tries(timeout: float) -> int:
+    """How many tries a download whose every try times out gets: at most `ATTEMPTS`, and no
+    more than keep their waits within `STALL_BUDGET_S` (at least one)."""
+    return max(1, min(ATTEMPTS, int(STALL_BUDGET_S // timeout)))
 
 
 def cache_dir() -> Path:
@@ -138,7 +179,7 @@ def _damage(url: str, path: Path) -> Optional[str]:
     except (OSError, ValueError) as error:
         return f"its record {_record_path(path)} is unreadable ({error})"
     if record is None:
-        problem = _content_problem(url, str(path), "")
+        problem = _content_problem(url, str(path), None)
         if problem is not None:
             return f"{problem}; cached without a record, by an older version"
     actual = sha256_files([path])
@@ -261,11 +302,21 @@ class _BadContent(OSError):
     retried."""
 
 
+def _is_timeout(error: BaseException) -> bool:
+    """A connect or read that waited the read timeout (bare, or wrapped by urllib)."""
+    return isinstance(error, TimeoutError) or isinstance(
+        getattr(error, "reason", None), TimeoutError
+    )
+
+
 def _download(url: str, path: Path) -> None:
+    timeout = download_timeout()
     last: Optional[BaseException] = None
-    for _ in range(ATTEMPTS):
+    tries = timeouts = 0
+    while tries < ATTEMPTS:
+        tries += 1
         try:
-            _fetch(url, path)
+            _fetch(url, path, timeout)
             return
         except urllib.error.HTTPError as error:  # the server answered: trying again won't help
             raise OSError(
@@ -288,24 +339,32 @@ def _download(url: str, path: Path) -> None:
             if _is_local_write_error(error):  # the cache folder, not the network: no retry
                 raise OSError(_unwritable(url, path, error)) from None
             last = error
+            if _is_timeout(error):
+                timeouts += 1
+                if timeouts >= timed_out_tries(timeout):  # the waits would pass STALL_BUDGET_S
+                    break
     reason = getattr(last, "reason", None) or last
-    if isinstance(reason, TimeoutError):
-        reason = f"no answer for {TIMEOUT_S:g} s"
+    if last is not None and _is_timeout(last):
+        reason = f"no answer for {timeout:g} s, the read timeout {TIMEOUT_ENV}"
     raise OSError(
-        f"{url}: download failed after {ATTEMPTS} tries ({reason}); nothing cached in "
-        f"{cache_dir()} (offline? copy the file there as {path.name}, or pass a local path)"
+        f"{url}: download failed after {tries} {'try' if tries == 1 else 'tries'} ({reason}); "
+        f"nothing cached in {cache_dir()} (offline? copy the file there as {path.name}, or pass "
+        "a local path)"
     )
 
 
-def _content_problem(url: str, partial: str, content_type: str) -> Optional[str]:
+def _content_problem(url: str, partial: str, content_type: Optional[str]) -> Optional[str]:
     """What is wrong with a downloaded file, judged by the kind the URL names (an HTML page
-    for any file but a page; an unreadable HDF5 or JSON file), or None."""
+    for any file but a page; an unreadable HDF5 or JSON file, zip or tar archive), or None.
+    `content_type`: the server's Content-Type, None where it is not known (a cached file)."""
     name = url.split("?", 1)[0].lower()
     with open(partial, "rb") as handle:
         head = handle.read(1024).lstrip().lower()
     if not name.endswith((".html", ".htm")) and (
-        "html" in content_type.lower() or head.startswith((b"<!doctype html", b"<html"))
+        "html" in (content_type or "").lower() or head.startswith((b"<!doctype html", b"<html"))
     ):
+        if content_type is None:
+            return "the server sent an HTML page, not the file"
         return (
             f"the server sent an HTML page (Content-Type: {content_type or 'none'}), not the file"
         )
@@ -315,19 +374,38 @@ def _content_problem(url: str, partial: str, content_type: str) -> Optional[str]
         try:
             h5py.File(partial, "r").close()
         except OSError as error:
-            return f"not a readable HDF5 file ({str(error).splitlines()[0]})"
+            return f"not a readable HDF5 file ({_first_line(error)})"
     elif name.endswith(".json"):
         try:
             with open(partial, encoding="utf-8") as handle:
                 json.load(handle)
         except ValueError as error:
             return f"not a JSON file ({error})"
+    elif name.endswith(".zip"):
+        try:  # the central directory, at the end: a truncated zip lacks it
+            with zipfile.ZipFile(partial) as archive:
+                archive.infolist()
+        except (zipfile.BadZipFile, OSError, EOFError) as error:
+            return f"not a readable zip archive ({_first_line(error)})"
+    elif name.endswith(BILM_ARCHIVE_SUFFIXES):
+        try:  # every header, to the end: a truncated tar (or its gzip stream) breaks off
+            with tarfile.open(partial, "r:*") as archive:
+                for _ in archive:
+                    pass
+        except (tarfile.TarError, OSError, EOFError, zlib.error) as error:
+            return f"not a readable tar archive ({_first_line(error)})"
     return None
 
 
-def _fetch(url: str, path: Path) -> None:
+def _first_line(error: BaseException) -> str:
+    """An exception's message, its first line only (or its type's name where it has none)."""
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
+def _fetch(url: str, path: Path, timeout: float) -> None:
     started = time.monotonic()
-    with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response:
+    with urllib.request.urlopen(url, timeout=timeout) as response:
         announced = response.headers.get("Content-Length")
         total = int(announced) if announced is not None else None
         received = 0
@@ -344,7 +422,7 @@ def _fetch(url: str, path: Path) -> None:
             ) as progress,
         ):
             while True:
-                chunk = response.read1(1 << 20)  # what has arrived: each read within TIMEOUT_S
+                chunk = response.read1(1 << 20)  # what has arrived: each read within `timeout`
                 if not chunk:
                     break
                 out.write(chunk)
