@@ -4,12 +4,18 @@
 `extract_archive` checks every member before anything is written and refuses, with one line
 naming the archive and the member: absolute paths, `..` components, symbolic and hard links whose
 target is outside the archive or another link, members below a link, device files, FIFOs or other
-special members, and (zip) symbolic links of any kind. Tar archives are then extracted with
-Python's `tarfile` data filter (PEP 706) as a second guard; zip members are written one by one
-to their checked names. An archive declaring more than `MAX_EXTRACTED_BYTES` is refused before
-anything is written. The plugin routes AllenNLP's own `extracted_archive` (behind `load_archive`,
-`from_archive` models and the pretrained-model initialiser) through `extracted_archive` below
-(hook 6 of `elmo_plugin.hooks`).
+special members, (zip) symbolic links of any kind, empty names, names of more than `MAX_DEPTH`
+components, and a name given twice (which member is meant would be a guess). Tar archives are then
+extracted with Python's `tarfile` data filter (PEP 706) as a second guard; zip members are written
+one by one to their checked names. The disk an archive may take is bounded (issue 67): more than
+`MAX_MEMBERS` members, or members declaring more than `MAX_EXTRACTED_BYTES` in all for a biLM
+(`MAX_MODEL_ARCHIVE_BYTES` for an AllenNLP model archive; a sparse member counts at its full
+size), are refused before anything is written, and the bytes a zip member actually decompresses
+to are counted against the same budget while writing.
+
+The plugin routes AllenNLP's own `extracted_archive` (behind `load_archive`, `from_archive`
+models and the pretrained-model initialiser) through `extracted_archive` below (hook 6 of
+`elmo_plugin.hooks`).
 """
 
 import contextlib
@@ -24,14 +30,23 @@ import tempfile
 import zipfile
 import zlib
 from pathlib import Path
-from typing import IO, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import IO, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from elmo_bilm.utils.files import FormatError, PathLike, sha256_files
+from elmo_bilm.utils.files import FormatError, PathLike, _alive, sha256_files
 
 # what opening or reading a damaged archive raises
 READ_ERRORS = (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, zlib.error)
-# ten times the largest published ELMo's files (the 5.5B biLM's weights: under 400 MB)
-MAX_EXTRACTED_BYTES = 4 * 2**30
+# The disk a biLM archive may take: about five times the largest published ELMo's files (the
+# 5.5B biLM's weights: under 400 MB); a sparse member counts at its full (apparent) size.
+MAX_EXTRACTED_BYTES = 2 * 2**30
+# The disk an AllenNLP model archive may take (through `extracted_archive`, for any model once
+# the plugin is imported): a task model beside the largest ELMo's weights.
+MAX_MODEL_ARCHIVE_BYTES = 4 * 2**30
+# A biLM or model archive holds a handful of files (a vocabulary folder: a few more).
+MAX_MEMBERS = 10_000
+# Components of a member's name: published archives nest two or three deep; deeper names only
+# exhaust recursion (`os.makedirs` in extraction) and path lengths.
+MAX_DEPTH = 32
 
 
 def _normal(name: str) -> str:
@@ -48,13 +63,41 @@ def _outside(name: str) -> bool:
     return name == ".." or name.startswith("../")
 
 
-def _refusal(member: tarfile.TarInfo, links: Set[str]) -> Optional[str]:
-    """Why `member` must not be extracted, or None; `links` are the archive's link members."""
-    name = member.name
+def _name_refusal(name: str, is_dir: bool) -> Optional[str]:
+    """Why a member named `name` (a folder: `is_dir`) must not be extracted whatever its kind, or
+    None."""
+    if _normal(name) == "." and not is_dir:
+        return "has an empty name"
     if _is_absolute(name):
         return "has an absolute path"
     if ".." in re.split(r"[/\\]", name):
         return "has a '..' component"
+    depth = len(_normal(name).split("/"))
+    if depth > MAX_DEPTH:
+        return f"has {depth:,} path components (at most {MAX_DEPTH})"
+    return None
+
+
+def _duplicate(name: str, is_dir: bool, seen: Dict[str, Tuple[str, bool]]) -> Optional[str]:
+    """Why `name` repeats a member already `seen` (normalised name -> name, is a folder), or None;
+    records it. A folder listed twice is harmless; anything else would leave a guess which of
+    the two is meant."""
+    normal = _normal(name)
+    if normal in seen:
+        first, first_is_dir = seen[normal]
+        if not (is_dir and first_is_dir):
+            also = "" if first == name else f" (also as {first!r})"
+            return f"appears twice in the archive{also}"
+    seen[normal] = (name, is_dir)
+    return None
+
+
+def _refusal(member: tarfile.TarInfo, links: Set[str]) -> Optional[str]:
+    """Why `member` must not be extracted, or None; `links` are the archive's link members."""
+    name = member.name
+    reason = _name_refusal(name, member.isdir())
+    if reason is not None:
+        return reason
     normal = _normal(name)
     parts = normal.split("/")
     for end in range(1, len(parts)):
@@ -83,17 +126,32 @@ def check_members(archive_file: PathLike, members: List[tarfile.TarInfo]) -> Non
     """Refuse, naming the archive and the member, the first member that could write outside the
     extraction folder (see the module's docstring)."""
     links = {_normal(m.name) for m in members if m.issym() or m.islnk()}
+    seen: Dict[str, Tuple[str, bool]] = {}
     for member in members:
-        reason = _refusal(member, links)
+        reason = _refusal(member, links) or _duplicate(member.name, member.isdir(), seen)
         if reason is not None:
             raise FormatError(
                 f"{archive_file}: member {member.name!r} {reason}; refusing to extract the archive"
             )
 
 
+def _too_many(archive_file: PathLike) -> FormatError:
+    return FormatError(
+        f"{archive_file}: more than {MAX_MEMBERS:,} members (a model archive holds a handful); "
+        "refusing to extract the archive"
+    )
+
+
 def _members(archive_file: PathLike, tar: tarfile.TarFile) -> List[tarfile.TarInfo]:
+    """The members of `tar`, read one header at a time: refused, without reading the rest, past
+    `MAX_MEMBERS`."""
+    members: List[tarfile.TarInfo] = []
     try:
-        return tar.getmembers()
+        for member in tar:
+            members.append(member)
+            if len(members) > MAX_MEMBERS:
+                raise _too_many(archive_file)
+        return members
     except READ_ERRORS as error:
         raise FormatError(
             f"{archive_file}: not a readable model.tar.gz (truncated or damaged? {error})"
@@ -110,21 +168,27 @@ def _open(archive_file: PathLike) -> tarfile.TarFile:
         ) from error
 
 
-def _check_size(archive_file: PathLike, sizes: List[int]) -> None:
-    if sum(sizes) > MAX_EXTRACTED_BYTES:
+def _check_size(archive_file: PathLike, sizes: Dict[str, int], budget: int) -> None:
+    """Refuse members (name -> declared size) declaring more than `budget` bytes in all, naming
+    the largest."""
+    total = sum(sizes.values())
+    if total > budget:
+        largest = max(sizes, key=lambda name: sizes[name])
         raise FormatError(
-            f"{archive_file}: its members declare {sum(sizes):,} bytes, more than any ELMo model "
-            f"needs ({MAX_EXTRACTED_BYTES:,}); refusing to extract the archive"
+            f"{archive_file}: its members declare {total:,} bytes, more than any ELMo model "
+            f"needs ({budget:,}; the largest, member {largest!r}, "
+            f"{sizes[largest]:,}); refusing to extract the archive"
         )
 
 
 def _zip_refusal(info: zipfile.ZipInfo) -> Optional[str]:
     """Why the zip member `info` must not be extracted, or None."""
     name = info.filename
-    if _is_absolute(name):
-        return "has an absolute path"
-    if ".." in re.split(r"[/\\]", name):
-        return "has a '..' component"
+    if name == "":
+        return "has an empty name"  # before anything calls `info.is_dir()`: an IndexError
+    reason = _name_refusal(name, info.is_dir())
+    if reason is not None:
+        return reason
     mode = info.external_attr >> 16  # Unix mode where the writer set one; no type bits: a file
     if stat.S_ISLNK(mode):
         return "is a symbolic link"
@@ -133,18 +197,42 @@ def _zip_refusal(info: zipfile.ZipInfo) -> Optional[str]:
     return None
 
 
-def _extract_zip(archive_file: PathLike, target: PathLike) -> None:
+def _copy_counted(
+    archive_file: PathLike, name: str, source: IO[bytes], out: IO[bytes], written: int, budget: int
+) -> int:
+    """Copy the member `name` from `source` to `out`; `written`: the bytes the archive's earlier
+    members took, returned with this one's. A zip's declared sizes are the writer's word (a zip
+    bomb's may lie): past `budget` bytes actually written, extraction stops."""
+    while True:
+        chunk = source.read(1 << 20)
+        if not chunk:
+            return written
+        written += len(chunk)
+        if written > budget:
+            raise FormatError(
+                f"{archive_file}: member {name!r} decompresses past {budget:,} "
+                "bytes in all, more than its declared size and more than any ELMo model needs; "
+                "refusing to extract the archive"
+            )
+        out.write(chunk)
+
+
+def _extract_zip(archive_file: PathLike, target: PathLike, budget: int) -> None:
     try:
         with zipfile.ZipFile(archive_file) as archive:
             infos = archive.infolist()
+            if len(infos) > MAX_MEMBERS:
+                raise _too_many(archive_file)
+            seen: Dict[str, Tuple[str, bool]] = {}
             for info in infos:
-                reason = _zip_refusal(info)
+                reason = _zip_refusal(info) or _duplicate(info.filename, info.is_dir(), seen)
                 if reason is not None:
                     raise FormatError(
                         f"{archive_file}: member {info.filename!r} {reason}; refusing to "
                         "extract the archive"
                     )
-            _check_size(archive_file, [info.file_size for info in infos])
+            _check_size(archive_file, {info.filename: info.file_size for info in infos}, budget)
+            written = 0
             for info in infos:
                 path = os.path.join(os.fspath(target), _normal(info.filename))
                 if info.is_dir():
@@ -152,7 +240,9 @@ def _extract_zip(archive_file: PathLike, target: PathLike) -> None:
                     continue
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 with archive.open(info) as source, open(path, "wb") as out:
-                    shutil.copyfileobj(source, out, 1 << 20)
+                    written = _copy_counted(
+                        archive_file, info.filename, source, out, written, budget
+                    )
     except READ_ERRORS as error:
         if isinstance(error, FormatError):
             raise
@@ -161,17 +251,20 @@ def _extract_zip(archive_file: PathLike, target: PathLike) -> None:
         ) from error
 
 
-def extract_archive(archive_file: PathLike, target: PathLike) -> None:
+def extract_archive(
+    archive_file: PathLike, target: PathLike, max_bytes: Optional[int] = None
+) -> None:
     """Extract the tar or zip archive `archive_file` into the folder `target`, after checking
     every member (nothing is written when one is refused); tar members then with the `data`
-    filter."""
+    filter. At most `max_bytes` (`MAX_EXTRACTED_BYTES`, a biLM's budget, if None) are written."""
+    budget = MAX_EXTRACTED_BYTES if max_bytes is None else max_bytes
     if zipfile.is_zipfile(archive_file):
-        _extract_zip(archive_file, target)
+        _extract_zip(archive_file, target, budget)
         return
     with _open(archive_file) as tar:
         members = _members(archive_file, tar)
         check_members(archive_file, members)
-        _check_size(archive_file, [m.size for m in members if m.isreg()])
+        _check_size(archive_file, {m.name: m.size for m in members if m.isreg()}, budget)
         try:
             tar.extractall(target, filter="data")
         except tarfile.FilterError as error:
@@ -217,7 +310,7 @@ def extracted_archive(resolved_archive_file: str, cleanup: bool = True) -> Itera
     temporary folder is removed when extraction fails, and after the block with `cleanup`."""
     tempdir = tempfile.mkdtemp()
     try:
-        extract_archive(resolved_archive_file, tempdir)
+        extract_archive(resolved_archive_file, tempdir, MAX_MODEL_ARCHIVE_BYTES)
     except BaseException:
         shutil.rmtree(tempdir, ignore_errors=True)
         raise
@@ -238,17 +331,57 @@ def is_bilm_archive(name: Optional[str]) -> bool:
     return isinstance(name, str) and name.lower().split("?")[0].endswith(BILM_ARCHIVE_SUFFIXES)
 
 
-def unpacked(archive_file: PathLike, cache: Path) -> Path:
+# a folder being unpacked: `.DIGEST.PID.RANDOM` (PID: the process unpacking it)
+_PARTIAL_FOLDER = re.compile(r"^\.[0-9a-f]{16}\.([0-9]+)\.")
+
+
+def _remove_stale_partials(unpacked_folder: Path) -> None:
+    """Remove from `unpacked_folder` the hidden partial folders of processes that died while
+    unpacking (killed with SIGKILL, say); those of live processes are theirs to finish."""
+    try:
+        entries = list(os.scandir(unpacked_folder))
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        match = _PARTIAL_FOLDER.match(entry.name)
+        if match is None or not entry.is_dir(follow_symlinks=False):
+            continue
+        pid = int(match.group(1))
+        if pid != os.getpid() and not _alive(pid):
+            shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _check_contents(contains: Callable[[Path], object], partial: Path) -> None:
+    """Run `contains` on the extracted `partial` folder; a `FormatError` naming files in it is
+    raised again naming them relative to the archive (the folder is about to be removed)."""
+    try:
+        contains(partial)
+    except FormatError as error:
+        message = str(error).replace(f"{partial}{os.sep}", "")
+        if message == str(error):
+            raise
+        raise type(error)(message) from None
+
+
+def unpacked(
+    archive_file: PathLike, cache: Path, contains: Optional[Callable[[Path], object]] = None
+) -> Path:
     """The folder `cache/unpacked/DIGEST` holding `archive_file` extracted (once per content:
-    extracted into a hidden folder beside it, then renamed, so no half-extracted folder is ever
-    taken for a complete one)."""
+    extracted into a hidden folder `.DIGEST.PID.RANDOM` beside it, then renamed, so no
+    half-extracted folder is ever taken for a complete one; those left by dead processes are
+    removed). `contains`, if given, checks the extracted folder before it is kept, raising when
+    the archive does not hold what was asked for: then, as on any refusal, nothing is left in
+    the cache."""
     folder = cache / "unpacked" / sha256_files([archive_file])[:16]
+    _remove_stale_partials(folder.parent)
     if folder.is_dir():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    partial = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.{os.getpid()}."))
     try:
         extract_archive(archive_file, partial)
+        if contains is not None:
+            _check_contents(contains, partial)
         os.rename(partial, folder)
     except OSError:
         shutil.rmtree(partial, ignore_errors=True)
