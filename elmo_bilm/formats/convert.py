@@ -7,25 +7,39 @@ lstm_cell/kernel` becomes `RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/W_0`), float32,
 out. The softmax, which fine-tuning needs (with the training `vocab.txt`, in its line order), is
 kept in a side file `softmax.hdf5` (`softmax/W`, `softmax/b`), which `read_softmax` reads.
 Optimiser slots (`.../Adagrad`) and `global_step` are not model weights and are left out.
+
+The files are written as a set: into a hidden staging folder in the output folder, moved into
+place only once all of them are complete, so that a failed or killed conversion leaves none of
+them (a staging folder of a killed run is removed by the next).
 """
 
+import contextlib
+import glob
 import logging
 import os
 import re
 import shutil
-from typing import Dict, List, Optional
+from typing import Dict, Iterator, List, Optional
 
 import h5py
 import numpy
 
 from elmo_bilm.formats.bilm_tf import read_options, weight_shapes
 from elmo_bilm.formats.tf_checkpoint import CheckpointReader
-from elmo_bilm.utils.files import FormatError, PathLike, atomic_output
+from elmo_bilm.utils.files import (
+    FormatError,
+    PathLike,
+    _alive,
+    _claim,
+    atomic_output,
+    terminate_raises,
+)
 
 logger = logging.getLogger(__name__)
 
 SCOPE = "lm/"  # bilm-tf's train() and dump_weights() build the model under variable scope "lm"
 FLOAT_DTYPES = ("float32", "float16", "bfloat16", "float64")
+STAGING = ".elmo-convert.{pid}.partial"  # the staging folder in the output folder
 
 
 def dump_name(tf_name: str) -> str:
@@ -45,6 +59,32 @@ def dump_name(tf_name: str) -> str:
             name = re.sub("/kernel", "/W_0", name)
             name = re.sub("/bias", "/B", name)
     return name
+
+
+def check_dump_name(target: str, tf_name: str, index_file: str) -> None:
+    """Refuse a dataset name that HDF5 cannot hold as a dataset of its own: empty (`lm/`, `lm/m`:
+    `dump_name` strips them to nothing), a `.` or `..` part (`lm/.` names the file's root
+    group), an empty part (`a//b`) or a NUL byte."""
+    parts = target.split("/")
+    if not target or "\0" in target or any(part in ("", ".", "..") for part in parts):
+        raise FormatError(
+            f"{index_file}: tensor {tf_name!r} becomes {target!r} under bilm-tf's dump_weights "
+            "names, not a valid HDF5 dataset name; not a bilm-tf checkpoint?"
+        )
+
+
+def _check_nesting(targets: Dict[str, str], index_file: str) -> None:
+    """Refuse a dataset name that is the group of another (`a` and `a/b`): HDF5 cannot make `a`
+    both a dataset and a group."""
+    for target, name in targets.items():
+        parts = target.split("/")
+        for cut in range(1, len(parts)):
+            group = "/".join(parts[:cut])
+            if group in targets:
+                raise FormatError(
+                    f"{index_file}: tensors {targets[group]!r} and {name!r} become {group!r} "
+                    f"and {target!r}: one would have to be a dataset and a group"
+                )
 
 
 def model_variables(reader: CheckpointReader) -> List[str]:
@@ -99,6 +139,7 @@ def convert_checkpoint(
         if entry.dtype_name not in FLOAT_DTYPES:
             raise FormatError(f"{reader.index_file}: tensor {name!r} is {entry.dtype_name}")
         target = dump_name(name)
+        check_dump_name(target, name, reader.index_file)
         kind = "softmax" if "softmax" in name else "weights"  # dump_weights' own test
         if target in outputs[kind]:
             raise FormatError(
@@ -111,6 +152,7 @@ def convert_checkpoint(
                 f"{reader.index_file}: tensor {name!r} has shape {list(entry.shape)} but "
                 f"{options_file} implies {list(expected[target])}"
             )
+    _check_nesting({**outputs["weights"], **outputs["softmax"]}, reader.index_file)
     for target, shape in expected.items():
         if target not in outputs["weights"]:
             raise FormatError(
@@ -118,6 +160,7 @@ def convert_checkpoint(
                 f"by {options_file}); a checkpoint of another model?"
             )
     out_dir = os.fspath(out_dir)
+    created = not os.path.isdir(out_dir)
     os.makedirs(out_dir, exist_ok=True)
     paths = {
         "options": os.path.join(out_dir, "options.json"),
@@ -128,24 +171,83 @@ def convert_checkpoint(
     for path in paths.values():  # all refused before any is written
         if os.path.exists(path) and not overwrite:
             raise FileExistsError(f"{path} exists; not overwriting it (--overwrite replaces it)")
+        _claim(path)  # a live writer of it refused, dead writers' PATH.PID.partial removed
     weights = dict(outputs["weights"])
     if softmax_in_weights:
         weights.update(outputs["softmax"])
-    _write_hdf5(reader, weights, paths["weights"], overwrite)
-    if "softmax" in paths:
-        _write_hdf5(reader, outputs["softmax"], paths["softmax"], overwrite)
-    with atomic_output(paths["options"], overwrite) as partial:
-        shutil.copyfile(options_file, partial)
+    try:
+        with _staging(out_dir) as staging:
+            staged = {
+                kind: os.path.join(staging, os.path.basename(path)) for kind, path in paths.items()
+            }
+            _write_hdf5(reader, weights, staged["weights"])
+            if "softmax" in paths:
+                _write_hdf5(reader, outputs["softmax"], staged["softmax"])
+            shutil.copyfile(options_file, staged["options"])
+            _publish_all(staged, paths, overwrite)
+    except BaseException:
+        if created:  # the folder this call made, left empty: removed too
+            with contextlib.suppress(OSError):
+                os.rmdir(out_dir)
+        raise
     return paths
 
 
-def _write_hdf5(
-    reader: CheckpointReader, tensors: Dict[str, str], path: str, overwrite: bool
-) -> None:
+@contextlib.contextmanager
+def _staging(out_dir: str) -> Iterator[str]:
+    """A hidden staging folder `out_dir/.elmo-convert.PID.partial`, removed on the way out (an
+    error, Ctrl-C, SIGTERM); the staging folders of conversions that died (SIGKILL) are removed
+    first, and one of a live conversion into the same folder is an error."""
+    for folder in glob.glob(os.path.join(glob.escape(out_dir), STAGING.format(pid="*"))):
+        pid_text = os.path.basename(folder)[len(".elmo-convert.") : -len(".partial")]
+        if not pid_text.isdigit():
+            continue
+        if int(pid_text) != os.getpid() and _alive(int(pid_text)):
+            raise FileExistsError(
+                f"{out_dir} is being converted into by process {pid_text} (its "
+                f"{os.path.basename(folder)}); wait for it or convert elsewhere"
+            )
+        shutil.rmtree(folder, ignore_errors=True)
+    staging = os.path.join(out_dir, STAGING.format(pid=os.getpid()))
+    os.mkdir(staging)
+    try:
+        with terminate_raises():
+            yield staging
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _publish_all(staged: Dict[str, str], paths: Dict[str, str], overwrite: bool) -> None:
+    """Move each complete staged file to its path (`atomic_output`: an output that appeared
+    meanwhile is kept without `overwrite`, dead writers' `PATH.PID.partial` files are removed);
+    if one cannot be moved, those already moved are removed again, so that no half set is left
+    (a missing file is noticed, a mixed set would not be)."""
+    published: List[str] = []
+    try:
+        for kind, path in paths.items():
+            with atomic_output(path, overwrite) as partial:
+                os.replace(staged[kind], partial)
+            published.append(path)
+    except BaseException:
+        for path in published:
+            with contextlib.suppress(OSError):
+                os.remove(path)
+        raise
+
+
+def _write_hdf5(reader: CheckpointReader, tensors: Dict[str, str], path: str) -> None:
     """Write `tensors` ({dataset name: checkpoint name}) as dump_weights does: one float32
-    dataset each, contiguous, uncompressed."""
-    with atomic_output(path, overwrite) as partial, h5py.File(partial, "w") as out:
+    dataset each, contiguous, uncompressed; a tensor with NaN or infinite values (after the
+    float32 conversion: a float64 beyond float32's range is infinite there) is refused."""
+    with h5py.File(path, "w") as out:
         for target, name in tensors.items():
-            value = reader.read(name)
+            with numpy.errstate(over="ignore"):  # beyond float32's range: refused just below
+                value = reader.read(name).astype(numpy.float32, copy=False)
+            if not numpy.isfinite(value).all():
+                data_file = reader.data_file(reader.entry(name).shard)
+                raise FormatError(
+                    f"{data_file}: tensor {name!r} holds NaN or infinite values (as float32); "
+                    "not usable weights, nothing written"
+                )
             dataset = out.create_dataset(target, value.shape, dtype="float32")
-            dataset[...] = value.astype(numpy.float32, copy=False)
+            dataset[...] = value

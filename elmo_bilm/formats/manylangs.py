@@ -130,9 +130,23 @@ _CHECKS = {
 }
 
 
-def _read_json(path: Path, what: str) -> Dict[str, Any]:
+def _member(path: Path, folder: Optional[Path] = None) -> Path:
+    """`path`, a file of the model folder `folder` (default: its parent), refused when it is a
+    symbolic link to a file outside the folder: a model's files are read from its folder only
+    (a downloaded folder's `encoder.pkl -> ~/.ssh/id_rsa` would otherwise be read)."""
+    folder = path.parent if folder is None else folder
+    target = path.resolve()
+    if not target.is_relative_to(folder.resolve()):
+        raise FormatError(
+            f"{path}: a symbolic link to {target}, outside the model folder {folder}; refused "
+            "(a model's files are read from its folder only)"
+        )
+    return path
+
+
+def _read_json(path: Path, what: str, folder: Optional[Path] = None) -> Dict[str, Any]:
     try:
-        data = json.loads(path.read_bytes().decode("utf-8-sig"))
+        data = json.loads(_member(path, folder).read_bytes().decode("utf-8-sig"))
     except OSError as error:
         raise FormatError(f"{path}: cannot read the {what} ({error.strerror})") from error
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -156,7 +170,7 @@ def read_architecture(folder: Path) -> Tuple[Dict[str, Any], str]:
     if inside.is_relative_to(folder.resolve()) and inside.is_file():
         path = inside
     elif base and (folder / base).is_file():
-        path = folder / base
+        path = _member(folder / base, folder)
     elif base in PACKAGED_CONFIGS:
         config, source = PACKAGED_CONFIGS[base], f"ELMoForManyLangs' packaged {base}"
         return check_architecture(config, source), source
@@ -165,7 +179,7 @@ def read_architecture(folder: Path) -> Tuple[Dict[str, Any], str]:
             f"{folder / CONFIG}: its config_path {name!r} is neither in {folder} nor one of "
             f"ELMoForManyLangs' packaged configs ({', '.join(PACKAGED_CONFIGS)})"
         )
-    return check_architecture(_read_json(path, "architecture"), str(path)), str(path)
+    return check_architecture(_read_json(path, "architecture", folder), str(path)), str(path)
 
 
 def check_architecture(config: Dict[str, Any], source: str) -> Dict[str, Any]:
@@ -213,9 +227,11 @@ def check_architecture(config: Dict[str, Any], source: str) -> Dict[str, Any]:
 def read_dictionary(path: Path) -> Dict[str, int]:
     """A `char.dic` / `word.dic`: `token<TAB>id` a line, read as ELMoForManyLangs reads it (lines
     split as Python's `splitlines`, each stripped; a line left with one field is the id of
-    `\\u3000`, the whitespace character that stripping removed; a later line wins)."""
+    `\\u3000`, the whitespace character that stripping removed; a later line wins). A UTF-8
+    byte-order mark at its start is dropped (`utf-8-sig`): editors on Windows write one, and it
+    would otherwise glue itself to the first token (`<oov>` read as `\\ufeff<oov>`)."""
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = _member(path).read_bytes().decode("utf-8-sig")
     except OSError as error:
         raise FormatError(f"{path}: cannot read the dictionary ({error.strerror})") from error
     except UnicodeDecodeError as error:
@@ -242,7 +258,9 @@ def _check_special(entries: Dict[str, int], names: Sequence[str], path: Path) ->
 
 
 def load_state_dict(path: Path) -> Dict[str, torch.Tensor]:
-    """A pickled torch state dict, read with `weights_only=True` (no code of the file runs)."""
+    """A pickled torch state dict, read with `weights_only=True` (no code of the file runs), each
+    tensor's storage checked (`_check_storage`) before anything reads its values."""
+    _member(path)
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except OSError as error:
@@ -256,7 +274,29 @@ def load_state_dict(path: Path) -> Dict[str, torch.Tensor]:
         isinstance(key, str) and isinstance(value, torch.Tensor) for key, value in state.items()
     ):
         raise FormatError(f"{path}: not a torch state dict (names -> tensors)")
+    for name, tensor in state.items():
+        _check_storage(tensor, name, path)
     return state
+
+
+def _check_storage(tensor: torch.Tensor, name: str, path: Path) -> None:
+    """Refuse a tensor that declares more values than its file stores: a pickle gives each tensor
+    a shape and strides over a storage, and a stride of 0 (`torch.zeros(1).expand(10**6, 512)`
+    saves one float) or overlapping strides make a few stored bytes a table of gigabytes once
+    `_take` checks it, converts it or copies it into an `nn.Embedding`. A tensor here must be
+    contiguous and lie within its storage, so what it declares is what the file holds."""
+    stored = tensor.untyped_storage().nbytes()
+    needed = (tensor.storage_offset() + tensor.numel()) * tensor.element_size()
+    if tensor.numel() and not tensor.is_contiguous():
+        raise FormatError(
+            f"{path}: {name} is a strided view (shape {tuple(tensor.shape)}, strides "
+            f"{tensor.stride()}) over {stored} stored bytes, not a tensor of its own; refused"
+        )
+    if needed > stored:
+        raise FormatError(
+            f"{path}: {name} declares {needed} bytes (shape {tuple(tensor.shape)}) but its "
+            f"storage holds {stored}; damaged or hostile file"
+        )
 
 
 def _reason(error: BaseException) -> str:
@@ -467,6 +507,7 @@ def load_manylangs(folder: str, dropout: float = 0.0) -> ManyLangsBiLm:
     n_filters = sum(n for _, n in filters)
     # the dictionaries' ids index the embeddings, which have one row per entry
     char_rows = _rows(tokens, "char_emb_layer.embedding.weight")
+    _check_rows(char_rows, chars, "character", root / CHAR_DIC, tokens_path)
     if max(chars.values()) >= char_rows:
         raise FormatError(
             f"{root / CHAR_DIC}: id {max(chars.values())} beyond the {char_rows} character "
@@ -479,6 +520,7 @@ def load_manylangs(folder: str, dropout: float = 0.0) -> ManyLangsBiLm:
     word_table = None
     if words is not None:
         word_rows = _rows(tokens, "word_emb_layer.embedding.weight")
+        _check_rows(word_rows, words, "word", root / WORD_DIC, tokens_path)
         if max(words.values()) >= word_rows:
             raise FormatError(
                 f"{root / WORD_DIC}: id {max(words.values())} beyond the {word_rows} word "
@@ -561,6 +603,19 @@ def load_manylangs(folder: str, dropout: float = 0.0) -> ManyLangsBiLm:
                 stack.projections[layer][d].copy_(cells[f"{prefix}.state_projection.weight"])
     bilm.set_dropout(dropout)
     return bilm
+
+
+def _check_rows(
+    rows: int, entries: Dict[str, int], what: str, dictionary: Path, path: Path
+) -> None:
+    """Refuse an embedding with more rows than its dictionary has entries: ELMoForManyLangs builds
+    its tables with one row per entry (`EmbeddingLayer`), so the dictionary bounds the table (and
+    the `nn.Embedding` built for it) as much as the stored bytes do."""
+    if rows > len(entries):
+        raise FormatError(
+            f"{path}: {rows} {what} embeddings but {dictionary} has {len(entries)} entries "
+            "(ELMoForManyLangs' tables have one row per entry)"
+        )
 
 
 def _check_names(state: Dict[str, torch.Tensor], expected: set, path: Path) -> None:

@@ -29,6 +29,11 @@ BLOCK_TRAILER_SIZE = 5  # compression type (1 byte) + masked crc32c (4 bytes)
 COMPRESSION_NAMES = {1: "snappy", 2: "zlib", 3: "lz4", 4: "lz4hc", 5: "xpress", 7: "zstd"}
 MAX_INDEX_BYTES = 1 << 30  # an index holds ~100 bytes a tensor; 1 GiB is 10 million tensors
 MAX_RANK = 32
+# TensorFlow's tensor names are short scope paths; a key is materialised in full from its
+# prefix-compressed form, so long keys that share all but a byte would make a small index
+# gigabytes of names: keys are bounded one by one and in all
+MAX_KEY_BYTES = 4096
+KEY_BYTES_PER_INDEX_BYTE = 16  # all kept names at most this many times the index's size
 
 # TensorFlow's DataType enum (types.proto) for the dtypes read here; bfloat16 is widened to
 # float32 (numpy has no bfloat16).
@@ -276,7 +281,8 @@ def _block(index: bytes, handle: Tuple[int, int], path: str, what: str) -> bytes
 
 
 def _block_entries(block: bytes, path: str, what: str) -> Iterator[Tuple[bytes, bytes]]:
-    """`(key, value)` of a block: prefix-compressed keys, then restart offsets and their count."""
+    """`(key, value)` of a block: prefix-compressed keys, then restart offsets and their count.
+    A key longer than `MAX_KEY_BYTES` is refused before it is built."""
     damaged = f"{path}: the {what} block is damaged"
     if len(block) < 4:
         raise FormatError(f"{damaged} (too short)")
@@ -292,6 +298,11 @@ def _block_entries(block: bytes, path: str, what: str) -> Iterator[Tuple[bytes, 
             length, position = _varint(block, position)
             if shared > len(key) or position + unshared + length > limit:
                 raise _Truncated
+            if shared + unshared > MAX_KEY_BYTES:
+                raise FormatError(
+                    f"{path}: the {what} block holds a key of {shared + unshared} bytes (tensor "
+                    f"names are at most {MAX_KEY_BYTES}); damaged or not a checkpoint index"
+                )
             key = key[:shared] + block[position : position + unshared]
             position += unshared
             yield key, block[position : position + length]
@@ -422,12 +433,20 @@ class CheckpointReader:
         except _Truncated:
             raise FormatError(f"{path}: a damaged table footer") from None
         header = None
+        key_budget, key_bytes = KEY_BYTES_PER_INDEX_BYTE * len(index), 0
         top = _block(index, (index_offset, index_size), path, "index")
         for _, value in _block_entries(top, path, "index"):
             data = _block(index, _handle(value, path, "index block"), path, "data")
             for raw_key, raw_value in _block_entries(data, path, "data"):
                 if raw_key.startswith(b"\x00"):
                     continue  # a slice of a partitioned variable (its key is binary)
+                key_bytes += len(raw_key)
+                if key_bytes > key_budget:
+                    raise FormatError(
+                        f"{path}: its tensor names add up to more than {key_budget} bytes, "
+                        f"{KEY_BYTES_PER_INDEX_BYTE} times the index's size; damaged or not a "
+                        "checkpoint index"
+                    )
                 key = raw_key.decode("utf-8", "backslashreplace")
                 try:
                     if key == "":
