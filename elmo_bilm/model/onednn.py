@@ -12,7 +12,7 @@ The only torch entry points are `torch.ops.mkldnn._reorder_linear_weight` and
 public API for prepacked linear weights.
 """
 
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Sequence, Tuple
 
 import torch
 
@@ -34,13 +34,85 @@ def applies(step_bytes: int, inputs: torch.Tensor, needs_grad: bool) -> bool:
     return AVAILABLE and on_cpu and not needs_grad and step_bytes >= MIN_STEP_BYTES
 
 
+# 64-bit words per row of a weight's fingerprint (`fingerprint`)
+_ROW_WORDS = 1024
+_multipliers: Dict[torch.device, torch.Tensor] = {}
+
+
+def _row_multipliers(device: torch.device) -> torch.Tensor:
+    """`_ROW_WORDS` fixed pseudo-random odd 64-bit multipliers (the same in every process)."""
+    if device not in _multipliers:
+        generator = torch.Generator().manual_seed(67)
+        half = torch.randint(-(2**62), 2**62, (_ROW_WORDS,), generator=generator)
+        _multipliers[device] = (half * 2 + 1).to(device)  # every odd int64 can come out
+    return _multipliers[device]
+
+
+def _hash_rows(words: torch.Tensor) -> torch.Tensor:
+    """`sum_j words[r, j] * c_j` modulo 2^64 for each row `r` of the int64 `words` (rows, <=
+    `_ROW_WORDS`): exact integer arithmetic, wrapping, so the order of the sum is irrelevant."""
+    multipliers = _row_multipliers(words.device)[: words.shape[1]]
+    if words.device.type == "cpu":
+        return words @ multipliers  # one pass at memory speed (no integer matmul elsewhere)
+    return torch.cat([(block * multipliers).sum(1) for block in words.split(4096)])
+
+
+def fingerprint(tensor: torch.Tensor) -> torch.Tensor:
+    """A hash of `tensor`'s values, one pass over its memory (int64 `(rows,)`).
+
+    The bytes, in memory order, read as 64-bit words and cut into rows of `_ROW_WORDS`; each row
+    hashes to `sum_j w_j c_j mod 2^64` with fixed random odd `c_j`. A change to one element, or
+    to elements in different rows, always changes it (an odd multiplier is invertible modulo
+    2^64); several changes within one row go unnoticed only when their terms cancel modulo 2^64:
+    a chance of 2^-64 for changes unrelated to the `c_j`, but certain for the sign bits of exactly
+    two odd-numbered float32 elements of a row (their top bits count modulo 2 only). What
+    `WeightStamp` compares: unlike autograd's version counter it sees edits through `.data`."""
+    with torch.no_grad():
+        if not tensor.is_contiguous():  # a transposed view: its memory in order, no copy
+            order = sorted(range(tensor.dim()), key=lambda i: tensor.stride()[i], reverse=True)
+            permuted = tensor.permute(order)
+            tensor = permuted if permuted.is_contiguous() else tensor.contiguous()
+        data = tensor.detach().reshape(-1).view(torch.uint8)
+        head = min(-data.storage_offset() % 8, data.numel())  # bytes before an aligned word
+        n_words = (data.numel() - head) // 8
+        words = data[head : head + 8 * n_words].view(torch.int64)
+        full = n_words // _ROW_WORDS * _ROW_WORDS
+        parts = [_hash_rows(words[:full].view(-1, _ROW_WORDS))] if full else []
+        if n_words > full:
+            parts.append(_hash_rows(words[full:].view(1, -1)))
+        loose = torch.cat([data[:head], data[head + 8 * n_words :]])  # at most 14 bytes
+        if loose.numel():
+            parts.append(_hash_rows(loose.to(torch.int64).view(1, -1)))
+        return torch.cat(parts) if parts else data.new_zeros(0, dtype=torch.int64)
+
+
+class WeightStamp:
+    """What a derived copy of tensors (a cast, a pack) was made from: their layouts and
+    fingerprints. Equal stamps: the copy is still theirs, however the tensors were edited in
+    between (an optimiser step, `load_state_dict`, `param.data.mul_(2)`, `param.data = t`)."""
+
+    def __init__(self, tensors: Sequence[torch.Tensor]) -> None:
+        self.layouts = [(t.device, t.dtype, t.shape, t.stride()) for t in tensors]
+        self.hashes = [fingerprint(t) for t in tensors]
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, WeightStamp)
+            and self.layouts == other.layouts
+            and all(torch.equal(a, b) for a, b in zip(self.hashes, other.hashes))
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 class PackedWeights:
     """oneDNN-packed per-direction copies of parameters, keyed by (name, layer) and rebuilt when
-    the parameter changes (its storage or version: an optimiser step, a load). Opaque tensors:
-    never copied or pickled with the module (see `ProjectedLstmStack.__getstate__`)."""
+    the parameter's values change, whichever way (`WeightStamp`: an optimiser step, a load, an
+    edit through `.data`). Opaque tensors: never copied or pickled with the module (see
+    `ProjectedLstmStack.__getstate__`)."""
 
     def __init__(self) -> None:
-        self.packs: Dict[Tuple[str, int], Tuple[Tuple[int, int], List[torch.Tensor]]] = {}
+        self.packs: Dict[Tuple[str, int], Tuple[WeightStamp, List[torch.Tensor]]] = {}
 
     def clear(self) -> None:
         self.packs.clear()
@@ -50,15 +122,15 @@ class PackedWeights:
     ) -> List[torch.Tensor]:
         """The packs of `weight` (2, out, in), one per direction (a view of the parameter
         `name`[`layer`] is fine)."""
-        version = (weight.data_ptr(), weight._version)
+        stamp = WeightStamp([weight])
         key = (name, layer)
-        if key not in self.packs or self.packs[key][0] != version:
+        if key not in self.packs or self.packs[key][0] != stamp:
             with torch.no_grad():
                 packs = [
                     torch.ops.mkldnn._reorder_linear_weight(weight[d].contiguous(), batch_hint)
                     for d in range(2)
                 ]
-            self.packs[key] = (version, packs)
+            self.packs[key] = (stamp, packs)
         return self.packs[key][1]
 
     def input_products(

@@ -10,7 +10,8 @@
   CNN's highway layers and projection; the char CNN's convolutions stay float32.
 
 Weights are never changed: the low-precision copies are derived on first use and rebuilt when a
-weight changes (its storage or version), so loading, exporting and training see the float32
+weight's values change, whichever way (`elmo_bilm.model.onednn.WeightStamp`: an optimiser step,
+`load_state_dict`, an edit through `.data`), so loading, exporting and training see the float32
 parameters. The settings are for inference: a pass that needs gradients runs in float32.
 docs/performance.md has the measurements behind these choices (which products, which state
 precision, torchao against fbgemm) and the errors they give.
@@ -26,7 +27,7 @@ from torch import nn
 from elmo_bilm.model import onednn
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.model.lstm import ProjectedLstmStack
-from elmo_bilm.model.onednn import Step
+from elmo_bilm.model.onednn import Step, WeightStamp
 from elmo_bilm.utils.files import UsageError
 
 PRECISIONS = ("float32", "bfloat16", "int8")
@@ -112,18 +113,21 @@ def _prepare(
 
 class _Derived:
     """Tensors derived from parameters (casts, packs), each rebuilt when one of its sources
-    changes; never copied or pickled (opaque packs), rebuilt on use instead."""
+    changes value, whichever way (`WeightStamp`: `.data` edits too); never copied or pickled
+    (opaque packs), rebuilt on use instead."""
 
     def __init__(self) -> None:
-        self.items: Dict[Tuple[Any, ...], Tuple[Tuple[Any, ...], Any]] = {}
+        self.items: Dict[Tuple[Any, ...], Tuple[WeightStamp, Any]] = {}
 
     def get(
         self, key: Tuple[Any, ...], sources: List[torch.Tensor], make: Callable[[], Any]
     ) -> Any:
-        version = tuple((s.data_ptr(), s._version, s.device) for s in sources)
-        if key not in self.items or self.items[key][0] != version:
+        """The item `key`, made from `sources` (exactly what `make` reads: a weight's slice for
+        one direction, not the whole parameter, so each is fingerprinted once a pass)."""
+        stamp = WeightStamp(sources)
+        if key not in self.items or self.items[key][0] != stamp:
             with torch.no_grad():
-                self.items[key] = (version, make())
+                self.items[key] = (stamp, make())
         return self.items[key][1]
 
     def __getstate__(self) -> Dict[str, Any]:
@@ -242,13 +246,12 @@ class LstmProducts:
                 for d in range(2)
             ]
         # int8: the bias goes into fbgemm's pack (its product adds it)
-        sources = [weight, stack.biases[layer]]
         return [
             _int8_linear(
                 x[d],
                 self.derived.get(
                     ("input", layer, d, "int8"),
-                    sources,
+                    [weight[d], stack.biases[layer][d]],
                     lambda: _int8_pack(weight[d].T, bias[d, 0]),  # noqa: B023 (called at once)
                 ),
             )

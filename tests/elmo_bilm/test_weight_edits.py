@@ -1,0 +1,184 @@
+"""Copies derived from the weights (oneDNN's float32 packs, int8 and bfloat16 packs and casts)
+follow every way of changing a weight, `.data` edits included (project issue 67): autograd's
+version counter misses those (`p.data` is a new tensor with a counter of its own), so the caches
+compare fingerprints of the weights' values (`elmo_bilm.model.onednn.fingerprint`).
+
+Each edit is applied to one parameter behind each kind of derived copy in turn, on a biLM that
+has already run (its copies built); its output must equal that of a freshly loaded biLM given the
+same edits before its first pass, and differ from the output before the edit.
+"""
+
+from typing import Callable, Dict, List, Sequence
+
+import pytest
+import torch
+from torch import nn
+
+from elmo_bilm.formats.bilm_tf import load_bilm_tf
+from elmo_bilm.model import onednn
+from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.model.characters import batch_char_ids
+from elmo_bilm.runtime import precision
+from elmo_bilm.runtime.precision import _prepare
+from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
+
+# one parameter behind each kind of derived copy: the LSTM's input-to-gate, recurrent and
+# projection weights and its biases (in int8's input pack), a highway layer, the char CNN's
+# projection (int8 / bfloat16 linears) and a convolution (bfloat16)
+EDITED = [
+    "lstm.input_weights.0",
+    "lstm.recurrent_weights.1",
+    "lstm.projections.0",
+    "lstm.biases.1",
+    "char_cnn.highways.0.transform.weight",
+    "char_cnn.projection.weight",
+    "char_cnn.convolutions.2.weight",
+]
+
+
+def _random_like(name: str, tensor: torch.Tensor) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(sum(map(ord, name)))
+    return torch.randn(tensor.shape, generator=generator) * float(tensor.detach().std() + 0.1)
+
+
+def _load_state_dict(bilm: BiLm, name: str) -> None:
+    state = bilm.state_dict()
+    state[name] = state[name] * -0.75
+    bilm.load_state_dict(state)
+
+
+def _no_grad_in_place(p: nn.Parameter) -> None:
+    with torch.no_grad():
+        p.add_(0.25)
+
+
+def _numpy_view(p: nn.Parameter) -> None:
+    p.data.numpy()[...] *= 0.5  # a write no torch operation sees
+
+
+EDITS: Dict[str, Callable[[BiLm, str], None]] = {
+    "data.mul_": lambda bilm, name: _parameter(bilm, name).data.mul_(1.5),
+    "data.copy_": lambda bilm, name: _parameter(bilm, name).data.copy_(
+        _random_like(name, _parameter(bilm, name))
+    ),
+    "data = tensor": lambda bilm, name: setattr(
+        _parameter(bilm, name), "data", _parameter(bilm, name).data.flip(0)
+    ),
+    "no_grad in-place": lambda bilm, name: _no_grad_in_place(_parameter(bilm, name)),
+    "load_state_dict": _load_state_dict,
+    "numpy view": lambda bilm, name: _numpy_view(_parameter(bilm, name)),
+}
+
+# precision -> (precision, recurrent product's precision) given to `_prepare` (without the CPU
+# check: emulated bfloat16 where the CPU lacks it, the same arithmetic); "float32" runs the LSTM on
+# oneDNN's packs (the large biLMs' route, forced here at the fixture's size)
+PRECISIONS = {
+    "float32": ("float32", "float32"),
+    "int8": ("int8", precision.INT8_RECURRENT),
+    "bfloat16": ("bfloat16", "bfloat16"),
+    "int8, float32 recurrent": ("int8", "float32"),  # int8's float32 oneDNN packs
+}
+
+
+def _parameter(bilm: BiLm, name: str) -> nn.Parameter:
+    return dict(bilm.named_parameters())[name]
+
+
+@pytest.fixture(scope="module")
+def char_ids(fixture_sentences) -> torch.Tensor:
+    return batch_char_ids(fixture_sentences[0])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Hundreds of passes of the tiny biLM: one thread keeps them quick on a loaded machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def onednn_route(monkeypatch) -> None:
+    monkeypatch.setattr(onednn, "MIN_STEP_BYTES", 0)
+
+
+def _prepared(name: str, edits: Sequence[str] = (), how: str = "") -> BiLm:
+    bilm = load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE).eval()
+    for edited in edits:
+        EDITS[how](bilm, edited)
+    return _prepare(bilm, *PRECISIONS[name])
+
+
+def _layers(bilm: BiLm, char_ids: torch.Tensor) -> List[torch.Tensor]:
+    with torch.no_grad():
+        return [layer.float() for layer in bilm(char_ids)["activations"]]
+
+
+def _derived_copies(bilm: BiLm) -> int:
+    """How many derived copies the biLM holds (to check that the test's routes build some)."""
+    count = len(bilm.lstm._packed.packs)
+    products = bilm.lstm.products
+    if isinstance(products, precision.LstmProducts):
+        count += len(products.derived.items)
+    for module in bilm.char_cnn.modules():
+        if isinstance(module, (precision.PrecisionLinear, precision.PrecisionConv1d)):
+            count += len(module.derived.items)
+    return count
+
+
+@pytest.mark.skipif(not onednn.AVAILABLE, reason="oneDNN is not available in this torch build")
+@pytest.mark.parametrize("how", list(EDITS))
+@pytest.mark.parametrize("name", list(PRECISIONS))
+def test_derived_copies_follow_every_kind_of_weight_edit(char_ids, name, how):
+    bilm = _prepared(name)
+    before = _layers(bilm, char_ids)
+    assert _derived_copies(bilm) > 0
+    for done in range(1, len(EDITED) + 1):
+        EDITS[how](bilm, EDITED[done - 1])
+        after = _layers(bilm, char_ids)
+        expected = _layers(_prepared(name, EDITED[:done], how), char_ids)
+        for layer, (got, want) in enumerate(zip(after, expected)):
+            # the same arithmetic on the same weights: the same bits
+            assert torch.equal(got, want), (EDITED[done - 1], layer)
+        assert any(not torch.equal(a, b) for a, b in zip(after, before)), EDITED[done - 1]
+        before = after
+
+
+@pytest.mark.skipif(not onednn.AVAILABLE, reason="oneDNN is not available in this torch build")
+@pytest.mark.parametrize("name", list(PRECISIONS))
+def test_unchanged_weights_keep_their_derived_copies(char_ids, name):
+    bilm = _prepared(name)
+    first = _layers(bilm, char_ids)
+    copies = _lstm_copies(bilm)
+    assert copies
+    _parameter(bilm, "lstm.projections.1").data = _parameter(bilm, "lstm.projections.1").clone()
+    again = _layers(bilm, char_ids)  # the same values in new memory: nothing to rebuild
+    assert all(torch.equal(a, b) for a, b in zip(first, again))
+    now = _lstm_copies(bilm)
+    assert now.keys() == copies.keys()
+    assert all(now[key] is made for key, made in copies.items())
+
+
+def _lstm_copies(bilm: BiLm) -> Dict[object, object]:
+    """The LSTM's derived copies by key."""
+    copies: Dict[object, object] = {key: made for key, (_, made) in bilm.lstm._packed.packs.items()}
+    products = bilm.lstm.products
+    if isinstance(products, precision.LstmProducts):
+        copies.update((key, made) for key, (_, made) in products.derived.items.items())
+    return copies
+
+
+def test_a_fingerprint_sees_every_single_element_and_ignores_the_view():
+    base = torch.randn(2 * 1024 + 5)
+    for tensor in (base, base[1:], base[3:-1], torch.randn(0), torch.randn(3, dtype=torch.float64)):
+        stamp = onednn.fingerprint(tensor)
+        for i in range(tensor.numel()):
+            edited = tensor.clone()
+            edited[i] = edited[i].nextafter(torch.tensor(float("inf"), dtype=tensor.dtype))
+            assert not torch.equal(onednn.fingerprint(edited), stamp), (tensor.shape, i)
+    weight = torch.randn(2, 6, 10)
+    assert torch.equal(onednn.fingerprint(weight.transpose(1, 2)), onednn.fingerprint(weight))
+    assert torch.equal(onednn.fingerprint(weight.clone()), onednn.fingerprint(weight))
+    swapped = weight.flip(0)  # a direction's weights for the other's
+    assert not torch.equal(onednn.fingerprint(swapped), onednn.fingerprint(weight))
