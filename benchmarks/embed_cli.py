@@ -19,7 +19,7 @@ from typing import Dict, List, Sequence, Tuple
 
 from benchmarks.common import DATA, conll_dev_sentences, emit, random_bilm_tf
 from elmo_bilm.runtime.precision import PRECISIONS
-from elmo_bilm.sources.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+from elmo_bilm.sources.shipped import SHIPPED_OPTIONS_FILE, SHIPPED_WEIGHT_FILE
 from elmo_plugin.lm.dataset_readers.lm_corpus import read_sentences
 
 BIN = Path(sys.executable).parent
@@ -131,7 +131,7 @@ def main() -> None:
         help="elmo-embed's --precision values, each timed against the same AllenNLP runs",
     )
     args = parser.parse_args()
-    shipped = {"options_file": str(DEFAULT_OPTIONS_FILE), "weight_file": str(DEFAULT_WEIGHT_FILE)}
+    shipped = {"options_file": str(SHIPPED_OPTIONS_FILE), "weight_file": str(SHIPPED_WEIGHT_FILE)}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         if not args.memory_only:

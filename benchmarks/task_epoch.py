@@ -73,9 +73,9 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3)
     args = parser.parse_args()
     if args.bilm == "shipped":
-        from elmo_bilm.sources.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+        from elmo_bilm.sources.shipped import SHIPPED_OPTIONS_FILE, SHIPPED_WEIGHT_FILE
 
-        bilm = {"options_file": str(DEFAULT_OPTIONS_FILE), "weight_file": str(DEFAULT_WEIGHT_FILE)}
+        bilm = {"options_file": str(SHIPPED_OPTIONS_FILE), "weight_file": str(SHIPPED_WEIGHT_FILE)}
     else:
         bilm = random_bilm_tf(args.bilm)
     times = {

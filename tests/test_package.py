@@ -67,13 +67,13 @@ def test_subcommands_found_through_the_plugins_file(repo_root):
 
 
 def test_shipped_biLM_is_the_default(monkeypatch):
-    from elmo_bilm.sources.shipped import DEFAULT_VOCAB_FILE, DEFAULT_WEIGHT_FILE
+    from elmo_bilm.sources.shipped import SHIPPED_VOCAB_FILE, SHIPPED_WEIGHT_FILE
     from elmo_plugin.common.config_env import config_defaults
     from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
 
-    assert DEFAULT_WEIGHT_FILE.is_file() and DEFAULT_VOCAB_FILE.is_file()
+    assert SHIPPED_WEIGHT_FILE.is_file() and SHIPPED_VOCAB_FILE.is_file()
     monkeypatch.delenv("ELMO_OPTIONS_FILE")  # the tests' fixture biLM otherwise (conftest)
-    assert config_defaults()["ELMO_WEIGHT_FILE"] == str(DEFAULT_WEIGHT_FILE)
+    assert config_defaults()["ELMO_WEIGHT_FILE"] == str(SHIPPED_WEIGHT_FILE)
     bilm = load_bilm_or_archive()
     assert bilm.num_layers == 3 and bilm.get_output_dim() == 128
 

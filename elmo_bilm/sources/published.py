@@ -471,9 +471,9 @@ def names() -> List[str]:
 def local_files(name: str) -> Tuple[str, str]:
     """The options and weights of one of this project's biLMs."""
     if name == "wikipedia":
-        from elmo_bilm.sources.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+        from elmo_bilm.sources.shipped import SHIPPED_OPTIONS_FILE, SHIPPED_WEIGHT_FILE
 
-        return str(DEFAULT_OPTIONS_FILE), str(DEFAULT_WEIGHT_FILE)
+        return str(SHIPPED_OPTIONS_FILE), str(SHIPPED_WEIGHT_FILE)
     spec = importlib.util.find_spec(LOCAL[name])
     if spec is None or spec.origin is None:
         distribution = LOCAL[name].replace("_", "-")

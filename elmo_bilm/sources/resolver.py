@@ -38,7 +38,7 @@ from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.sources import published
 from elmo_bilm.sources.archives import bilm_files_in, is_bilm_archive, unpacked
 from elmo_bilm.sources.hub import hub_folder, is_hub_id
-from elmo_bilm.sources.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+from elmo_bilm.sources.shipped import SHIPPED_OPTIONS_FILE, SHIPPED_WEIGHT_FILE
 from elmo_bilm.utils.files import FormatError, UsageError, sha256_files
 
 # How a biLM was named (`ResolvedBilm.kind`)
@@ -107,7 +107,7 @@ def resolve_bilm(
     options_file, weight_file = options_file or None, weight_file or None
     if options_file is None and weight_file is None:
         return _bilm_tf(
-            "shipped", "the shipped biLM", str(DEFAULT_OPTIONS_FILE), str(DEFAULT_WEIGHT_FILE)
+            "shipped", "the shipped biLM", str(SHIPPED_OPTIONS_FILE), str(SHIPPED_WEIGHT_FILE)
         )
     if options_file is None:
         raise UsageError(f"a weight file ({weight_file}) without its options file")
@@ -131,7 +131,10 @@ def resolve_bilm(
         local = published.cached_path(source) if published.is_url(source) else source
         if not os.path.isfile(local):
             raise FileNotFoundError(f"{source}: no such archive")
-        return _in_folder("archive", source, unpacked(local, published.cache_dir()))
+        # the check runs on the extraction before it is kept: an archive holding no biLM
+        # leaves nothing in the cache
+        check = lambda folder: _in_folder("archive", source, folder)  # noqa: E731
+        return _in_folder("archive", source, unpacked(local, published.cache_dir(), check))
     if published.is_url(source):
         raise UsageError(
             f"{source}: a URL names a biLM alone only as a .zip / .tar.gz; give an options "

@@ -3,6 +3,6 @@
 from pathlib import Path
 
 SHIPPED_DIR = Path(__file__).resolve().parents[1] / "pretrained" / "wikipedia"
-DEFAULT_OPTIONS_FILE = SHIPPED_DIR / "options.json"
-DEFAULT_WEIGHT_FILE = SHIPPED_DIR / "weights.hdf5"
-DEFAULT_VOCAB_FILE = SHIPPED_DIR / "vocab.txt"
+SHIPPED_OPTIONS_FILE = SHIPPED_DIR / "options.json"
+SHIPPED_WEIGHT_FILE = SHIPPED_DIR / "weights.hdf5"
+SHIPPED_VOCAB_FILE = SHIPPED_DIR / "vocab.txt"

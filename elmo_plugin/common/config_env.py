@@ -40,7 +40,7 @@ from allennlp.common.checks import ConfigurationError
 from elmo_bilm.formats.bilm_tf import read_options
 from elmo_bilm.sources import published
 from elmo_bilm.sources.resolver import names_whole_bilm, options_path
-from elmo_bilm.sources.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+from elmo_bilm.sources.shipped import SHIPPED_OPTIONS_FILE, SHIPPED_WEIGHT_FILE
 from elmo_bilm.utils.files import FormatError
 from elmo_plugin.common.slices import slice_parts
 from elmo_plugin.data.word_vectors import vector_defaults, vectors_dir
@@ -191,8 +191,8 @@ def weight_file_default(options_file: Optional[str]) -> Optional[str]:
     """`ELMO_WEIGHT_FILE`'s default for the `ELMO_OPTIONS_FILE` in force: the shipped weights for
     the shipped options (unset or its path); empty for a biLM that `stands_alone`; none (the user
     sets it) for any other options file."""
-    if options_file is None or options_file == str(DEFAULT_OPTIONS_FILE):
-        return str(DEFAULT_WEIGHT_FILE)
+    if options_file is None or options_file == str(SHIPPED_OPTIONS_FILE):
+        return str(SHIPPED_WEIGHT_FILE)
     return "" if stands_alone(options_file) else None
 
 
@@ -200,7 +200,7 @@ def config_defaults() -> Dict[str, str]:
     """Every variable with a default, given the current environment (`ELMO_WEIGHT_FILE` as
     `weight_file_default`; the baseline word vectors' files, built or not)."""
     defaults = {
-        "ELMO_OPTIONS_FILE": str(DEFAULT_OPTIONS_FILE),  # the biLM shipped with the plugin
+        "ELMO_OPTIONS_FILE": str(SHIPPED_OPTIONS_FILE),  # the biLM shipped with the plugin
         "SEED": "13370",  # the task configs' `seed` (AllenNLP's random, numpy and torch seeds)
         **OPTIONAL,
     }

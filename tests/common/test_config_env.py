@@ -60,10 +60,10 @@ def test_an_unset_or_missing_dataset_is_one_line_naming_the_variable(monkeypatch
 
 
 def test_the_width_follows_the_options_file_in_force(monkeypatch):
-    from elmo_bilm.sources.shipped import DEFAULT_OPTIONS_FILE
+    from elmo_bilm.sources.shipped import SHIPPED_OPTIONS_FILE
 
     widths = []
-    for options in (None, DEFAULT_OPTIONS_FILE):
+    for options in (None, SHIPPED_OPTIONS_FILE):
         if options is not None:
             monkeypatch.setenv("ELMO_OPTIONS_FILE", str(options))
             monkeypatch.setenv("ELMO_WEIGHT_FILE", str(options.parent / "weights.hdf5"))
@@ -175,10 +175,10 @@ def test_the_weight_file_rule_of_the_options_file_in_force(monkeypatch):
     """`ELMO_WEIGHT_FILE`'s default follows one rule: the shipped weights for the shipped options;
     none needed for a biLM that stands alone (a name, a Hub id, an archive); an options file's
     path needs it set (it got the shipped weights, another biLM's, and a Hub id got them too)."""
-    from elmo_bilm.sources.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+    from elmo_bilm.sources.shipped import SHIPPED_OPTIONS_FILE, SHIPPED_WEIGHT_FILE
 
     default = config_env.weight_file_default
-    assert default(None) == default(str(DEFAULT_OPTIONS_FILE)) == str(DEFAULT_WEIGHT_FILE)
+    assert default(None) == default(str(SHIPPED_OPTIONS_FILE)) == str(SHIPPED_WEIGHT_FILE)
     for name in ("wikipedia_1024", "original", "hf://org/repo", "bilm.tar.gz"):
         assert default(name) == "", name
     assert default(str(OPTIONS_FILE)) is None and default("https://x/options.json") is None

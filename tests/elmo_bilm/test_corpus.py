@@ -307,7 +307,7 @@ def test_a_resume_over_other_inputs_or_another_bilm_is_refused(tmp_path, local_r
     run starts over."""
     import shutil
 
-    from elmo_bilm.sources.shipped import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE
+    from elmo_bilm.sources.shipped import SHIPPED_OPTIONS_FILE, SHIPPED_WEIGHT_FILE
 
     bilm = tmp_path / "bilm"
     bilm.mkdir()
@@ -335,8 +335,8 @@ def test_a_resume_over_other_inputs_or_another_bilm_is_refused(tmp_path, local_r
         embed_corpus(["in/part0.txt"], str(out), shard_lines=10, **files)
     (first / "in" / "part0.txt").write_text(text)
     # (a) the biLM's files replaced at the same paths
-    shutil.copy(DEFAULT_OPTIONS_FILE, bilm / "options.json")
-    shutil.copy(DEFAULT_WEIGHT_FILE, bilm / "weights.hdf5")
+    shutil.copy(SHIPPED_OPTIONS_FILE, bilm / "options.json")
+    shutil.copy(SHIPPED_WEIGHT_FILE, bilm / "weights.hdf5")
     with pytest.raises(ValueError, match=r"other biLM .*--overwrite") as error:
         embed_corpus(["in/part0.txt"], str(out), shard_lines=10, **files)
     assert "\n" not in str(error.value)
@@ -349,7 +349,7 @@ def test_a_resume_over_other_inputs_or_another_bilm_is_refused(tmp_path, local_r
     assert all(row.embeddings.ndim == 2 for row in read_embeddings(str(out)))
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(300)  # Ray itself would wait forever; 5x a quiet start
 def test_ray_requests_the_cluster_cannot_meet_are_one_line(tmp_path, local_ray, capfd):
     """On the 2-CPU local Ray without a GPU: `--gpus-per-worker 1`, and `--cpus-per-worker 4
     --num-workers 2`, are one line each naming what was asked and what the cluster has (Ray

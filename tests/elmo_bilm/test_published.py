@@ -161,9 +161,9 @@ def test_this_projects_biLMs_by_name(monkeypatch):
     import importlib.util
 
     from elmo_bilm.sources.resolver import resolve_bilm
-    from elmo_bilm.sources.shipped import DEFAULT_OPTIONS_FILE
+    from elmo_bilm.sources.shipped import SHIPPED_OPTIONS_FILE
 
-    assert resolve_bilm("wikipedia", None).options_file == str(DEFAULT_OPTIONS_FILE)
+    assert resolve_bilm("wikipedia", None).options_file == str(SHIPPED_OPTIONS_FILE)
     options = resolve_bilm("wikipedia_1024", "").options_file
     assert str(options).endswith("elmo_bilm_wikipedia_1024/options.json")
     assert Elmo.from_pretrained("wikipedia_1024").get_output_dim() == 256

@@ -205,3 +205,16 @@ def test_nothing_fits_is_one_error_naming_what_was_looked_for(tmp_path: Path) ->
         resolve_bilm(str(OPTIONS_FILE))
     with pytest.raises(UsageError, match="names a whole biLM"):
         resolve_bilm(str(bilm_tf_folder(tmp_path / "f")), str(WEIGHT_FILE))
+
+
+def test_an_archive_holding_no_biLM_leaves_nothing_in_the_cache(
+    tmp_path: Path, cache: Path
+) -> None:
+    archive = tmp_path / "nothing.zip"
+    with zipfile.ZipFile(archive, "w") as packed:
+        packed.writestr("README.txt", "no biLM here")
+    with pytest.raises(FormatError, match="no options file"):
+        resolve_bilm(str(archive))
+    assert (
+        not [p for p in (cache / "unpacked").iterdir()] if (cache / "unpacked").exists() else True
+    )
