@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 
 from elmo_bilm.cli.arguments import add_bilm_arguments
 from elmo_bilm.model.bilm import BiLm
-from elmo_bilm.runtime.engine import DEFAULT_BATCH_SIZE, FORMATS, LAYER_CHOICES, Layers, embed_file
+from elmo_bilm.runtime.engine import BULK_BATCH_SIZE, FORMATS, LAYER_CHOICES, Layers, embed_file
 from elmo_bilm.runtime.precision import add_precision_argument, set_precision
 from elmo_bilm.sources.resolver import load_bilm
 from elmo_bilm.utils.files import UsageError, reports_errors
@@ -68,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument(
         "--format", choices=FORMATS, default="hdf5", help="hdf5 (allennlp elmo's) or parquet"
     )
-    add_bilm_arguments(parser, DEFAULT_BATCH_SIZE)
+    add_bilm_arguments(parser, BULK_BATCH_SIZE)
     add_precision_argument(parser)
     parser.add_argument(
         "--forget-sentences",

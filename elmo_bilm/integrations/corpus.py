@@ -37,7 +37,7 @@ from elmo_bilm.cli.embed import add_layer_arguments, layers_of
 from elmo_bilm.formats.parquet import DTYPES, EmbeddingWriter, import_extra, require_pyarrow
 from elmo_bilm.integrations.ray_noise import filtered_stderr
 from elmo_bilm.runtime.engine import (
-    DEFAULT_BATCH_SIZE,
+    BULK_BATCH_SIZE,
     DEFAULT_MAX_TOKENS,
     Layers,
     embed_sorted,
@@ -481,7 +481,7 @@ def embed_corpus(
     weight_file: "Optional[str | os.PathLike[str]]" = None,
     layers: Layers = Layers(),
     dtype: str = "float32",
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_size: int = BULK_BATCH_SIZE,
     shard_lines: int = 1000,
     num_workers: int = 1,
     cpus_per_worker: int = 1,
@@ -633,7 +633,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     add_layer_arguments(parser)
     add_bilm_arguments(parser)
     add_precision_argument(parser)
-    add_batch_arguments(parser, DEFAULT_BATCH_SIZE)
+    add_batch_arguments(parser, BULK_BATCH_SIZE)
     parser.add_argument("--shard-lines", type=int, default=1000, help="lines per Parquet shard")
     parser.add_argument("--num-workers", type=int, default=1, help="biLM actors (default 1)")
     parser.add_argument("--cpus-per-worker", type=int, default=1, help="CPU threads per actor")

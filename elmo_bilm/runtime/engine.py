@@ -28,9 +28,10 @@ from elmo_bilm.utils.files import FormatError, UsageError, atomic_output, number
 
 LAYER_CHOICES = ("all", "top", "average")
 FORMATS = ("hdf5", "parquet")
-# Sentences are length-sorted, so a batch pads little; at the paper size 128 rows per recurrent
-# step cut the biLM time by 10% against 64 (each step streams 40 MB of weights whatever the rows).
-DEFAULT_BATCH_SIZE = 128
+# Sentences per bulk batch (`elmo-embed`, corpus workers; `elmo.DEFAULT_BATCH_SIZE` is AllenNLP's
+# `ElmoEmbedder` default): length-sorted, a batch pads little, and more rows per recurrent step
+# spread the step's weight traffic (docs/performance.md).
+BULK_BATCH_SIZE = 128
 # Padded tokens (rows x longest) per biLM batch: a batch's memory grows with them (the
 # input-to-gate products of every position are held at once), so the budget bounds memory
 # whatever the sentence lengths; docs/performance.md has the measured peaks.
@@ -137,7 +138,7 @@ def embed_file(
     input_file: str,
     output_file: str,
     layers: "str | Layers" = "all",
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_size: int = BULK_BATCH_SIZE,
     cuda_device: int = -1,
     overwrite: bool = False,
     max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
@@ -313,7 +314,7 @@ T = TypeVar("T")
 def length_batches(
     items: Sequence[T],
     words: Callable[[T], Sequence[str]],
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_size: int = BULK_BATCH_SIZE,
     max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
 ) -> Iterator[List[T]]:
     """`items` sorted by the length of their `words`, in batches of at most `batch_size` items
@@ -338,7 +339,7 @@ def embed_sorted(
     bilm: BiLm,
     items: Sequence[T],
     words: Callable[[T], Sequence[str]],
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_size: int = BULK_BATCH_SIZE,
     device: torch.device = torch.device("cpu"),
     layers: "str | Layers" = "all",
     max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
