@@ -14,8 +14,9 @@ import numpy
 import pytest
 
 from elmo_bilm import read_embeddings
+from elmo_bilm.cli.embed_corpus import main
 from elmo_bilm.formats.bilm_tf import load_bilm_tf
-from elmo_bilm.integrations.corpus import embed_corpus, main, plan
+from elmo_bilm.integrations.corpus import embed_corpus, plan
 from elmo_bilm.runtime.engine import Layers, embed_file
 from elmo_bilm.utils.files import FormatError
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
@@ -133,7 +134,13 @@ def test_a_killed_run_resumes_with_the_missing_shards_only(tmp_path):
         assert_float32_close(row.embeddings, second[key].embeddings, NETWORK)
     # a resume with other arguments is refused, naming them
     with pytest.raises(ValueError, match="other dtype"):
-        embed_corpus([str(corpus)], str(resumed), OPTIONS_FILE, WEIGHT_FILE, dtype="float16")
+        embed_corpus(
+            [str(corpus)],
+            str(resumed),
+            options_file=OPTIONS_FILE,
+            weight_file=WEIGHT_FILE,
+            dtype="float16",
+        )
 
 
 @pytest.mark.slow
@@ -369,4 +376,54 @@ def test_ray_requests_the_cluster_cannot_meet_are_one_line(tmp_path, local_ray, 
     assert err == (
         "elmo-embed-corpus: error: --cpus-per-worker 4 --num-workers 2 asks for 8 CPUs "
         "(4 per worker); the Ray cluster has 2 CPUs (no GPU)"
+    )
+
+
+def test_corpus_options_are_one_checked_object_the_command_and_keywords_fill(tmp_path):
+    """`CorpusOptions` checks its fields when made (a bad dtype or size is one `UsageError`,
+    keyword overrides to `embed_corpus` too), keeps the biLM's paths as str (the manifest's JSON),
+    and is what the command's flags parse into; a path where the options object goes is refused."""
+    import argparse
+    from pathlib import Path
+
+    from elmo_bilm.cli.embed_corpus import add_arguments, options_of
+    from elmo_bilm.integrations.corpus import CorpusOptions
+    from elmo_bilm.utils.files import UsageError
+
+    assert CorpusOptions(options_file=Path("o.json")).options_file == "o.json"
+    assert CorpusOptions(options_file="").options_file is None
+    with pytest.raises(UsageError, match="dtype must be one of"):
+        CorpusOptions(dtype="int8")
+    for field in ("batch_size", "shard_lines", "num_workers", "cpus_per_worker"):
+        with pytest.raises(UsageError, match="at least 1"):
+            CorpusOptions(**{field: 0})
+    with pytest.raises(UsageError, match="GPUs per worker >= 0"):
+        CorpusOptions(gpus_per_worker=-1)
+    with pytest.raises(UsageError, match="at least 1"):  # before any input is read
+        embed_corpus([str(tmp_path / "none.txt")], str(tmp_path / "out"), shard_lines=0)
+    with pytest.raises(TypeError, match="options_file= and weight_file="):
+        embed_corpus([str(tmp_path / "none.txt")], str(tmp_path / "out"), OPTIONS_FILE)
+    flags = ["in", "out", "--top", "--dtype", "float16", "--batch-size", "3", "--max-tokens", "9"]
+    flags += ["--shard-lines", "7", "--num-workers", "2", "--cpus-per-worker", "4"]
+    flags += ["--gpus-per-worker", "0.5", "--address", "auto", "--skip-bad-lines", "--overwrite"]
+    flags += ["--precision", "int8", "--options-file", "o.json", "--weight-file", "w.hdf5"]
+    parsed = options_of(add_arguments(argparse.ArgumentParser()).parse_args(flags))
+    assert parsed == CorpusOptions(
+        options_file="o.json",
+        weight_file="w.hdf5",
+        layers=Layers("top"),
+        dtype="float16",
+        batch_size=3,
+        max_tokens=9,
+        shard_lines=7,
+        num_workers=2,
+        cpus_per_worker=4,
+        gpus_per_worker=0.5,
+        address="auto",
+        skip_bad_lines=True,
+        precision="int8",
+        overwrite=True,
+    )
+    assert options_of(add_arguments(argparse.ArgumentParser()).parse_args(["in", "out"])) == (
+        CorpusOptions()
     )

@@ -42,8 +42,8 @@ import pytest
 import torch
 
 from elmo_bilm.cli.embed import main as embed_main
+from elmo_bilm.cli.embed_corpus import add_arguments as corpus_arguments
 from elmo_bilm.integrations.corpus import ShardEmbedder
-from elmo_bilm.integrations.corpus import add_arguments as corpus_arguments
 from elmo_bilm.model import onednn
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.model.characters import batch_char_ids

@@ -1,0 +1,96 @@
+"""The Ray Data actor of a corpus run: one biLM per worker, embedding whole shards into Parquet
+files. A worker holds its shard's text and one batch of vectors: memory is bounded by the batch
+size and `max_tokens`, not by the corpus."""
+
+import json
+import os
+import resource
+import time
+import uuid
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy
+import torch
+
+from elmo_bilm.formats.parquet import EmbeddingWriter
+from elmo_bilm.integrations.corpus.plan import Shard, filesystem, shard_sentences
+from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS, Layers, embed_sorted
+from elmo_bilm.runtime.precision import set_precision
+from elmo_bilm.sources.resolver import load_bilm
+
+
+class ShardEmbedder:
+    """A Ray Data actor: one biLM, embedding whole shards into Parquet files under
+    `output_dir` (a partial file, moved into place when complete)."""
+
+    def __init__(
+        self,
+        options_file: Optional[str],
+        weight_file: Optional[str],
+        layers: Dict[str, Any],
+        dtype: str,
+        batch_size: int,
+        output_dir: str,
+        threads: int,
+        precision: str = "float32",
+        max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
+    ) -> None:
+        torch.set_num_threads(threads)
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        self.bilm = load_bilm(options_file, weight_file).to(self.device).eval()
+        set_precision(self.bilm, precision)
+        self.layers = Layers(**layers)
+        self.depth = self.layers.depth(self.bilm.num_layers)
+        self.dtype, self.batch_size, self.max_tokens = dtype, batch_size, max_tokens
+        self.fs, self.root = filesystem(output_dir)
+
+    def __call__(self, batch: Dict[str, numpy.ndarray]) -> Dict[str, numpy.ndarray]:
+        results = [self.embed(Shard(**json.loads(text))) for text in batch["shard"]]
+        return {key: numpy.array([result[key] for result in results]) for key in results[0]}
+
+    def embed(self, shard: Shard) -> Dict[str, Any]:
+        started = time.perf_counter()
+        sentences = list(shard_sentences(shard))
+        final = f"{self.root}/{shard.name}.parquet"
+        partial = f"{final}.{uuid.uuid4().hex}.partial"
+        try:
+            with self.fs.open_output_stream(partial) as out:
+                writer = EmbeddingWriter(
+                    out,
+                    self.layers.name,
+                    self.depth,
+                    self.bilm.get_output_dim(),
+                    self.dtype,
+                    metadata=self.layers.metadata,
+                )
+                for batch, host in embed_sorted(
+                    self.bilm,
+                    sentences,
+                    _words,
+                    self.batch_size,
+                    self.device,
+                    self.layers,
+                    self.max_tokens,
+                ):
+                    words = [tokens for _, tokens in batch]
+                    writer.write([shard.file] * len(batch), [n for n, _ in batch], words, host)
+                writer.close()
+            self.fs.move(partial, final)
+        except BaseException:
+            try:
+                self.fs.delete_file(partial)
+            except OSError:
+                pass
+            raise
+        return {
+            "shard": shard.name,
+            "sentences": len(sentences),
+            "seconds": time.perf_counter() - started,
+            "pid": os.getpid(),
+            # ru_maxrss is KiB on Linux
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        }
+
+
+def _words(item: Tuple[int, List[str]]) -> List[str]:
+    return item[1]
