@@ -96,7 +96,7 @@ def test_core_wheel_holds_the_core_and_the_shipped_biLM(wheels, repo_root):
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     scripts = zipfile.ZipFile(wheels["core"]).read(entry_points).decode()
     assert "elmo-embed = elmo_bilm.cli.embed:console" in scripts
-    assert "elmo-export-onnx = elmo_bilm.runtime.onnx:main" in scripts
+    assert "elmo-export-onnx = elmo_bilm.cli.export_onnx:main" in scripts
 
 
 def test_plugin_wheel_depends_on_the_core_at_the_same_version(wheels, repo_root):

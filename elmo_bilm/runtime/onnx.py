@@ -10,22 +10,18 @@ which padded positions run but never reach a real one (padding is at the end in 
 directions, after `reverse_padded`). The weights are the `BiLm`'s own.
 """
 
-import argparse
 import logging
 import os
-import sys
 import warnings
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 from torch import nn
 
-from elmo_bilm.cli.arguments import add_bilm_arguments
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.model.char_cnn import add_sentence_boundaries
 from elmo_bilm.model.lstm import lstm_cell, reverse_padded
-from elmo_bilm.sources.resolver import load_bilm
-from elmo_bilm.utils.files import PathLike, UsageError, atomic_output, reports_errors
+from elmo_bilm.utils.files import PathLike, UsageError, atomic_output
 
 logger = logging.getLogger(__name__)
 
@@ -189,37 +185,3 @@ def export_onnx(
         finally:
             if os.path.exists(float_file):
                 os.remove(float_file)
-
-
-@reports_errors("elmo-export-onnx", also=(ModuleNotFoundError,), returns=True)
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """The `elmo-export-onnx` console script."""
-    parser = argparse.ArgumentParser(
-        prog="elmo-export-onnx",
-        description="Export a biLM (bilm-tf files, or the shipped one) to ONNX: character ids "
-        "(batch, tokens, 50) in, every layer out; run it with onnxruntime.",
-    )
-    parser.add_argument("output_file", help="the .onnx file to write")
-    add_bilm_arguments(parser)
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing file")
-    parser.add_argument(
-        "--quantize",
-        choices=QUANTIZE_CHOICES,
-        help="int8: onnxruntime's dynamic quantization of the products (docs/performance.md)",
-    )
-    args = parser.parse_args(argv)
-    # this package's messages; not the ONNX optimiser's (a line per folded constant)
-    logging.basicConfig(level=logging.WARNING, format="%(message)s")
-    logging.getLogger("elmo_bilm").setLevel(logging.INFO)
-    export_onnx(
-        load_bilm(args.options_file, args.weight_file),
-        args.output_file,
-        args.overwrite,
-        args.quantize,
-    )
-    logger.info("Wrote %s", args.output_file)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -24,7 +24,6 @@ central directory, every tar header) to be cached.
 """
 
 import contextlib
-import difflib
 import errno
 import hashlib
 import importlib.util
@@ -49,8 +48,7 @@ except ImportError:  # not on Windows: no lock between processes there
 
 from tqdm import tqdm
 
-from elmo_bilm.sources.archives import BILM_ARCHIVE_SUFFIXES, is_bilm_archive
-from elmo_bilm.sources.hub import is_hub_id
+from elmo_bilm.sources.archives import BILM_ARCHIVE_SUFFIXES
 from elmo_bilm.utils.files import UsageError, atomic_output, sha256_files
 
 logger = logging.getLogger(__name__)
@@ -483,25 +481,3 @@ def local_files(name: str) -> Tuple[str, str]:
         )
     folder = Path(spec.origin).parent
     return str(folder / "options.json"), str(folder / "weights.hdf5")
-
-
-def check_name(options_file: Optional[str], weight_file: Optional[str] = None) -> None:
-    """Refuse a biLM's name given with a weight file (a name stands for both files), and a
-    misspelt name (no such file, and close to a name: the closest names, difflib's); paths that
-    exist, URLs and names pass."""
-    if not options_file or is_url(options_file) or os.path.exists(options_file):
-        return
-    named = options_file in names() or is_hub_id(options_file)
-    if named and weight_file is not None:
-        raise UsageError(
-            f"{options_file!r} is a biLM's name, which stands for its options and weights: give it "
-            f"alone, without the weight file {weight_file!r} (or an options file's path with it)"
-        )
-    if named or "/" in options_file or os.sep in options_file or is_bilm_archive(options_file):
-        return
-    close = difflib.get_close_matches(options_file, names(), n=3, cutoff=0.6)
-    if close:  # else the caller's own error (a missing file, the names a name could be) stands
-        raise FileNotFoundError(
-            f"{options_file}: no such options file, nor a biLM's name; did you mean "
-            f"{' or '.join(close)}?"
-        )

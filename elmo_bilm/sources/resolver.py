@@ -23,6 +23,7 @@ the kind, the local files and an identity (the SHA-256 of the files' contents) f
 caches.
 """
 
+import difflib
 import os
 import shutil
 import tempfile
@@ -111,7 +112,7 @@ def resolve_bilm(
         )
     if options_file is None:
         raise UsageError(f"a weight file ({weight_file}) without its options file")
-    published.check_name(options_file, weight_file)
+    _check_name(options_file, weight_file)
     if weight_file is not None:
         if names_whole_bilm(options_file) or os.path.isdir(options_file):
             raise UsageError(
@@ -190,7 +191,7 @@ def options_path(options_file: str) -> str:
                 "checkpoint without options.json)"
             )
         return source.options_file
-    published.check_name(options_file)
+    _check_name(options_file)
     return _local_file(options_file)
 
 
@@ -208,6 +209,28 @@ def checkpoint_files(prefix: str) -> List[str]:
     folder = folder or "."
     shards = sorted(name for name in os.listdir(folder) if name.startswith(stem + ".data-"))
     return [prefix + ".index", *(os.path.join(folder, name) for name in shards)]
+
+
+def _check_name(options_file: Optional[str], weight_file: Optional[str] = None) -> None:
+    """Refuse a biLM's name given with a weight file (a name stands for both files), and a
+    misspelt name (no such file, and close to a name: the closest names, difflib's); paths that
+    exist, URLs and names pass."""
+    if not options_file or published.is_url(options_file) or os.path.exists(options_file):
+        return
+    named = options_file in published.names() or is_hub_id(options_file)
+    if named and weight_file is not None:
+        raise UsageError(
+            f"{options_file!r} is a biLM's name, which stands for its options and weights: give it "
+            f"alone, without the weight file {weight_file!r} (or an options file's path with it)"
+        )
+    if named or "/" in options_file or os.sep in options_file or is_bilm_archive(options_file):
+        return
+    close = difflib.get_close_matches(options_file, published.names(), n=3, cutoff=0.6)
+    if close:  # else the caller's own error (a missing file, the names a name could be) stands
+        raise FileNotFoundError(
+            f"{options_file}: no such options file, nor a biLM's name; did you mean "
+            f"{' or '.join(close)}?"
+        )
 
 
 def _local_file(path: str) -> str:

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from elmo_bilm import batch_to_ids, load_bilm_tf
-from elmo_bilm.runtime.onnx import ExportableBiLm, export_onnx, main
+from elmo_bilm.cli.export_onnx import main
+from elmo_bilm.runtime.onnx import ExportableBiLm, export_onnx
 from elmo_bilm.sources.resolver import load_bilm
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 from tests.numerics import NETWORK, assert_float32_close
@@ -159,7 +160,7 @@ def test_a_missing_extra_is_one_line_naming_it(tmp_path, capsys, monkeypatch):
     """Without the `onnx` extra the exporter died with `ModuleNotFoundError: onnxscript`."""
     import importlib.util
 
-    from elmo_bilm.runtime.onnx import main
+    from elmo_bilm.cli.export_onnx import main
 
     found = importlib.util.find_spec
     monkeypatch.setattr(
