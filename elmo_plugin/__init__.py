@@ -5,24 +5,67 @@ Importing the package registers every component, whichever way it is loaded (`--
 elmo_plugin`, a plugins file, or `import elmo_plugin` in a script), and installs the few global
 hooks listed in `elmo_plugin.hooks`. The torch-only biLM core (no AllenNLP) is the `elmo_bilm`
 package.
+
+One process defers that: the `elmo-plugin` console script, whose `main`
+(`elmo_plugin.common.command_line`) first answers the commands that need no model (`--help`,
+`elmo-config`) without importing AllenNLP, and calls `register()` for every other command.
 """
 
-from elmo_plugin import hooks
+import importlib
+import sys
+from pathlib import Path
 
-hooks.install()
-
-# Registration: importing these modules registers their components with AllenNLP.
-from elmo_plugin import commands, tasks  # noqa: E402,F401
-from elmo_plugin.data.subset_reader import SubsetReader  # noqa: E402,F401
-from elmo_plugin.data.token_indexers import CappedCharactersIndexer  # noqa: E402,F401
-from elmo_plugin.data.tokenizers import SpacyBlankTokenizer  # noqa: E402,F401
-from elmo_plugin.lm import BiLmLanguageModel, BilmTfVocabulary, LmCorpusReader  # noqa: E402,F401
-from elmo_plugin.modules.seq2seq_encoders import (  # noqa: E402,F401
-    OutputElmoEncoder,
-    PaddedAlternatingLstmEncoder,
-    PaddedGruEncoder,
-    PaddedLstmEncoder,
+# the modules whose import registers the plugin's components, and the names taken from each
+_COMPONENTS = (
+    ("elmo_plugin.data.subset_reader", ("SubsetReader",)),
+    ("elmo_plugin.data.token_indexers", ("CappedCharactersIndexer",)),
+    ("elmo_plugin.data.tokenizers", ("SpacyBlankTokenizer",)),
+    ("elmo_plugin.lm", ("BiLmLanguageModel", "BilmTfVocabulary", "LmCorpusReader")),
+    (
+        "elmo_plugin.modules.seq2seq_encoders",
+        (
+            "OutputElmoEncoder",
+            "PaddedAlternatingLstmEncoder",
+            "PaddedGruEncoder",
+            "PaddedLstmEncoder",
+        ),
+    ),
+    ("elmo_plugin.modules.text_field_embedders", ("ElmoPlacementEmbedder",)),
+    ("elmo_plugin.token_embedders", ("ElmoPluginTokenEmbedder",)),
+    (
+        "elmo_plugin.training",
+        ("ReduceOnPlateauScheduler", "SafeCheckpointer", "ValidateBeforeTraining"),
+    ),
 )
-from elmo_plugin.modules.text_field_embedders import ElmoPlacementEmbedder  # noqa: E402,F401
-from elmo_plugin.token_embedders import ElmoPluginTokenEmbedder  # noqa: E402,F401
-from elmo_plugin.training import ReduceOnPlateauScheduler, SafeCheckpointer, ValidateBeforeTraining  # noqa: E402,F401
+
+_registered = False
+
+
+def register() -> None:
+    """Install the global hooks and register every component and command with AllenNLP (what
+    importing the package does; idempotent)."""
+    global _registered
+    if _registered:
+        return
+    _registered = True
+    from elmo_plugin import hooks
+
+    hooks.install()
+    from elmo_plugin import commands, tasks  # noqa: F401
+
+    commands.register()
+    for module_name, names in _COMPONENTS:
+        module = importlib.import_module(module_name)
+        globals().update({name: getattr(module, name) for name in names})
+
+
+def _console_script_starting() -> bool:
+    """Whether this process is the `elmo-plugin` console script importing its `main`, which
+    registers the plugin itself when the command needs it."""
+    main = sys.modules.get("__main__")
+    script = Path(str(getattr(main, "__file__", None) or "")).name
+    return script in ("elmo-plugin", "elmo-plugin-script.py", "elmo-plugin-script.pyw")
+
+
+if not _console_script_starting():
+    register()

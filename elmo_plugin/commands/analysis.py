@@ -13,29 +13,9 @@ from allennlp.commands.subcommand import Subcommand
 
 from elmo_bilm.utils.files import UsageError, numbered_lines, reports_errors
 from elmo_plugin.analysis import layer_weights, neighbours, probes, report, sweep
-from elmo_plugin.common.config_env import config_path, data_dir
-from elmo_plugin.modules.bilm_loading import add_bilm_arguments, load_bilm_or_archive
-
-
-def _bilm_arguments(parser: argparse.ArgumentParser) -> None:
-    add_bilm_arguments(parser, batch_size=64)
-
-
-def _include_package_argument(parser: argparse.ArgumentParser) -> None:
-    """`--include-package` after a probe's name: allennlp adds it to `elmo-probe` alone, so the
-    nested `pos` / `wsd` parsers would refuse it where every other command takes it."""
-    parser.add_argument(
-        "--include-package",
-        action="append",
-        default=argparse.SUPPRESS,  # keeps one given before the probe's name
-        help="additional packages to include (as for every allennlp command)",
-    )
-
-
-def _output_arguments(parser: argparse.ArgumentParser, name: str) -> None:
-    parser.add_argument("--output-dir", required=True, help="where NAME.json / .md / .png go")
-    parser.add_argument("--name", default=name, help=f"file name stem (default {name})")
-    parser.add_argument("--overwrite", action="store_true", help="replace existing result files")
+from elmo_plugin.commands.parsers import COMMANDS, probe_parsers
+from elmo_plugin.common.config_env import config_path
+from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
 
 
 def _bilm(args: argparse.Namespace):
@@ -48,12 +28,6 @@ def _device(args: argparse.Namespace) -> torch.device:
 
 def _bilm_name(args: argparse.Namespace) -> str:
     return args.archive_file or args.weight_file or "shipped biLM"
-
-
-def _data(*parts: str) -> str:
-    """A default input under `$ELMO_PLUGIN_DATA` (absolute), or relative to the current folder."""
-    data = data_dir()
-    return os.path.join(str(data) if data is not None else "", *parts)
 
 
 def _report(args: argparse.Namespace, result: Any, table: str, figure: Any = None) -> None:
@@ -231,21 +205,6 @@ def _run_fields(record: Dict[str, Any]) -> Dict[str, Any]:
     return {field: record[field] for field in sweep.Run.__dataclass_fields__}
 
 
-def _subparser(
-    command: Subcommand, parser: argparse._SubParsersAction, help_text: str
-) -> argparse.ArgumentParser:
-    """The subcommand's parser, described by the first paragraph of its docstring."""
-    return parser.add_parser(
-        command.name, description=(command.__doc__ or "").split("\n\n")[0], help=help_text
-    )
-
-
-def _optional_bool(text: str) -> bool:
-    if text not in ("true", "false"):
-        raise argparse.ArgumentTypeError("true or false")
-    return text == "true"
-
-
 @Subcommand.register("elmo-probe")
 class ElmoProbe(Subcommand):
     """Per-layer probes (Sec. 5.3): `pos` (Table 6, linear classifier), `wsd` (Table 5, 1-NN
@@ -256,48 +215,11 @@ class ElmoProbe(Subcommand):
     """
 
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        subparser = _subparser(self, parser, "biLM layer probes")
-        tasks = subparser.add_subparsers(title="probe", dest="probe", required=True)
-        pos = tasks.add_parser(
-            "pos", help="POS tagging, a linear classifier on each layer (Table 6)"
-        )
-        _bilm_arguments(pos)
-        _include_package_argument(pos)
-        _output_arguments(pos, "pos_probe")
-        pos.add_argument("--train-file", default=_data("ud_english_ewt", "en_ewt-ud-train.conllu"))
-        pos.add_argument("--test-file", default=_data("ud_english_ewt", "en_ewt-ud-test.conllu"))
-        pos.add_argument("--epochs", type=int, default=10)
-        pos.add_argument(
-            "--max-train-sentences", type=int, help="only the first N training sentences"
-        )
-        pos.set_defaults(func=_run_pos)
-        sst = tasks.add_parser(
-            "sst", help="SST-5 sentences, a linear classifier on mean-pooled vectors (Table 1)"
-        )
-        _bilm_arguments(sst)
-        _include_package_argument(sst)
-        _output_arguments(sst, "sst_probe")
-        sst.add_argument("--train-file", default=_data("sst", "train.txt"))
-        sst.add_argument("--test-file", default=_data("sst", "test.txt"))
-        sst.add_argument(
-            "--word-vectors", help="context-free vectors to compare (GloVe text format)"
-        )
-        sst.add_argument("--epochs", type=int, default=50)
-        sst.set_defaults(func=_run_sst)
-        wsd = tasks.add_parser("wsd", help="WSD, nearest sense centroid on each layer (Table 5)")
-        _bilm_arguments(wsd)
-        _include_package_argument(wsd)
-        _output_arguments(wsd, "wsd_probe")
-        wsd.add_argument("--eval-dir", default=_data("wsd_eval", "Evaluation_Datasets"))
-        wsd.add_argument("--datasets", nargs="+", default=list(probes.WSD_DATASETS))
-        wsd.add_argument(
-            "--train",
-            nargs=2,
-            action="append",
-            metavar=("DATA_XML", "GOLD_KEY"),
-            help="training data (e.g. SemCor); without it: leave one dataset out",
-        )
-        wsd.set_defaults(func=_run_wsd)
+        subparser = COMMANDS[self.name].add_parser(parser, self.name)
+        probes_by_name = probe_parsers(subparser)
+        probes_by_name["pos"].set_defaults(func=_run_pos)
+        probes_by_name["sst"].set_defaults(func=_run_sst)
+        probes_by_name["wsd"].set_defaults(func=_run_wsd)
         return subparser
 
 
@@ -309,14 +231,7 @@ class ElmoNeighbours(Subcommand):
     """
 
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        subparser = _subparser(self, parser, "nearest neighbours")
-        subparser.add_argument("query", help="a whitespace-tokenised sentence")
-        subparser.add_argument("index", type=int, help="0-based index of the word in the query")
-        subparser.add_argument("corpus", help="text file, one tokenised sentence per line")
-        subparser.add_argument("--layer", type=int, default=-1, help="biLM layer (default: top)")
-        subparser.add_argument("-k", type=int, default=5, help="neighbours to list")
-        _bilm_arguments(subparser)
-        _output_arguments(subparser, "neighbours")
+        subparser = COMMANDS[self.name].add_parser(parser, self.name)
         subparser.set_defaults(func=_run_neighbours)
         return subparser
 
@@ -329,14 +244,7 @@ class ElmoLayerWeights(Subcommand):
     """
 
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        subparser = _subparser(self, parser, "learned layer weights")
-        subparser.add_argument(
-            "archives", nargs="+", help="model.tar.gz files of trained task models"
-        )
-        subparser.add_argument(
-            "--labels", nargs="+", help="one name per archive (default: its folder's name)"
-        )
-        _output_arguments(subparser, "layer_weights")
+        subparser = COMMANDS[self.name].add_parser(parser, self.name)
         subparser.set_defaults(func=_run_layer_weights)
         return subparser
 
@@ -349,37 +257,6 @@ class ElmoSweep(Subcommand):
     """
 
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        subparser = _subparser(self, parser, "ablation sweeps")
-        subparser.add_argument(
-            "config", help="an *_elmo.jsonnet config: a path, or a packaged config's name"
-        )
-        subparser.add_argument(
-            "-s", "--serialization-dir", required=True, help="one folder per run"
-        )
-        subparser.add_argument(
-            "--placement",
-            nargs="+",
-            default=[None],
-            help=f"input / output / both / {sweep.BASELINE} (baseline)",
-        )
-        subparser.add_argument("--lambda", dest="l2", nargs="+", type=float, default=[None])
-        subparser.add_argument("--layers", nargs="+", choices=["all", "top"], default=[None])
-        subparser.add_argument("--gamma", nargs="+", type=_optional_bool, default=[None])
-        subparser.add_argument(
-            "--fraction", nargs="+", type=float, default=[1.0], help="of the training set"
-        )
-        subparser.add_argument(
-            "--fraction-batches-per-epoch",
-            type=int,
-            help="an epoch of a run on a fraction < 1 is this many batches (the loader cycles "
-            "through the subset), so that patience and the epoch cap allow comparable training "
-            "on small subsets (default: one pass over the subset)",
-        )
-        subparser.add_argument("--seeds", nargs="+", type=int, default=[13370])
-        subparser.add_argument("--overrides", help="JSON overrides for every run, e.g. epochs")
-        subparser.add_argument(
-            "--output-dir", help="report folder (default: the serialization dir)"
-        )
-        subparser.add_argument("--name", default="sweep")
+        subparser = COMMANDS[self.name].add_parser(parser, self.name)
         subparser.set_defaults(func=_run_sweep)
         return subparser

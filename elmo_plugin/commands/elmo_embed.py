@@ -5,8 +5,9 @@ import argparse
 
 from allennlp.commands.subcommand import Subcommand
 
-from elmo_bilm.cli.embed import DESCRIPTION, add_arguments, run
+from elmo_bilm.cli.embed import run
 from elmo_bilm.utils.files import reports_errors
+from elmo_plugin.commands.parsers import COMMANDS
 from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
 
 
@@ -19,13 +20,7 @@ class ElmoEmbed(Subcommand):
     """
 
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        subparser = parser.add_parser(
-            self.name, description=DESCRIPTION, help="Embed sentences with ELMo."
-        )
-        add_arguments(subparser)
-        subparser.add_argument(
-            "--archive-file", help="an elmo_plugin_bilm model.tar.gz instead of bilm-tf files"
-        )
+        subparser = COMMANDS[self.name].add_parser(parser, self.name)
         subparser.set_defaults(func=_run)
         return subparser
 

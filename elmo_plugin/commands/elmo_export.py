@@ -10,6 +10,7 @@ from allennlp.models.archival import load_archive
 
 from elmo_bilm.formats.bilm_tf import export_bilm_tf
 from elmo_bilm.utils.files import UsageError, reports_errors
+from elmo_plugin.commands.parsers import COMMANDS
 from elmo_plugin.lm.models.bilm_language_model import BiLmLanguageModel
 from elmo_plugin.lm.vocabulary import write_bilm_tf_vocab
 
@@ -63,18 +64,7 @@ class ElmoExport(Subcommand):
     """
 
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        description = (
-            "Write options.json, weights.hdf5 and vocab.txt (bilm-tf layout) of an elmo_plugin_bilm "
-            "model.tar.gz into OUTPUT_DIR. The softmax goes into weights.hdf5 as the extra datasets "
-            "softmax/W and softmax/b (in vocab.txt order), which bilm-tf readers ignore."
-        )
-        subparser = parser.add_parser(
-            self.name, description=description, help="Export a biLM to bilm-tf files."
-        )
-        subparser.add_argument("archive_file", help="model.tar.gz of an elmo_plugin_bilm run")
-        subparser.add_argument(
-            "output_dir", help="directory for options.json, weights.hdf5, vocab.txt"
-        )
+        subparser = COMMANDS[self.name].add_parser(parser, self.name)
         subparser.set_defaults(func=_run)
         return subparser
 

@@ -5,6 +5,7 @@ import argparse
 from allennlp.commands.subcommand import Subcommand
 
 from elmo_bilm.utils.files import reports_errors
+from elmo_plugin.commands.parsers import COMMANDS
 from elmo_plugin.data.wikipedia import prepare_corpus
 
 
@@ -18,21 +19,7 @@ class ElmoPrepareCorpus(Subcommand):
     """
 
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        description = (
-            "For each WikiExtractor file (<doc ...> blocks of raw paragraphs, plain or .gz; files, globs "
-            "or folders, searched recursively: a file of a folder is named by its path below it, "
-            "AA/wiki_00 -> AA_wiki_00), write OUTPUT_DIR/<name>.txt.gz with one tokenised sentence per "
-            "line. "
-            "Titles are dropped. Existing outputs are kept (an interrupted run resumes) unless --overwrite."
-        )
-        subparser = parser.add_parser(
-            self.name, description=description, help="Prepare a raw-text biLM corpus."
-        )
-        subparser.add_argument(
-            "inputs", nargs="+", help="WikiExtractor files, globs or directories"
-        )
-        subparser.add_argument("output_dir", help="directory for the .txt.gz shards")
-        subparser.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+        subparser = COMMANDS[self.name].add_parser(parser, self.name)
         subparser.set_defaults(func=_run)
         return subparser
 

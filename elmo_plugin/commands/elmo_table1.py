@@ -9,6 +9,7 @@ from allennlp.commands.subcommand import Subcommand
 
 from elmo_bilm.utils.files import UsageError, reports_errors
 from elmo_plugin.analysis import report, table1
+from elmo_plugin.commands.parsers import COMMANDS
 
 
 @Subcommand.register("elmo-table1")
@@ -20,70 +21,7 @@ class ElmoTable1(Subcommand):
     """
 
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        description = (
-            "Train every run of the Table 1 grid that is not finished yet (an interrupted run "
-            "continues with --recover) and tabulate test metrics: baseline and + ELMo mean +/- std "
-            "over seeds, the increase and the relative error reduction, beside the paper's. "
-            "`--scale cpu`: subsets and epoch caps for one core (about 45 min a run at most); "
-            "`--scale full`: the configs as they are, on the data their variables name; "
-            "`--scale smoke`: a taste in minutes on the slices shipped with the plugin (not "
-            "comparable to the paper). Builds the baselines' word vectors first when their "
-            "default files are missing."
-        )
-        subparser = parser.add_parser(self.name, description=description, help="Table 1.")
-        subparser.add_argument(
-            "-s", "--serialization-dir", required=True, help="one folder per run"
-        )
-        subparser.add_argument("--scale", choices=sorted(table1.SCALES), default="cpu")
-        subparser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
-        subparser.add_argument(
-            "--tasks",
-            nargs="+",
-            choices=list(table1.TASKS),
-            help="default: all six (at the smoke scale, ner only when CoNLL-2003 is given)",
-        )
-        subparser.add_argument(
-            "--rows",
-            nargs="+",
-            choices=["baseline", "elmo"],
-            default=["baseline", "elmo"],
-            help="train these rows only (e.g. elmo with another biLM)",
-        )
-        subparser.add_argument(
-            "--output-dir", help="where table1.json / .md / .png go (default: -s)"
-        )
-        subparser.add_argument(
-            "--no-train",
-            action="store_true",
-            help="tabulate the finished runs only (e.g. while the grid trains in another process)",
-        )
-        subparser.add_argument(
-            "--baselines-from",
-            metavar="DIR_OR_JSON",
-            help="tabulate the baseline runs of another table's folder, or of the table1.json it "
-            "wrote, instead of -s's (e.g. -s holds + ELMo with a larger biLM, trained with "
-            "--rows elmo)",
-        )
-        subparser.add_argument(
-            "--runs-from",
-            nargs="+",
-            default=[],
-            metavar="JSON",
-            help="table1.json files of earlier tables of this one (e.g. written on a machine whose "
-            "run folders are gone): their run records count for the runs no folder holds",
-        )
-        subparser.add_argument(
-            "--compare-elmo-with",
-            metavar="JSON",
-            help="another table1.json (e.g. the same tasks with another biLM): compare its + ELMo "
-            "row with this table's, per task (means, difference, Welch's t-test)",
-        )
-        subparser.add_argument(
-            "--cuda-device",
-            type=int,
-            default=-1,
-            help="train on this GPU (default -1: the CPU); the scale's settings stay the same",
-        )
+        subparser = COMMANDS[self.name].add_parser(parser, self.name)
         subparser.set_defaults(func=_run)
         return subparser
 

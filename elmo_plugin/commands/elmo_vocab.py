@@ -5,6 +5,7 @@ import argparse
 from allennlp.commands.subcommand import Subcommand
 
 from elmo_bilm.utils.files import reports_errors
+from elmo_plugin.commands.parsers import COMMANDS
 from elmo_plugin.lm.vocab_counts import build_vocab_file
 
 
@@ -17,24 +18,7 @@ class ElmoVocab(Subcommand):
     """
 
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        description = (
-            "Write OUTPUT (a bilm-tf vocab.txt: <S>, </S>, <UNK>, then the tokens by descending count) "
-            "for the corpus INPUT: FORMAT::PATH specs as for BILM_TRAIN (comma-separated or several "
-            "arguments; PATH a file, directory or glob). Only the counts are held in memory."
-        )
-        subparser = parser.add_parser(
-            self.name, description=description, help="Build a biLM vocab.txt."
-        )
-        subparser.add_argument("output_file", help="vocab.txt to write (never overwritten)")
-        subparser.add_argument(
-            "inputs", nargs="+", help="FORMAT::PATH corpus specs, e.g. text::out/wiki"
-        )
-        subparser.add_argument(
-            "--min-count", type=int, default=3, help="drop tokens seen fewer times (default 3)"
-        )
-        subparser.add_argument(
-            "--max-size", type=int, help="keep at most this many tokens (besides the specials)"
-        )
+        subparser = COMMANDS[self.name].add_parser(parser, self.name)
         subparser.set_defaults(func=_run)
         return subparser
 

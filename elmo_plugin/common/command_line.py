@@ -16,15 +16,18 @@ AllenNLP's training replaces `sys.excepthook` when it sets up logging, so that s
 to put this hook back in front.
 """
 
+import argparse
+import difflib
+import logging
 import os
 import re
 import shlex
 import sys
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Callable, List, Optional, Sequence, Type
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, Type
 
-from elmo_plugin.common.config_env import ConfigError
+from elmo_plugin.commands.parsers import COMMANDS, CONFIG_DIR
 
 # the command's name in the lines below: `allennlp`, or `elmo-plugin` under `main`
 PROG = "allennlp"
@@ -98,6 +101,8 @@ def make_excepthook(previous: ExceptHook) -> ExceptHook:
     train` in one line and passes everything else to `previous`."""
     from allennlp.common.util import SigTermReceived
 
+    from elmo_plugin.common.config_env import ConfigError
+
     def excepthook(
         kind: Type[BaseException], error: BaseException, traceback: Optional[TracebackType]
     ) -> None:
@@ -140,18 +145,221 @@ def install(force: bool = False) -> None:
     _put_in_front()
 
 
+# AllenNLP's own subcommands and their one-line help, as `allennlp --help` of `ALLENNLP_VERSION`
+# (with allennlp-models, which adds none) lists them; the fast path is taken with that version only
+ALLENNLP_VERSION = "2.10.1"
+ALLENNLP_COMMANDS: Dict[str, str] = {
+    "build-vocab": "Build a vocabulary from an experiment config file.",
+    "cached-path": "Cache remote files to the AllenNLP cache.",
+    "checklist": "Run a trained model through a checklist suite.",
+    "count-instances": "Count the number of training instances in an experiment config file.",
+    "diff": "Display a diff between two model checkpoints.",
+    "evaluate": "Evaluate the specified model + dataset(s).",
+    "find-lr": "Find a learning rate range.",
+    "predict": "Use a trained model to make predictions.",
+    "print-results": "Print results from allennlp serialization directories to the console.",
+    "push-to-hf": "Push a model to the Hugging Face Hub. Pushing your models to the Hugging Face "
+    "Hub ([hf.co](https://hf.co/)) allows you to share your models with others. On top of that, "
+    "you can try the models directly in the browser with the available widgets. Before running "
+    "this command, login to Hugging Face with `huggingface-cli login`. You can specify either a "
+    "`serialization_dir` or an `archive_path`, but using the first option is recommended since "
+    "the `serialization_dir` contains more useful information such as metrics and TensorBoard "
+    "traces.",
+    "test-install": "Test AllenNLP installation.",
+    "train": "Train a model.",
+}
+# AllenNLP's default plugins (`allennlp.common.plugins.DEFAULT_PLUGINS`) other than
+# allennlp-models: one installed may add subcommands, so the fast path is not taken
+OTHER_DEFAULT_PLUGINS = ("allennlp_semparse", "allennlp_server")
+# AllenNLP's logging set-up (`allennlp/__main__.py`)
+LOG_FORMAT = "%(asctime)s - %(levelname)s - %(name)s - %(message)s"
+
+
+class ParserWithDefaults(argparse.ArgumentParser):
+    """AllenNLP's `ArgumentParserWithDefaults` (`allennlp.commands`): a meaningful default is
+    appended to an argument's help, `(default = VALUE)`."""
+
+    _action_defaults_to_ignore = {"help", "store_true", "store_false", "store_const"}
+
+    @staticmethod
+    def _is_empty_default(default: Any) -> bool:
+        if default is None:
+            return True
+        if isinstance(default, (str, list, tuple, set)):
+            return not bool(default)
+        return False
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> Any:
+        default = kwargs.get("default")
+        if kwargs.get(
+            "action"
+        ) not in self._action_defaults_to_ignore and not self._is_empty_default(default):
+            description = kwargs.get("help", "")
+            kwargs["help"] = f"{description} (default = {default})"
+        return super().add_argument(*args, **kwargs)
+
+
+def file_plugins() -> List[str]:
+    """The plugins AllenNLP's `discover_plugins` reads, in its order: the lines of
+    `.allennlp_plugins` here, then of `~/.allennlp/plugins`, each once."""
+    names: List[str] = []
+    for path in (Path(".allennlp_plugins"), Path.home() / ".allennlp" / "plugins"):
+        if path.is_file():
+            lines = path.read_text().splitlines()
+            names += [name for name in map(str.strip, lines) if name and name not in names]
+    return names
+
+
+def known_command_line() -> bool:
+    """Whether `allennlp --help` here lists what `ALLENNLP_COMMANDS` and the plugin's commands
+    say: the AllenNLP version they were written for, no other default plugin and no plugin in a
+    plugins file but this one (another could add subcommands); and AllenNLP's logging at INFO or
+    above (below, importing it logs more)."""
+    from importlib import metadata, util
+
+    try:
+        if metadata.version("allennlp") != ALLENNLP_VERSION:
+            return False
+    except metadata.PackageNotFoundError:
+        return False
+    if any(util.find_spec(name) is not None for name in OTHER_DEFAULT_PLUGINS):
+        return False
+    if any(name != "elmo_plugin" for name in file_plugins()):
+        return False
+    return not os.environ.get("ALLENNLP_DEBUG") and log_level() >= logging.INFO
+
+
+def log_level() -> int:
+    """The level AllenNLP's command line logs at (`ALLENNLP_LOG_LEVEL`, INFO by default)."""
+    name = os.environ.get("ALLENNLP_LOG_LEVEL", "INFO")
+    return logging._nameToLevel.get(name, logging.INFO)
+
+
+def log_plugins() -> None:
+    """What AllenNLP's `import_plugins` logs: `Plugin NAME available` for allennlp-models if
+    installed and for each plugin of a plugins file (this one), in AllenNLP's log format."""
+    from importlib import util
+
+    logging.basicConfig(format=LOG_FORMAT, level=log_level())
+    logger = logging.getLogger("allennlp.common.plugins")
+    if util.find_spec("allennlp_models") is not None:
+        logger.info("Plugin %s available", "allennlp_models")
+    for name in file_plugins():
+        logger.info("Plugin %s available", name)
+
+
+def light_parser(command: Optional[str]) -> argparse.ArgumentParser:
+    """AllenNLP's top-level parser as `elmo-plugin` builds it, without AllenNLP: every command's
+    name and help line, and the arguments of `command` alone (an `elmo-*` command, or None)."""
+    parser = ParserWithDefaults(description="Run AllenNLP", prog=PROG)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {ALLENNLP_VERSION}")
+    subparsers = parser.add_subparsers(title="Commands", metavar="")
+    helps = {**ALLENNLP_COMMANDS, **{name: entry.help for name, entry in COMMANDS.items()}}
+    for name in sorted(helps):
+        if name != command:
+            subparsers.add_parser(name, help=helps[name])
+            continue
+        subparser = COMMANDS[name].add_parser(subparsers, name)
+        # what AllenNLP adds to every command that `requires_plugins`, as the plugin's do
+        subparser.add_argument(
+            "--include-package",
+            type=str,
+            action="append",
+            default=[],
+            help="additional packages to include",
+        )
+    return parser
+
+
+def config_names() -> List[str]:
+    """`elmo_plugin.common.config_env.config_names`: the packaged configs, by name."""
+    return sorted(path.stem for path in CONFIG_DIR.glob("*.jsonnet"))
+
+
+def _did_you_mean(name: str, list_all: bool = True) -> str:
+    """`elmo_plugin.common.config_env._did_you_mean`: the packaged configs closest to `name`."""
+    names = config_names()
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.7)
+    close += [other for other in names if len(name) >= 3 and name in other and other not in close]
+    close = close[:4]
+    if close:
+        return f"did you mean {' or '.join(close)}? (`allennlp elmo-config` lists them all)"
+    if not list_all:
+        return "`allennlp elmo-config` lists the packaged configs"
+    return f"the packaged configs: {', '.join(names)}"
+
+
+def config_path(name: str) -> str:
+    """`elmo_plugin.common.config_env.config_path`: a config given as a path or a packaged
+    config's name; one that is neither ends the command with `elmo-config: error: ...`."""
+
+    def error(message: str) -> NoReturn:
+        sys.exit(f"elmo-config: error: {message}")
+
+    if os.path.isdir(name):
+        if name in config_names():
+            return str(CONFIG_DIR / f"{name}.jsonnet")
+        error(
+            f"{name}: a folder, not a config file, and no packaged config of that name; "
+            f"{_did_you_mean(Path(name).name, list_all=False)}"
+        )
+    if os.path.exists(name) or "://" in name:
+        return name
+    if "/" in name or name.endswith((".jsonnet", ".json")):
+        stem = Path(name).name.rsplit(".", 1)[0] if "." in Path(name).name else Path(name).name
+        error(f"{name}: no such config file; {_did_you_mean(stem, list_all=False)}")
+    if name not in config_names():
+        error(
+            f"{name}: no such config file, and no packaged config of that name; "
+            f"{_did_you_mean(name)}"
+        )
+    return str(CONFIG_DIR / f"{name}.jsonnet")
+
+
+def answer_without_allennlp(argv: Sequence[str]) -> bool:
+    """Answer `argv` without importing AllenNLP if it needs no model: `elmo-plugin` with no
+    command, `-h` / `--help`, an `elmo-*` command's help (or a bad argument of it), and
+    `elmo-config [NAME]`; the same output as AllenNLP's command line. False: nothing was done,
+    the command needs AllenNLP."""
+    argv = list(argv)
+    top_help = argv in ([], ["-h"], ["--help"])
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    wants_help = command is not None and ("-h" in argv or "--help" in argv)
+    if not (top_help or wants_help or command == "elmo-config") or not known_command_line():
+        return False
+    parser = light_parser(command)
+    if top_help:
+        log_plugins()  # AllenNLP imports the plugins first, to list their commands
+        if not argv:
+            parser.print_help()
+            return True
+    args = parser.parse_args(argv)  # help, or a bad argument, ends the command here
+    if command != "elmo-config" or args.resolved or args.include_package:
+        return False
+    log_plugins()
+    try:
+        print("\n".join(config_names()) if args.name is None else config_path(args.name))
+    except OSError as error:  # as `elmo_bilm.utils.files.reports_errors` reports it
+        sys.exit(f"elmo-config: error: {error}")
+    return True
+
+
 def main() -> None:
     """`elmo-plugin`: AllenNLP's command line (`allennlp.__main__.run`) with the plugin imported
     first, so that its subcommands (`elmo-plugin elmo-config`, `elmo-table1`, ...) and components
     (`elmo-plugin train snli_esim_elmo -s out`) need neither a plugins file nor
-    `--include-package`."""
+    `--include-package`. The commands that need no model are answered first, without importing
+    AllenNLP (`answer_without_allennlp`); `import elmo_plugin` leaves registering to this."""
     global PROG
     PROG = "elmo-plugin"
+    if answer_without_allennlp(sys.argv[1:]):
+        return
+    import elmo_plugin
+
+    elmo_plugin.register()  # the subcommands and components, before AllenNLP's logging set-up
     import allennlp.__main__  # noqa: F401  # AllenNLP's logging set-up, as under `allennlp`
     from allennlp.commands import main as allennlp_main
     from allennlp.common.util import install_sigterm_handler
-
-    import elmo_plugin  # noqa: F401  # registers the subcommands and components
 
     install(force=True)
     install_sigterm_handler()
