@@ -108,7 +108,7 @@ def test_a_killed_run_resumes_with_the_missing_shards_only(tmp_path):
     whole, resumed = tmp_path / "whole", tmp_path / "resumed"
     arguments = [str(corpus), "--shard-lines", "10", "--batch-size", "4"]
     arguments += ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
-    command = [sys.executable, "-m", "elmo_bilm.integrations.corpus", *arguments]
+    command = [sys.executable, "-m", "elmo_bilm.cli.embed_corpus", *arguments]
     process = subprocess.Popen(
         [*command, str(resumed)],
         stderr=subprocess.DEVNULL,
