@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from elmo_bilm.model.bilm import BiLm, frozen, remove_sentence_boundaries
-from elmo_bilm.model.characters import batch_char_ids, vocabulary_char_ids
+from elmo_bilm.model.characters import as_tokens, batch_char_ids, vocabulary_char_ids
 from elmo_bilm.model.scalar_mix import ScalarMix
 from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS, embed_file, embed_sorted
 from elmo_bilm.runtime.precision import set_precision
@@ -35,6 +35,14 @@ from elmo_bilm.utils.files import UsageError
 DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE = published_urls("original")
 DEFAULT_BATCH_SIZE = 64
 batch_to_ids = batch_char_ids  # AllenNLP's name: tokenised sentences -> (batch, T, 50) ids
+
+
+def _token_lists(batch: Sequence[Sequence[str]]) -> List[Sequence[str]]:
+    """`batch` with each string sentence as its characters (AllenNLP's reading, which SeqVec's
+    protein strings rely on), for any biLM's own `batch_to_ids`."""
+    if isinstance(batch, str):
+        batch_char_ids(batch)  # the error that names the fix
+    return [as_tokens(sentence) for sentence in batch]
 
 
 class Elmo(nn.Module):
@@ -216,21 +224,20 @@ class ElmoEmbedder:
     ) -> Tuple[torch.Tensor, torch.Tensor]:
         """`(activations (batch, n_layers, T, dim), mask (batch, T))` on the model's device."""
         with torch.no_grad():
-            output = self.elmo_bilm(self.elmo_bilm.batch_to_ids(batch).to(self.device))
+            ids = self.elmo_bilm.batch_to_ids(_token_lists(batch))
+            output = self.elmo_bilm(ids.to(self.device))
         return torch.stack(output["activations"], dim=1), output["mask"]
 
     def embed_sentence(self, sentence: Sequence[str]) -> numpy.ndarray:
         """`(n_layers, n_tokens, dim)` for one tokenised sentence (a list of tokens; a string
-        is refused: AllenNLP embedded its characters as tokens)."""
-        if isinstance(sentence, str):
-            raise TypeError(
-                f"embed_sentence takes a list of tokens, got the string {sentence[:40]!r}; "
-                f"e.g. embed_sentence({sentence[:20]!r}.split())"
-            )
+        is its characters, one token each, as in AllenNLP: SeqVec's `embed_sentence(protein)`
+        embeds residue by residue)."""
         return self.embed_batch([sentence])[0]
 
     def embed_batch(self, batch: Sequence[Sequence[str]]) -> List[numpy.ndarray]:
-        """One `(n_layers, n_tokens, dim)` array per sentence (an empty sentence: zero tokens)."""
+        """One `(n_layers, n_tokens, dim)` array per sentence (an empty sentence: zero tokens;
+        a string: its characters)."""
+        batch = _token_lists(batch)
         dim, layers = self.elmo_bilm.get_output_dim(), self.elmo_bilm.num_layers
         if all(len(sentence) == 0 for sentence in batch):
             return [numpy.zeros((layers, 0, dim), dtype=numpy.float32) for _ in batch]
@@ -246,12 +253,13 @@ class ElmoEmbedder:
     ) -> Iterator[numpy.ndarray]:
         """Lazily, in input order: reads `16 * batch_size` sentences at a time, embeds them in
         batches of similar length (the biLM is stateless, so order is free) of at most
-        `batch_size` sentences and `max_tokens` padded tokens, and yields them."""
+        `batch_size` sentences and `max_tokens` padded tokens, and yields them. A string
+        sentence is its characters (as in AllenNLP)."""
         if batch_size < 1:
             raise UsageError("batch_size must be at least 1")
         chunk: List[Sequence[str]] = []
         for sentence in sentences:
-            chunk.append(sentence)
+            chunk.append(as_tokens(sentence))
             if len(chunk) == 16 * batch_size:
                 yield from self._embed_chunk(chunk, batch_size, max_tokens)
                 chunk = []

@@ -12,7 +12,15 @@ from typing import Optional, Sequence
 
 from elmo_bilm.cli.arguments import add_bilm_arguments
 from elmo_bilm.model.bilm import BiLm
-from elmo_bilm.runtime.engine import BULK_BATCH_SIZE, FORMATS, LAYER_CHOICES, Layers, embed_file
+from elmo_bilm.runtime.engine import (
+    BULK_BATCH_SIZE,
+    FORMATS,
+    LAYER_CHOICES,
+    Layers,
+    embed_fasta,
+    embed_file,
+    is_fasta,
+)
 from elmo_bilm.runtime.precision import add_precision_argument, set_precision
 from elmo_bilm.sources.resolver import load_bilm
 from elmo_bilm.utils.files import UsageError, reports_errors
@@ -25,7 +33,9 @@ DESCRIPTION = (
     "dataset per line named by its 0-based line number, shape (n_layers, n_tokens, dim) with "
     "--all, (n_tokens, dim) with --top or --average, and 'sentence_to_index', a (1,) string "
     "dataset holding the JSON of {sentence: its line's name}. With --format parquet, one row per "
-    "sentence instead (file, line, tokens, embeddings; read back with elmo_bilm.read_embeddings)."
+    "sentence instead (file, line, tokens, embeddings; read back with elmo_bilm.read_embeddings). "
+    "A FASTA INPUT (.fasta, .fa, .faa, or --fasta) is proteins: each residue a token, one dataset "
+    "per record named by its id."
 )
 # the same vectors for any --batch-size / --chunk-size up to float32 rounding (another batch
 # sums the matrix products in another order), bit for bit for the same sizes on one machine
@@ -83,6 +93,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     parser.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
     parser.add_argument(
+        "--fasta",
+        action="store_true",
+        help="read INPUT as FASTA (automatic for .fasta/.fa/.faa): each residue a token, one "
+        "dataset per record named by its id, batched by --max-tokens residues",
+    )
+    parser.add_argument(
         "--chunk-size",
         type=int,
         default=10_000,
@@ -101,8 +117,26 @@ def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
     precision = getattr(args, "precision", "float32")
     if precision == "int8" and args.cuda_device >= 0:
         raise UsageError("--precision int8 runs on the CPU (fbgemm); leave out --cuda-device")
+    fasta = getattr(args, "fasta", False) or is_fasta(args.input_file)
+    if fasta and (args.format != "hdf5" or args.use_sentence_keys):
+        raise UsageError("FASTA input is written to HDF5, each dataset named by its record's id")
     bilm = bilm or load_bilm(args.options_file, args.weight_file)
     set_precision(bilm, precision)
+    if fasta:
+        count = embed_fasta(
+            bilm,
+            args.input_file,
+            args.output_file,
+            batch_size=args.batch_size,
+            layers=layers_of(args),
+            cuda_device=args.cuda_device,
+            overwrite=args.overwrite,
+            max_tokens=args.max_tokens,
+            chunk_size=args.chunk_size,
+            dtype=args.dtype,
+        )
+        logger.info("Wrote %d proteins to %s", count, args.output_file)
+        return
     count = embed_file(
         bilm,
         args.input_file,

@@ -1,6 +1,9 @@
 """Character ids of tokens, as AllenNLP's `elmo_characters` indexer and `batch_to_ids` make them,
 without AllenNLP (for the light `elmo-embed`)."""
 
+import os
+import sys
+import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
@@ -88,20 +91,59 @@ class ELMoCharacterMapper:
         return NotImplemented
 
 
+# A string where a list of tokens belongs is embedded character by character (each character a
+# token), as AllenNLP's `batch_to_ids` does: SeqVec passes a protein as a string of residues.
+# Text with spaces is more likely a sentence meant word by word: said once per process.
+_warned_text_as_characters = False
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _outside_package_stacklevel() -> int:
+    """The `stacklevel` of the first caller outside `elmo_bilm` (so a warning names the
+    user's line, whichever entry point was called)."""
+    level, frame = 1, sys._getframe(1)  # level 1: the function that calls `warnings.warn`
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        level, frame = level + 1, frame.f_back
+    return level
+
+
+def warn_text_as_characters(sentence: str) -> None:
+    """Warn, once per process, that a string sentence with whitespace is embedded character by
+    character (a protein string has none: no warning)."""
+    global _warned_text_as_characters
+    if _warned_text_as_characters or not any(c.isspace() for c in sentence):
+        return
+    _warned_text_as_characters = True
+    warnings.warn(
+        f"the string sentence {sentence[:40]!r} is embedded character by character (each "
+        "character a token, spaces too), as AllenNLP does; for words pass a list of tokens, "
+        "e.g. sentence.split() (this warning is given once)",
+        stacklevel=_outside_package_stacklevel(),
+    )
+
+
+def as_tokens(sentence: Sequence[str]) -> Sequence[str]:
+    """`sentence` as tokens: a string is its characters (AllenNLP's reading), with the warning
+    of `warn_text_as_characters`; anything else unchanged."""
+    if isinstance(sentence, str):
+        warn_text_as_characters(sentence)
+        return list(sentence)
+    return sentence
+
+
 def check_tokenised(sentences: Sequence[Sequence[str]]) -> None:
-    """Refuse what is not a batch of tokenised sentences (`List[List[str]]`)."""
+    """Refuse what is not a batch of sentences (`List[List[str]]`; a sentence that is a string
+    is its characters, as in AllenNLP)."""
     if isinstance(sentences, str):
         raise TypeError(
-            f"expected a batch of tokenised sentences (a list of lists of strings), got the "
-            f"string {sentences[:40]!r}; e.g. [{sentences[:20]!r}.split()]"
+            f"expected a batch of sentences (a list of token lists), got the string "
+            f"{sentences[:40]!r}; one sentence is [sentence] (a string sentence is embedded "
+            "character by character, as AllenNLP does; for words pass its tokens)"
         )
     for row, sentence in enumerate(sentences):
         if isinstance(sentence, str):
-            raise TypeError(
-                f"sentence {row} is the string {sentence[:40]!r}, not a list of tokens; "
-                "split it first, e.g. sentence.split() (a string would be embedded character "
-                "by character)"
-            )
+            warn_text_as_characters(sentence)
+            continue
         for column, token in enumerate(sentence):
             if not isinstance(token, str):
                 raise TypeError(
@@ -112,8 +154,9 @@ def check_tokenised(sentences: Sequence[Sequence[str]]) -> None:
 
 def batch_char_ids(sentences: Sequence[Sequence[str]]) -> torch.Tensor:
     """`(batch, longest sentence, 50)` ids of tokenised sentences; padded tokens are all 0. A
-    string where a list of tokens belongs (which would embed its characters as tokens) and a
-    token that is not a string are errors naming the sentence and the fix."""
+    sentence given as a string is its characters, one token each (AllenNLP's `batch_to_ids`
+    iterates it so: SeqVec's proteins are strings of residues). A bare string as the batch and a
+    token that is not a string are errors naming the fix."""
     check_tokenised(sentences)
     longest = max((len(sentence) for sentence in sentences), default=0)
     ids = torch.zeros((len(sentences), longest, MAX_WORD_LENGTH), dtype=torch.long)

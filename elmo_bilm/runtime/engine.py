@@ -9,6 +9,7 @@ written as they are embedded.
 """
 
 import errno
+import itertools
 import json
 import os
 import shutil
@@ -352,3 +353,114 @@ def embed_sorted(
     vectors in its first `len(words(item))` positions."""
     for batch in length_batches(items, words, batch_size, max_tokens):
         yield batch, batch_layers(bilm, [words(item) for item in batch], device, layers)
+
+
+# FASTA input (`elmo-embed proteins.fasta out.hdf5`; SeqVec's proteins, `elmo_bilm.bio_embeddings`):
+# each record's residues are its tokens, and its id (the header's first word) names its dataset.
+FASTA_SUFFIXES = (".fasta", ".fa", ".faa")
+
+
+def is_fasta(path: str) -> bool:
+    """Whether `path` is named as FASTA (`.fasta`, `.fa`, `.faa`, each maybe `.gz`)."""
+    name = path.lower()
+    return (name[:-3] if name.endswith(".gz") else name).endswith(FASTA_SUFFIXES)
+
+
+def read_fasta(input_file: str) -> Iterator[Tuple[int, str, List[str]]]:
+    """`(index, id, residues)` of each record, in file order: a `>id description` header, then
+    sequence lines joined (whitespace dropped; every other character a residue, as written).
+    Errors name FILE:LINE: text before the first header, a header without an id, an id that
+    repeats or cannot name an HDF5 dataset (`/`), a record without residues."""
+    seen: Dict[str, int] = {}
+    name, header = "", 0  # the current record's id and header line (0: none yet)
+    residues: List[str] = []
+    for line_number, line in numbered_lines(input_file):
+        if line.startswith(">"):
+            if header:
+                yield _fasta_record(input_file, len(seen) - 1, name, header, residues)
+            fields = line[1:].split()
+            name, header, residues = (fields[0] if fields else ""), line_number, []
+            where = f"{input_file}:{line_number}"
+            if not name or "/" in name or name == ".":
+                raise FormatError(f"{where}: header {line[:40]!r}: its id cannot name a dataset")
+            if name in seen:
+                raise FormatError(f"{where}: id {name!r} repeats line {seen[name]}'s")
+            seen[name] = line_number
+        elif line.strip():
+            if not header:
+                raise FormatError(
+                    f"{input_file}:{line_number}: sequence before the first '>' header "
+                    "(FASTA: '>id' lines, each followed by its sequence)"
+                )
+            residues.extend("".join(line.split()))
+    if header:
+        yield _fasta_record(input_file, len(seen) - 1, name, header, residues)
+
+
+def _fasta_record(
+    input_file: str, index: int, name: str, header: int, residues: List[str]
+) -> Tuple[int, str, List[str]]:
+    if not residues:
+        raise FormatError(f"{input_file}:{header}: record {name!r} has no residues")
+    return index, name, residues
+
+
+def embed_fasta(
+    bilm: BiLm,
+    input_file: str,
+    output_file: str,
+    *,
+    batch_size: int,
+    layers: "str | Layers" = "all",
+    cuda_device: int = -1,
+    overwrite: bool = False,
+    max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
+    chunk_size: int = 10_000,
+    dtype: str = "float32",
+) -> int:
+    """Embed each protein of a FASTA file residue by residue (each residue a token) into HDF5:
+    one dataset per record named by its id, `(n_layers, n_residues, dim)` for "all", with
+    attribute `original_id` (the id, which bio_embeddings' readers look up). Records are read
+    `chunk_size` at a time and batched by length under the padded-token budget `max_tokens`
+    (`length_batches`: a protein longer than the budget makes a batch of its own). The file is
+    checked whole before any work and appears only when complete, as with `embed_file`.
+    Returns the number of records."""
+    layers = Layers.of(layers)
+    if dtype not in DTYPES:
+        raise UsageError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    if chunk_size < 1 or batch_size < 1:
+        raise UsageError("chunk_size and batch_size must be at least 1")
+    if os.path.exists(output_file) and not overwrite:
+        raise FileExistsError(f"{output_file} exists; pass --overwrite to replace it")
+    if os.path.exists(output_file) and os.path.samefile(input_file, output_file):
+        raise UsageError(f"{output_file} is the input file; write the output elsewhere")
+    if cuda_device >= torch.cuda.device_count():
+        raise UsageError(
+            f"--cuda-device {cuda_device}, but this machine has {torch.cuda.device_count()} CUDA "
+            "devices (-1: the CPU)"
+        )
+    total = residues = 0
+    for _, _, sequence in read_fasta(input_file):
+        total, residues = total + 1, residues + len(sequence)
+    if total == 0:
+        raise FormatError(
+            f"{input_file}: no records (FASTA: '>id' lines, each followed by its sequence)"
+        )
+    width = numpy.dtype(dtype).itemsize * layers.depth(bilm.num_layers) * bilm.get_output_dim()
+    check_free_space(output_file, width * residues + 512 * total)
+    device = torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
+    bilm = bilm.to(device)
+    with atomic_output(output_file, overwrite) as partial, open(partial, "w+b") as raw:
+        with h5py.File(raw, "w") as out:
+            progress = tqdm(total=total, desc="elmo-embed", unit=" proteins", file=sys.stderr)
+            records = read_fasta(input_file)
+            while chunk := list(itertools.islice(records, chunk_size)):
+                for batch, host in embed_sorted(
+                    bilm, chunk, _words, batch_size, device, layers, max_tokens
+                ):
+                    for row, (_, name, sequence) in enumerate(batch):
+                        data = host[row, ..., : len(sequence), :].astype(dtype, copy=False)
+                        out.create_dataset(name, data=data).attrs["original_id"] = name
+                    progress.update(len(batch))
+            progress.close()
+    return total
