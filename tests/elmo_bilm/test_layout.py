@@ -66,3 +66,56 @@ def test_console_scripts_and_spacy_entry_points_load() -> None:
     for group in ("spacy_factories", "spacy_architectures"):
         loaded = [e.load() for e in entry_points(group=group) if e.value.startswith("elmo_bilm")]
         assert loaded and all(callable(f) for f in loaded)
+
+
+# The layers, lowest first: a module imports only from its own folder or a lower layer (no
+# circle between folders, no arrow back up). The root's documented paths sit above their homes.
+LAYERS = {
+    "utils": 0,
+    "model": 1,
+    "formats": 2,
+    "sources": 3,
+    "runtime": 3,
+    "elmo": 4,
+    "precision": 4,
+    "integrations": 5,
+    "elmoformanylangs": 5,
+    "simple_elmo": 5,
+    "bio_embeddings": 5,
+    "tfhub": 5,
+    "spacy": 6,
+    "flair": 6,
+    "cli": 6,
+    "__init__": 7,
+}
+
+
+def _place(module: str) -> str:
+    """`elmo_bilm.sources.resolver` -> "sources"; `elmo_bilm` -> "__init__"."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_imports_run_down_the_layers_only() -> None:
+    import ast
+
+    wrong = []
+    for path in sorted(ROOT.rglob("*.py")):
+        relative = path.relative_to(ROOT.parent).with_suffix("")
+        module = ".".join(relative.parts).removesuffix(".__init__")
+        place = _place(module) if module != "elmo_bilm" else "__init__"
+        assert place in LAYERS, f"{path}: a folder the layers do not know"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                names = [node.module if node.module != "elmo_bilm" else names[1]] if names else []
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            for name in names:
+                if not name.startswith("elmo_bilm.") or _place(name) == place:
+                    continue
+                target = _place(name)
+                if target in LAYERS and LAYERS[target] >= LAYERS[place]:
+                    wrong.append(f"{module} ({place}) imports {name} ({target})")
+    assert not wrong, "\n".join(wrong)
