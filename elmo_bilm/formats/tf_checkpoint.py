@@ -13,6 +13,7 @@ the file and, where there is one, the tensor.
 
 import os
 import re
+import stat
 import struct
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
@@ -409,6 +410,8 @@ class CheckpointReader:
     def _read_index(self) -> None:
         path = self.index_file
         try:
+            if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO blocks, /dev/zero never ends
+                raise FormatError(f"{path}: not a regular file (a checkpoint index is one)")
             size = os.path.getsize(path)
             if size > MAX_INDEX_BYTES:
                 raise FormatError(f"{path}: {size} bytes, too large for a checkpoint index")

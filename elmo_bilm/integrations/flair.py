@@ -124,8 +124,8 @@ class ELMoEmbeddings(TokenEmbeddings):
         layers = self.ee.embed_batch([[token.text for token in s] for s in sentences])
         for sentence, array in zip(sentences, layers):
             vectors = torch.from_numpy(array)  # (n_layers, n_tokens, dim)
-            if self.embedding_mode == "all":
-                vectors = vectors.permute(1, 0, 2).reshape(vectors.shape[1], -1)
+            if self.embedding_mode == "all":  # (n_tokens, n_layers * dim); an empty sentence too
+                vectors = vectors.permute(1, 0, 2).reshape(vectors.shape[1], self.embedding_length)
             elif self.embedding_mode == "top":
                 vectors = vectors[-1]
             else:

@@ -277,6 +277,9 @@ def _in_folder(kind: str, source: str, folder: Path) -> ResolvedBilm:
 def _checkpoint_prefix(path: str) -> Optional[str]:
     """The prefix of the TensorFlow checkpoint `path` names (a prefix with an `.index` beside
     it, the `.index` or a `.data-*` file), or None."""
+    for index in (path, path + ".index"):
+        if index.endswith(".index") and os.path.exists(index) and not os.path.isfile(index):
+            raise FormatError(f"{index}: not a regular file (a checkpoint index is one)")
     if path.endswith(".index") and os.path.isfile(path):
         return path[: -len(".index")]
     if ".data-" in os.path.basename(path) and os.path.isfile(path):

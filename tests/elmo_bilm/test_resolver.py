@@ -218,3 +218,22 @@ def test_an_archive_holding_no_biLM_leaves_nothing_in_the_cache(
     assert (
         not [p for p in (cache / "unpacked").iterdir()] if (cache / "unpacked").exists() else True
     )
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_an_index_that_is_no_regular_file_is_named_as_such(tmp_path: Path, kind: str) -> None:
+    import os
+
+    folder = checkpoint_folder(tmp_path / "model")
+    index = folder / "model.ckpt-3.index"
+    index.unlink()
+    if kind == "fifo":
+        os.mkfifo(index)
+    else:
+        index.symlink_to("/dev/zero")
+    with pytest.raises(FormatError, match="model.ckpt-3.index: not a regular file"):
+        resolve_bilm(str(folder / "model.ckpt-3"))
+    from elmo_bilm.formats.tf_checkpoint import CheckpointReader
+
+    with pytest.raises(FormatError, match="not a regular file"):
+        CheckpointReader(str(index))
