@@ -4,10 +4,11 @@ A PyTorch script switches with one import line::
 
     from elmo_bilm import Elmo, ElmoEmbedder, batch_to_ids  # was: from allennlp.modules.elmo ...
 
-Same constructor arguments, same outputs. One difference, on purpose: the biLM is stateless
+Same constructor arguments, same outputs. One difference by default: the biLM is stateless
 (every sentence starts from a zero LSTM state), so a sentence gets the same vectors in any batch;
 AllenNLP's carries LSTM states from one batch to the next, so its outputs equal these on its
-first call only.
+first call only. `stateful=True` carries them as AllenNLP does (each batch row's final states
+start the same row of the next batch), and then the outputs equal AllenNLP's call after call.
 """
 
 import os
@@ -76,6 +77,12 @@ class Elmo(nn.Module):
     precision : `str`, optional (default = `"float32"`)
         The frozen biLM's arithmetic: `"bfloat16"` or `"int8"` products for cheaper inference
         (`elmo_bilm.runtime.precision`; a pass with gradients runs in float32).
+    stateful : `bool`, optional (default = `False`)
+        Carry LSTM states between batches as AllenNLP's `Elmo` does (its only mode): row `i`
+        of a batch starts from the final states of row `i` of the batch before (rows a batch
+        has not had yet start from zero); `reset_states()` forgets them. The default starts every
+        sentence from zero, so a sentence's vectors do not depend on the batches before it. Set
+        on the biLM, so an `Elmo` sharing a `module` shares its states.
     """
 
     def __init__(
@@ -91,12 +98,14 @@ class Elmo(nn.Module):
         scalar_mix_parameters: Optional[List[float]] = None,
         module: Optional[BiLm] = None,
         precision: str = "float32",
+        stateful: bool = False,
     ) -> None:
         super().__init__()
         if module is not None and (options_file is not None or weight_file is not None):
             raise UsageError("give either module or options_file + weight_file")
         bilm = module if module is not None else load_bilm(options_file, weight_file)
         self.bilm = set_precision(bilm, precision)
+        _set_stateful(self.bilm, stateful)
         self.requires_grad = requires_grad
         for parameter in self.bilm.parameters():
             parameter.requires_grad_(requires_grad)
@@ -131,6 +140,22 @@ class Elmo(nn.Module):
 
     def get_output_dim(self) -> int:
         return self.bilm.get_output_dim()
+
+    @property
+    def stateful(self) -> bool:
+        """Whether LSTM states carry from one batch to the next (`stateful=True`)."""
+        return self.bilm.lstm.stateful
+
+    def reset_states(self) -> None:
+        """Forget the carried LSTM states: the next batch starts from zero, as the first did
+        (AllenNLP: `elmo._elmo_lstm._elmo_lstm.reset_states()`, which works here too)."""
+        self.bilm.lstm.reset_states()
+
+    @property
+    def _elmo_lstm(self) -> BiLm:
+        """AllenNLP's name of `Elmo`'s biLM (an `_ElmoBiLm` there), which code handling the
+        states reaches through: `elmo._elmo_lstm._elmo_lstm.reset_states()` or `._states`."""
+        return self.bilm
 
     def forward(
         self, inputs: torch.Tensor, word_inputs: Optional[torch.Tensor] = None
@@ -183,6 +208,13 @@ class Elmo(nn.Module):
         return inputs.flatten(0, -3), tuple(inputs.shape[:-2])
 
 
+def _set_stateful(bilm: BiLm, stateful: bool) -> None:
+    """Switch the biLM's LSTM stack to carrying states between batches or not, with no states
+    carried yet."""
+    bilm.lstm.stateful = stateful
+    bilm.lstm.reset_states()
+
+
 def _words(row: Tuple[int, Sequence[str]]) -> Sequence[str]:
     return row[1]
 
@@ -201,6 +233,14 @@ class ElmoEmbedder:
         embedder sets it and moves `elmo_bilm` (flair does after unpickling).
     precision : `str`, optional (default = `"float32"`)
         `"bfloat16"` or `"int8"` products for cheaper inference (`elmo_bilm.runtime.precision`).
+    stateful : `bool`, optional (default = `False`)
+        Carry LSTM states between batches as AllenNLP 0.9's embedder did (its biLM was stateful):
+        each row of a batch starts from the final states of the same row of the batch before,
+        and `embed_sentences` runs batches of `batch_size` sentences in input order (no token
+        budget), as 0.9 did, so the vectors equal 0.9's call after call; `reset_states()`
+        forgets the states. `embed_file`, whose bulk path sorts sentences by length, refuses a
+        stateful embedder. The default starts every sentence from zero: a sentence's vectors
+        do not depend on the sentences embedded before it.
     """
 
     def __init__(
@@ -209,10 +249,21 @@ class ElmoEmbedder:
         weight_file: Optional[str] = None,
         cuda_device: int = -1,
         precision: str = "float32",
+        stateful: bool = False,
     ) -> None:
         self.cuda_device = cuda_device
         bilm = load_bilm(options_file, weight_file).to(self.device).eval()
         self.elmo_bilm = set_precision(bilm, precision)
+        _set_stateful(self.elmo_bilm, stateful)
+
+    @property
+    def stateful(self) -> bool:
+        """Whether LSTM states carry from one batch to the next (`stateful=True`)."""
+        return bool(getattr(getattr(self.elmo_bilm, "lstm", None), "stateful", False))
+
+    def reset_states(self) -> None:
+        """Forget the carried LSTM states: the next batch starts from zero, as the first did."""
+        self.elmo_bilm.lstm.reset_states()
 
     @property
     def device(self) -> torch.device:
@@ -239,7 +290,10 @@ class ElmoEmbedder:
         a string: its characters)."""
         batch = _token_lists(batch)
         dim, layers = self.elmo_bilm.get_output_dim(), self.elmo_bilm.num_layers
-        if all(len(sentence) == 0 for sentence in batch):
+        # stateful, only 0.9's one skipped batch, `[[]]`: other empty sentences run (`<S> </S>`)
+        # and move their rows' states, as they did in 0.9
+        skip = len(batch) == 1 if self.stateful else True
+        if skip and all(len(sentence) == 0 for sentence in batch):
             return [numpy.zeros((layers, 0, dim), dtype=numpy.float32) for _ in batch]
         activations, _ = self.batch_to_embeddings(batch)
         host = activations.cpu().numpy()
@@ -254,9 +308,20 @@ class ElmoEmbedder:
         """Lazily, in input order: reads `16 * batch_size` sentences at a time, embeds them in
         batches of similar length (the biLM is stateless, so order is free) of at most
         `batch_size` sentences and `max_tokens` padded tokens, and yields them. A string
-        sentence is its characters (as in AllenNLP)."""
+        sentence is its characters (as in AllenNLP). Stateful: batches of `batch_size` in input
+        order, as AllenNLP 0.9 ran them (`max_tokens` is not applied)."""
         if batch_size < 1:
             raise UsageError("batch_size must be at least 1")
+        if self.stateful:  # 0.9's order: batches of `batch_size` in input order
+            batch: List[Sequence[str]] = []
+            for sentence in sentences:
+                batch.append(as_tokens(sentence))
+                if len(batch) == batch_size:
+                    yield from self.embed_batch(batch)
+                    batch = []
+            if batch:
+                yield from self.embed_batch(batch)
+            return
         chunk: List[Sequence[str]] = []
         for sentence in sentences:
             chunk.append(as_tokens(sentence))
@@ -294,6 +359,12 @@ class ElmoEmbedder:
         or "average"); `input_file` is a path or an open text file with a name. An existing
         output file is replaced, as AllenNLP 0.9's method did (atomically: the old file stays
         whole until the new one is complete)."""
+        if self.stateful:
+            raise UsageError(
+                "embed_file embeds length-sorted batches, which a stateful embedder would carry "
+                "states across in another order than AllenNLP 0.9's; use embed_sentences (input "
+                "order) with stateful=True, or an embedder with stateful=False"
+            )
         path = input_file if isinstance(input_file, str) else input_file.name
         embed_file(
             self.elmo_bilm,

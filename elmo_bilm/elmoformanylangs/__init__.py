@@ -16,13 +16,20 @@ the word encoder's layer (the character CNN with its word embedding, the token v
 and 2 the LSTM layers, -1 the average of the three `(n_tokens, dim)`, -2 all of them
 `(3, n_tokens, dim)`.
 
-One difference, on purpose: the biLM is stateless here (every sentence starts from zero LSTM
-states), while ELMoForManyLangs' encoder carries LSTM states from one batch (and one call) to the
-next, so the two agree on its first batch after loading, and a sentence's vectors here do not
-depend on the sentences beside it. The underlying `ElmoEmbedder` is built in one method
-(`Embedder._make_embedder`), where a stateful mode will be passed through.
+Stateful, as the original: ELMoForManyLangs' encoder carries LSTM states from one batch (and one
+call) to the next (AllenNLP's stateful `ElmoLstm`, whose code it copied), so a sentence's vectors
+depend on what was embedded before it and beside it. By default this `Embedder` does the same, in
+the same order: each call sorts its sentences by length (longest first, ties in input order),
+cuts them into batches of `batch_size`, runs the batches in an order shuffled with Python's
+`random` module (ELMoForManyLangs' `create_batches` does; `random.seed` fixes it for both), and
+each batch row starts from the states the same row ended with in the batch before. So a sequence
+of calls gives the original's numbers call after call. `stateful=False` (keyword only) starts
+every sentence from zero states instead: a sentence's vectors are then the original's first-batch
+vectors whatever the batch, and batches follow `ElmoEmbedder`'s token budget. The underlying
+`ElmoEmbedder` is built in one method (`Embedder._make_embedder`), which passes the mode through.
 """
 
+import random
 from typing import Any, Iterable, List, Optional, Sequence
 
 import numpy
@@ -42,20 +49,29 @@ class Embedder:
     model_dir : `str`
         ELMoForManyLangs' model folder (or any biLM that `resolve_bilm` takes alone).
     batch_size : `int`, optional (default = `64`)
-        At most this many sentences a batch (also bounded by `ElmoEmbedder`'s padded-token
-        budget); batches never change the vectors here (the biLM is stateless).
+        This many sentences a batch, as in ELMoForManyLangs (stateless: at most this many, also
+        bounded by `ElmoEmbedder`'s padded-token budget, and batches never change the vectors).
     cuda_device : `int`, optional (keyword only; not in ELMoForManyLangs)
         The GPU to run on, -1 for the CPU; by default GPU 0 when torch sees one, as
         ELMoForManyLangs decides (`torch.cuda.is_available()`).
+    stateful : `bool`, optional (keyword only; not in ELMoForManyLangs; default = `True`)
+        Carry LSTM states between batches and calls as ELMoForManyLangs does (see above);
+        `reset_states()` forgets them. `False`: every sentence starts from zero states.
     """
 
     def __init__(
-        self, model_dir: str, batch_size: int = 64, *, cuda_device: Optional[int] = None
+        self,
+        model_dir: str,
+        batch_size: int = 64,
+        *,
+        cuda_device: Optional[int] = None,
+        stateful: bool = True,
     ) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise UsageError(f"batch_size must be a whole number of at least 1, got {batch_size!r}")
         self.model_dir = model_dir
         self.batch_size = batch_size
+        self.stateful = stateful
         if cuda_device is None:
             cuda_device = 0 if torch.cuda.is_available() else -1
         self.use_cuda = cuda_device >= 0  # ELMoForManyLangs' attribute
@@ -63,9 +79,12 @@ class Embedder:
         self.num_layers = self.embedder.elmo_bilm.num_layers
 
     def _make_embedder(self, model_dir: str, cuda_device: int) -> ElmoEmbedder:
-        """The one place the underlying embedder is built: a stateful mode, once it exists, is
-        passed through here."""
-        return ElmoEmbedder(model_dir, None, cuda_device=cuda_device)
+        """The one place the underlying embedder is built, stateful or not (`self.stateful`)."""
+        return ElmoEmbedder(model_dir, None, cuda_device=cuda_device, stateful=self.stateful)
+
+    def reset_states(self) -> None:
+        """Forget the carried LSTM states: the next batch starts from zero, as after loading."""
+        self.embedder.reset_states()
 
     def sents2elmo(
         self, sents: Iterable[Sequence[str]], output_layer: int = -1
@@ -84,10 +103,33 @@ class Embedder:
                     f"sents2elmo takes lists of tokens; sentence {index} is the string "
                     f"{sentence[:40]!r} (e.g. {sentence[:20]!r}.split())"
                 )
+        if self.stateful:
+            return [_select(layers, layer) for layers in self._stateful_layers(sentences)]
         outputs = []
         for layers in self.embedder.embed_sentences(sentences, batch_size=self.batch_size):
             outputs.append(_select(layers, layer))
         return outputs
+
+    def _stateful_layers(self, sentences: List[Sequence[str]]) -> List[numpy.ndarray]:
+        """Each sentence's `(n_layers, n_tokens, dim)` layers, in input order, from batches made
+        and run as ELMoForManyLangs' `sents2elmo` makes and runs them (its `create_batches`):
+        sentences sorted by length, longest first (a stable sort: ties in input order), cut into
+        batches of `batch_size`, the batches run in an order `random.shuffle` draws (Python's
+        global generator, one shuffle a call, as the original draws it); every batch runs, an
+        empty sentence as `<bos> <eos>`."""
+        order = sorted(range(len(sentences)), key=lambda index: -len(sentences[index]))
+        size = self.batch_size
+        batches = [order[start : start + size] for start in range(0, len(order), size)]
+        shuffled = list(range(len(batches)))
+        random.shuffle(shuffled)
+        results: List[Optional[numpy.ndarray]] = [None] * len(sentences)
+        for number in shuffled:
+            rows = batches[number]
+            activations, _ = self.embedder.batch_to_embeddings([sentences[i] for i in rows])
+            host = activations.cpu().numpy()
+            for row, index in enumerate(rows):
+                results[index] = host[row, :, : len(sentences[index])]
+        return results  # type: ignore[return-value]
 
     def _check_layer(self, output_layer: Any) -> int:
         """`output_layer` if this biLM has it: -2, -1, or a layer counted from 0 or the top."""

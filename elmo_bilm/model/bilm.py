@@ -18,8 +18,10 @@ class BiLm(nn.Module):
     `forward` takes the character ids of AllenNLP's `elmo_characters` indexer (without sentence
     boundaries) and returns every layer: layer 0 is the token representation duplicated to
     `2 * projection_dim` (as bilm-tf and AllenNLP do), layers 1..L are `[forward; backward]`
-    LSTM outputs. The model is stateless: each sentence starts from a zero LSTM state, so a
-    sentence gets the same vectors whatever batch it is in.
+    LSTM outputs. The model is stateless by default: each sentence starts from a zero LSTM
+    state, so a sentence gets the same vectors whatever batch it is in. `lstm.stateful = True`
+    (`Elmo(stateful=True)` sets it) carries each row's final states into the next batch's same
+    row, as AllenNLP's biLM does; `lstm.reset_states()` forgets them.
 
     # Parameters
 

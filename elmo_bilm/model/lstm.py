@@ -8,6 +8,9 @@ from torch import nn
 from elmo_bilm.model import onednn
 from elmo_bilm.model.onednn import Step
 
+# a layer stack's or one layer's carried LSTM states: (h, c), `[forward; backward]` on the last axis
+_Carried = Tuple[torch.Tensor, torch.Tensor]
+
 
 class Products(Protocol):
     """Per-direction products of an inference precision (`elmo_bilm.runtime.precision`), in place of
@@ -86,6 +89,10 @@ class ProjectedLstmStack(nn.Module):
     # an inference precision's products (`elmo_bilm.runtime.precision.set_precision`); None: float32.
     # A class attribute, so that stacks pickled before it existed unpickle with the default.
     products: Optional[Products] = None
+    # AllenNLP's stateful mode (`Elmo(stateful=True)`): carry each batch row's final LSTM states
+    # into the same row of the next batch. Class attributes too, for stacks pickled before them.
+    stateful: bool = False
+    _carried: Optional[_Carried] = None
 
     def __init__(
         self,
@@ -141,18 +148,87 @@ class ProjectedLstmStack(nn.Module):
 
     @property
     def _states(self) -> Tuple[torch.Tensor, ...]:
-        """AllenNLP's LSTM states carried between batches: none, the stack is stateless. An empty
-        tuple rather than `None`, so that code moving the states to a device (flair's legacy
-        `ELMoEmbeddings` does after unpickling) moves nothing and works."""
-        return ()
+        """AllenNLP's LSTM states carried between batches (`_EncoderBase._states`): `(h, c)`,
+        `(n_layers, rows, 2 * projection_dim)` and `(n_layers, rows, 2 * dim)`, `[forward;
+        backward]`, once a stateful stack has run; else an empty tuple rather than `None`, so
+        that code moving the states to a device (flair's legacy `ELMoEmbeddings` does after
+        unpickling) moves nothing and works."""
+        return self._carried if self._carried is not None else ()
 
     @_states.setter
     def _states(self, states: Optional[Tuple[torch.Tensor, ...]]) -> None:
-        if states:
+        if not states:
+            self._carried = None
+        elif not self.stateful:
             raise ValueError("the biLM is stateless (elmo_bilm): it has no LSTM states to set")
+        elif len(states) != 2:
+            raise ValueError(f"the LSTM states are (h, c), got {len(states)} tensors")
+        else:
+            self._carried = (states[0], states[1])
 
     def reset_states(self, mask: Optional[torch.Tensor] = None) -> None:
-        """AllenNLP's `reset_states`: nothing to reset, every sentence starts from a zero state."""
+        """AllenNLP's `reset_states`: forget the carried states, of every row or (`mask`,
+        `(rows,)`, true = reset) of some; a stateless stack has none to forget."""
+        if mask is None or self._carried is None:
+            self._carried = None
+            return
+        rows = self._carried[0].shape[1]
+        if mask.shape[0] != rows:
+            raise ValueError(
+                "Trying to reset states using mask with incorrect batch size. "
+                f"Expected batch size: {rows}. Provided batch size: {mask.shape[0]}."
+            )
+        keep = ~mask.bool().view(1, rows, 1).to(self._carried[0].device)
+        self._carried = (self._carried[0] * keep, self._carried[1] * keep)
+
+    def _initial_states(self, packing: "_Packing", device: torch.device) -> Optional[_Carried]:
+        """The carried states of this batch's running rows in its length-sorted order, AllenNLP's
+        `_EncoderBase._get_initial_states`: `None` before the first batch (zero states); rows past
+        the carried ones are added as zeros (kept from now on), a smaller batch takes the first
+        rows; then sorted like the batch and cut to its non-empty rows."""
+        if self._carried is None:
+            return None
+        h, c = (state.to(device) for state in self._carried)
+        batch = packing.batch_size
+        if batch > h.shape[1]:
+            h = torch.cat([h, h.new_zeros(h.shape[0], batch - h.shape[1], h.shape[2])], 1)
+            c = torch.cat([c, c.new_zeros(c.shape[0], batch - c.shape[1], c.shape[2])], 1)
+        self._carried = (h, c)
+        valid = packing.active[0]
+        return (
+            h[:, :batch].index_select(1, packing.order)[:, :valid],
+            c[:, :batch].index_select(1, packing.order)[:, :valid],
+        )
+
+    def _save_states(self, finals: List[_Carried], packing: "_Packing") -> None:
+        """Keep the batch's final states, AllenNLP's `_EncoderBase._update_states`: back in the
+        batch's row order, padded to the batch with zero rows for empty sentences; a row replaces
+        its carried state only where it ran (AllenNLP's test: its first layer's state is not all
+        zero), the carried rows past the batch stay."""
+        h = torch.stack([layer[0] for layer in finals])
+        c = torch.stack([layer[1] for layer in finals])
+        missing = packing.batch_size - h.shape[1]
+        if missing > 0:
+            h = torch.cat([h, h.new_zeros(h.shape[0], missing, h.shape[2])], 1)
+            c = torch.cat([c, c.new_zeros(c.shape[0], missing, c.shape[2])], 1)
+        new = [
+            h.index_select(1, packing.restore).detach(),
+            c.index_select(1, packing.restore).detach(),
+        ]
+        if self._carried is None:
+            self._carried = (new[0], new[1])
+            return
+        kept = []
+        for old, state in zip(self._carried, new):
+            rows = state.shape[1]
+            if old.shape[1] < rows:  # states set by hand for fewer rows: the others start at zero
+                old = torch.cat(
+                    [old, old.new_zeros(old.shape[0], rows - old.shape[1], old.shape[2])], 1
+                )
+            used = (state[0].sum(-1) != 0).view(1, rows, 1)
+            updated = torch.where(used, state, old[:, :rows].to(state.dtype))
+            kept.append(torch.cat([updated, old[:, rows:].to(state.dtype)], 1))
+        self._carried = (kept[0], kept[1])
 
     def reset_parameters(self) -> None:
         """bilm-tf's initialisation (TF's default for its `LSTMCell` variables): Glorot-uniform
@@ -230,17 +306,34 @@ class ProjectedLstmStack(nn.Module):
         return w_h, w_p_t
 
     def _recurrence(
-        self, streams: List[torch.Tensor], layer: int, active: List[int], route: str
+        self,
+        streams: List[torch.Tensor],
+        layer: int,
+        active: List[int],
+        route: str,
+        initial: Optional[_Carried] = None,
+        finals: Optional[List[_Carried]] = None,
     ) -> torch.Tensor:
         """Run one layer over packed input gates -> packed outputs (2, N, proj).
 
         `streams`: as `_input_products` returns them. Packed as a `PackedSequence`: the
         `active[t]` running rows of step `t` (rows sorted by length, descending) follow those of
         step `t - 1`; `N = sum(active)`, no padding.
+
+        Stateful mode only: `initial`, this layer's `(h (rows, 2 * proj), c (rows, 2 * dim))`
+        `[forward; backward]` to start from instead of zeros; `finals` gets each row's last `(h,
+        c)` in the same layout appended (a row's last step is its last position forward, its
+        first backward, as in AllenNLP).
         """
-        h = [x.new_zeros(x.shape[:-2] + (active[0], self.projection_dim)) for x in streams]
         cell_dtype = self.products.cell_dtype if route == "products" and self.products else None
-        c = [x.new_zeros(x.shape[:-2] + (active[0], self.dim), dtype=cell_dtype) for x in streams]
+        if initial is None:
+            h = [x.new_zeros(x.shape[:-2] + (active[0], self.projection_dim)) for x in streams]
+            c = [
+                x.new_zeros(x.shape[:-2] + (active[0], self.dim), dtype=cell_dtype) for x in streams
+            ]
+        else:
+            h, c = self._split_directions(initial, streams, cell_dtype)
+        ended: List[Tuple[List[torch.Tensor], List[torch.Tensor]]] = []
         outputs: List[List[torch.Tensor]] = [[] for _ in streams]
         # One split per stream, not a slice per step: the backward of a slice allocates a zero
         # tensor of the whole stream, which made a layer's backward quadratic in the length.
@@ -254,10 +347,55 @@ class ProjectedLstmStack(nn.Module):
                 if self.proj_clip is not None:
                     h[k] = h[k].clamp(-self.proj_clip, self.proj_clip)
                 outputs[k].append(h[k])
+            if finals is not None:
+                # rows past the next step's running ones end here: keep their states
+                following = active[t + 1] if t + 1 < len(active) else 0
+                if following < n:
+                    ended.append(
+                        (
+                            [h_k[..., following:, :] for h_k in h],
+                            [c_k[..., following:, :] for c_k in c],
+                        )
+                    )
+        if finals is not None:
+            finals.append(self._join_directions(ended[::-1]))
         joined = [torch.cat(out, dim=-2) for out in outputs]
         if route == "products":  # a precision's outputs may be bfloat16: layers are float32
             joined = [out.float() for out in joined]
         return torch.stack(joined) if len(joined) == 2 else joined[0]
+
+    def _split_directions(
+        self, state: _Carried, streams: List[torch.Tensor], cell_dtype: Optional[torch.dtype]
+    ) -> Tuple[List[torch.Tensor], List[torch.Tensor]]:
+        """`(h (rows, 2 * proj), c (rows, 2 * dim))` `[forward; backward]` -> the recurrence's
+        `h` and `c` lists: one `(2, rows, .)` pair for both directions stacked, or one `(rows,
+        .)` pair per direction, in the dtypes of the zero states they replace."""
+        h, c = state
+        h_parts = [h[:, : self.projection_dim], h[:, self.projection_dim :]]
+        c_parts = [c[:, : self.dim], c[:, self.dim :]]
+        dtype = streams[0].dtype
+        if len(streams) == 1:
+            return (
+                [torch.stack(h_parts).to(dtype)],
+                [torch.stack(c_parts).to(cell_dtype or dtype)],
+            )
+        return (
+            [part.to(x.dtype).contiguous() for part, x in zip(h_parts, streams)],
+            [part.to(cell_dtype or x.dtype).contiguous() for part, x in zip(c_parts, streams)],
+        )
+
+    @staticmethod
+    def _join_directions(
+        ended: List[Tuple[List[torch.Tensor], List[torch.Tensor]]],
+    ) -> _Carried:
+        """The recurrence's final states, collected as row blocks from the first rows to the
+        last -> `(h (rows, 2 * proj), c (rows, 2 * dim))` `[forward; backward]`."""
+        joined = []
+        for part in (0, 1):
+            streams = [torch.cat(parts, dim=-2) for parts in zip(*(block[part] for block in ended))]
+            pair = list(streams[0]) if len(streams) == 1 else streams
+            joined.append(torch.cat(pair, dim=-1))
+        return joined[0], joined[1]
 
     def forward(
         self,
@@ -274,8 +412,10 @@ class ProjectedLstmStack(nn.Module):
         product depends only on its own input).
 
         Returns one `(batch, T, 2 * projection_dim)` tensor per layer, `[forward; backward]`,
-        zero at padding. Every sentence starts from a zero state. Between the layers everything
-        stays packed (no padding positions), so no product is computed for padding.
+        zero at padding. Every sentence starts from a zero state, unless `stateful`: then from
+        the states its row of the previous batch ended with (AllenNLP's stateful `ElmoLstm`).
+        Between the layers everything stays packed (no padding positions), so no product is
+        computed for padding.
         """
         packing = _Packing(mask)
         if packing.timesteps == 0:
@@ -284,6 +424,8 @@ class ProjectedLstmStack(nn.Module):
         by_word = distinct is not None and not (self.training and self.dropout.p > 0)
         # the first layer has no residual connection: by word, its packed inputs are not needed
         x = None if by_word else packing.pack(inputs)
+        initial = self._initial_states(packing, inputs.device) if self.stateful else None
+        finals: Optional[List[_Carried]] = [] if self.stateful else None
         layers = []
         for layer in range(self.n_layers):
             route = self._route(layer, inputs)
@@ -293,12 +435,15 @@ class ProjectedLstmStack(nn.Module):
             else:
                 assert x is not None  # every layer but a by-word first has its packed input
                 streams = self._input_products(self.dropout(x), layer, route)
-            out = self._recurrence(streams, layer, packing.active, route)
+            start = None if initial is None else (initial[0][layer], initial[1][layer])
+            out = self._recurrence(streams, layer, packing.active, route, start, finals)
             if layer > 0 and self.use_skip_connections:
                 assert x is not None
                 out = out + x
             layers.append(out)
             x = out
+        if finals is not None:
+            self._save_states(finals, packing)
         return [packing.unpack(out, self.projection_dim) for out in layers]
 
     def _word_streams(

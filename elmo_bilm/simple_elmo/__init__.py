@@ -18,12 +18,19 @@ zero after each text's tokens; `get_elmo_vector_average` one vector per text: th
 token vectors, scaled to unit length. `layers` is "average" (the layers' plain mean: simple_elmo's
 fresh scalar mix, equal weights and gamma 1), "top" (the top LSTM layer) or "all".
 
+Stateful, as the original: simple_elmo's bilm-tf graph keeps each batch row's LSTM states in
+variables that the next batch's same row starts from; each call without `session` starts a fresh
+TensorFlow session, whose variables start at zero. By default `ElmoModel` does the same: a call
+starts from zero states (with `session` given, from those the previous call left: a session kept
+its variables), `warmup=True` first runs the call's first batch once to settle the states (its
+outputs dropped), then the texts run in batches of `max_batch_size` in input order, each row
+starting from the states the same row ended with in the batch before; so calls give the
+original's numbers call after call. `load(..., stateful=False)` (keyword only) starts every text
+from zero states instead: a text's vectors then do not depend on the texts beside it, and
+`warmup` changes nothing.
+
 Differences, on purpose:
 
-- stateless: every sentence starts from zero LSTM states (simple_elmo's bilm-tf graph carries
-  them from one batch to the next), so `warmup`, which ran the first batch once to settle those
-  states, is accepted and changes nothing until the stateful mode exists; a text's vectors do not
-  depend on the texts beside it;
 - `limit` and `vocab.txt` only cached character ids in simple_elmo (the vectors never depended
   on them): accepted, not needed; `session` (a TensorFlow session) is accepted and ignored;
 - `full=True` (the language model's softmax, for `get_elmo_substitutes`) is refused: only the
@@ -36,8 +43,8 @@ Differences, on purpose:
   simple_elmo 0.9.2 reshapes the batch's `(layers, tokens)` axes without transposing them first,
   so its per-layer averages mix layers and positions.
 
-The underlying `ElmoEmbedder` is built in one method (`ElmoModel._make_embedder`), where a
-stateful mode will be passed through.
+The underlying `ElmoEmbedder` is built in one method (`ElmoModel._make_embedder`), which passes
+the mode through.
 """
 
 import logging
@@ -76,6 +83,7 @@ class ElmoModel:
         self.vector_size: Optional[int] = None
         self.n_layers: Optional[int] = None
         self.embedder: Optional[ElmoEmbedder] = None
+        self.stateful = True
         self.logger = logging.getLogger(__name__)
 
     def load(
@@ -86,13 +94,16 @@ class ElmoModel:
         full: bool = False,
         *,
         cuda_device: Optional[int] = None,
+        stateful: bool = True,
     ) -> str:
         """Load the biLM in `directory` (an NLPL ZIP archive or its unzipped folder) and return
         "The model is now loaded.". `max_batch_size`: at most this many texts a batch (batches
         never change the vectors here); `limit`: accepted, not needed (simple_elmo cached the
         first `limit` words' character ids); `full=True` is refused (no language-model softmax
         here). `cuda_device` (keyword only; not in simple_elmo): the GPU, -1 for the CPU; by
-        default GPU 0 when torch sees one, as TensorFlow decides."""
+        default GPU 0 when torch sees one, as TensorFlow decides. `stateful` (keyword only; not
+        in simple_elmo): carry LSTM states between batches as simple_elmo does (the default), or
+        start every text from zero states (`False`)."""
         if full:
             raise UsageError(
                 "full=True loads simple_elmo's language model for get_elmo_substitutes, which "
@@ -109,6 +120,7 @@ class ElmoModel:
         self.logger.info("Loading model from %s...", directory)
         if cuda_device is None:
             cuda_device = 0 if torch.cuda.is_available() else -1
+        self.stateful = stateful
         embedder = self._make_embedder(directory, cuda_device)
         bilm = embedder.elmo_bilm
         self.embedder = embedder
@@ -119,9 +131,8 @@ class ElmoModel:
         return LOADED
 
     def _make_embedder(self, directory: str, cuda_device: int) -> ElmoEmbedder:
-        """The one place the underlying embedder is built: a stateful mode, once it exists, is
-        passed through here."""
-        return ElmoEmbedder(directory, None, cuda_device=cuda_device)
+        """The one place the underlying embedder is built, stateful or not (`self.stateful`)."""
+        return ElmoEmbedder(directory, None, cuda_device=cuda_device, stateful=self.stateful)
 
     def get_elmo_vectors(
         self,
@@ -132,9 +143,10 @@ class ElmoModel:
     ) -> numpy.ndarray:
         """The token vectors of `texts` (lists of tokens), float64: `(n_texts, longest text,
         dim)` for `layers` "average" or "top", `(n_texts, n_layers, longest text, dim)` for
-        "all"; zero after each text's last token. `warmup` changes nothing (stateless) and
-        `session` is ignored."""
-        per_text = self._embed(texts, warmup, layers)
+        "all"; zero after each text's last token. Stateful (the default): `warmup` runs the
+        first batch once first, and a call starts from zero states unless `session` is given
+        (then from the previous call's; the session itself is not used)."""
+        per_text = self._embed(texts, warmup, layers, session)
         longest = max((len(text) for text in texts), default=0)
         bilm = self._loaded().elmo_bilm
         dim, count = bilm.get_output_dim(), bilm.num_layers
@@ -154,8 +166,8 @@ class ElmoModel:
         """One float64 vector per text: the mean of its token vectors divided by its length
         (L2 norm), `(n_texts, dim)`; for `layers="all"` each layer's mean, the `(n_layers, dim)`
         matrix divided by its Frobenius norm, `(n_texts, n_layers, dim)`. An empty text gives
-        zeros. `warmup` changes nothing (stateless) and `session` is ignored."""
-        per_text = self._embed(texts, warmup, layers)
+        zeros. `warmup` and `session` as in `get_elmo_vectors`."""
+        per_text = self._embed(texts, warmup, layers, session)
         bilm = self._loaded().elmo_bilm
         dim, count = bilm.get_output_dim(), bilm.num_layers
         shape = (len(texts), count, dim) if layers == "all" else (len(texts), dim)
@@ -170,9 +182,17 @@ class ElmoModel:
         return averages
 
     def warmup(self, sess: Any = None, texts: Sequence[Sequence[str]] = ()) -> None:
-        """simple_elmo ran the first batch once to settle the LSTM states it carries between
-        batches; the biLM here is stateless, so there is nothing to settle (the stateful mode
-        will do its warm-up here)."""
+        """simple_elmo's warm-up: run the first batch of `texts` (`max_batch_size` texts) once,
+        outputs dropped, to settle the LSTM states carried between batches. A stateless model
+        has nothing to settle."""
+        embedder = self._loaded()
+        if embedder.stateful and len(texts) > 0:
+            self.logger.info("Warming up ELMo on %d sentences...", len(texts[: self._size()]))
+            embedder.batch_to_embeddings(list(texts[: self._size()]))
+            self.logger.info("Warming up finished.")
+
+    def _size(self) -> int:
+        return int(self.batch_size or 32)
 
     def _loaded(self) -> ElmoEmbedder:
         if self.embedder is None:
@@ -180,7 +200,7 @@ class ElmoModel:
         return self.embedder
 
     def _embed(
-        self, texts: Sequence[Sequence[str]], warmup: bool, layers: str
+        self, texts: Sequence[Sequence[str]], warmup: bool, layers: str, session: Any = None
     ) -> List[numpy.ndarray]:
         """Each text's kept layers: `(n_tokens, dim)` ("average", "top") or `(n_layers,
         n_tokens, dim)` ("all"), float32, in input order."""
@@ -195,10 +215,12 @@ class ElmoModel:
                     f"each text must be a list of tokens; text {index} is the string "
                     f"{text[:40]!r} (e.g. {text[:20]!r}.split())"
                 )
+        if embedder.stateful and session is None:
+            embedder.reset_states()  # a fresh TensorFlow session: its state variables are zero
         if warmup:
             self.warmup(None, texts)
         kept = []
-        for array in embedder.embed_sentences(texts, batch_size=int(self.batch_size or 32)):
+        for array in self._layers(embedder, texts):
             if layers == "average":
                 kept.append(array.mean(axis=0))
             elif layers == "top":
@@ -206,3 +228,18 @@ class ElmoModel:
             else:
                 kept.append(array)
         return kept
+
+    def _layers(
+        self, embedder: ElmoEmbedder, texts: Sequence[Sequence[str]]
+    ) -> Iterator[numpy.ndarray]:
+        """Each text's `(n_layers, n_tokens, dim)`, in input order: stateful, batches of
+        `max_batch_size` texts in input order (simple_elmo's `divide_chunks`), every one run (an
+        empty text as `<S> </S>`); stateless, `ElmoEmbedder`'s length-sorted batches."""
+        if not embedder.stateful:
+            yield from embedder.embed_sentences(texts, batch_size=self._size())
+            return
+        for chunk in divide_chunks(texts, self._size()):
+            activations, _ = embedder.batch_to_embeddings(list(chunk))
+            host = activations.cpu().numpy()
+            for row, text in enumerate(chunk):
+                yield host[row, :, : len(text)]

@@ -38,7 +38,9 @@ def model(request) -> str:
 
 @pytest.fixture(scope="module")
 def embedder(model) -> Embedder:
-    return Embedder(str(FIXTURE / model), cuda_device=-1)
+    """Stateless, so that every call gives the original's first-call values (the stateful
+    default, ELMoForManyLangs' own, is tests/elmo_bilm/test_stateful.py's)."""
+    return Embedder(str(FIXTURE / model), cuda_device=-1, stateful=False)
 
 
 @pytest.mark.parametrize("layer", RECORDED)
@@ -74,9 +76,9 @@ def test_negative_layers_count_from_the_top(embedder):
 
 
 def test_batches_and_calls_do_not_change_the_vectors(model, expected):
-    """Stateless (the one difference): batches of 2 in input order, and a second call, give
-    the first batch's values (ELMoForManyLangs' second call would start from carried states)."""
-    small = Embedder(str(FIXTURE / model), batch_size=2, cuda_device=-1)
+    """Stateless (`stateful=False`): batches of 2, and a second call, give the first batch's
+    values (ELMoForManyLangs' second call would start from carried states)."""
+    small = Embedder(str(FIXTURE / model), batch_size=2, cuda_device=-1, stateful=False)
     for _ in range(2):
         for i, array in enumerate(small.sents2elmo(SENTENCES, output_layer=2)):
             assert_float32_close(array, expected[f"{model}/2/{i}"], NETWORK, f"{model} {i}")

@@ -47,8 +47,10 @@ def nlpl(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def model(nlpl) -> ElmoModel:
+    """Stateless: its vectors are the first batch's whatever ran before (the stateful default,
+    simple_elmo's, is tests/elmo_bilm/test_stateful.py's)."""
     elmo = ElmoModel()
-    assert elmo.load(str(nlpl), cuda_device=-1) == "The model is now loaded."
+    assert elmo.load(str(nlpl), cuda_device=-1, stateful=False) == "The model is now loaded."
     return elmo
 
 
@@ -114,7 +116,7 @@ def test_the_zip_archive_equals_the_folder(model, nlpl, tmp_path, monkeypatch):
         for name in ("options.json", "model.hdf5", "vocab.txt"):
             packed.write(nlpl / name, name)
     zipped = ElmoModel()
-    assert zipped.load(str(archive), max_batch_size=2, cuda_device=-1) == (
+    assert zipped.load(str(archive), max_batch_size=2, cuda_device=-1, stateful=False) == (
         "The model is now loaded."
     )
     assert zipped.batch_size == 2
@@ -128,7 +130,7 @@ def test_the_zip_archive_equals_the_folder(model, nlpl, tmp_path, monkeypatch):
 
 
 def test_warmup_and_batches_do_not_change_the_vectors(model):
-    """Stateless (the one difference): `warmup` changes nothing; neither do batch boundaries."""
+    """Stateless (`stateful=False`): `warmup` changes nothing; neither do batch boundaries."""
     first = model.get_elmo_vectors(TEXTS, warmup=True)
     numpy.testing.assert_array_equal(model.get_elmo_vectors(TEXTS, warmup=False), first)
     model.batch_size = 1
