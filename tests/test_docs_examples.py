@@ -1,13 +1,18 @@
-"""Every ```python and ```bash block of README.md and docs/*.md runs as printed.
+"""Every ```python and ```bash block of README.md and docs/*.md runs as printed, as a user runs it.
 
 A block is skipped only when the line before its fence is `<!-- not-run: REASON -->` (an HTML
 comment, invisible on the rendered page, visible in the source): long training runs, installs from
-the network, blocks that need a GPU or earlier runs' outputs, usage synopses. Python blocks run via
-`exec` in a fresh namespace, bash blocks in `bash -euo pipefail` with the venv's commands on PATH,
-both in an empty temporary folder (with the `.allennlp_plugins` file a checkout has, so the plugin's
-`allennlp` subcommands are found). A block that names no biLM gets the default one. Blocks in other
-languages (jsonnet fragments, outputs) are not executed. `--8<-- "FILE"` lines (pymdownx.snippets)
-stand for FILE's text, as on the site.
+the network, blocks that need a GPU or earlier runs' outputs, usage synopses. Each block runs in a
+fresh process, in a fresh empty folder outside the checkout, as a user who installed the packages
+and works elsewhere (the README's "an installed plugin needs no checkout"): this venv's commands
+first on PATH (its editable install; tests/test_wheel.py installs the wheels in a fresh venv), HOME
+an empty folder (no `~/.allennlp/plugins`), no `.allennlp_plugins` beside it, and none of the test
+suite's settings (its data folder, its fixture biLM, its word vector switches). A block gets the
+data folder (`ELMO_PLUGIN_DATA`) or the checkout's fixtures (`ELMO_PLUGIN_FIXTURES`) only when its
+text names that variable, i.e. where the text says it uses one. Python blocks run via `exec` (with
+`__name__` not `"__main__"`) in a fresh interpreter, bash blocks in `bash -euo pipefail`. Blocks in
+other languages (jsonnet fragments, outputs) are not executed. `--8<-- "FILE"` lines
+(pymdownx.snippets) stand for FILE's text, as on the site.
 """
 
 import os
@@ -16,10 +21,11 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Dict, Iterator, List, Optional
 
 import pytest
 
+from elmo_plugin.common.config_env import data_defaults
 from tests.conftest import REPO_ROOT
 
 LANGUAGES = ("python", "bash")
@@ -94,22 +100,54 @@ def runnable_blocks() -> List[Block]:
 BLOCKS = runnable_blocks()
 
 
+# what a block may name to be given the suite's value: where its text says it uses a data folder
+# (`$ELMO_PLUGIN_DATA/...`) or the checkout's fixtures ("in a checkout")
+NAMED_ONLY = ("ELMO_PLUGIN_DATA", "ELMO_PLUGIN_FIXTURES")
+# runs a block's code (from stdin) as a script would, but without its `if __name__ == "__main__"`
+PYTHON_RUNNER = (
+    "import sys; code = sys.stdin.read(); "
+    "exec(compile(code, sys.argv[1], 'exec'), {'__name__': '__doc_example__'})"
+)
+
+
+def _set_by_the_suite(name: str) -> bool:
+    """A variable tests/conftest.py (or a data default) sets that a user's shell does not have."""
+    data = set(data_defaults(Path("unused")))
+    return name.startswith("ELMO_") or name.endswith("_WORD_VECTORS") or name in data
+
+
+def user_environment(block: Block, home: Path) -> Dict[str, str]:
+    """The environment a user who installed the packages runs `block` in: the venv's commands
+    first on PATH, `home` as HOME, none of the suite's settings but the variables the block names."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not _set_by_the_suite(name) and name not in ("PYTHONPATH", "VIRTUAL_ENV")
+    }
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    env["HOME"] = str(home)
+    for name in NAMED_ONLY:
+        if name in block.code and name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
 def run_block(block: Block, folder: Path) -> None:
-    """Run one block in `folder`; raises (or fails the test) as the block fails."""
-    (folder / ".allennlp_plugins").write_text("elmo_plugin\n")
+    """Run one block in `folder` (empty: the block's working folder; HOME is a sibling) as a user
+    runs it; fails the test, with the block's output, when it exits non-zero."""
+    folder.mkdir(parents=True, exist_ok=True)
+    assert not any(folder.iterdir()), f"{folder} is not empty"
+    home = folder.parent / f"{folder.name}-home"
+    home.mkdir(exist_ok=True)
     if block.language == "python":
-        cwd = os.getcwd()
-        os.chdir(folder)
-        try:
-            exec(compile(block.code, block.id, "exec"), {"__name__": "__doc_example__"})
-        finally:
-            os.chdir(cwd)
-        return
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+        command = [sys.executable, "-c", PYTHON_RUNNER, block.id]
+    else:
+        command = ["bash", "-euo", "pipefail", "-s"]
     result = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", block.code],
+        command,
+        input=block.code,
         cwd=folder,
-        env=env,
+        env=user_environment(block, home),
         capture_output=True,
         text=True,
         timeout=600,
@@ -123,7 +161,7 @@ def run_block(block: Block, folder: Path) -> None:
 def test_the_code_block_runs_as_printed(block: Block, tmp_path: Path) -> None:
     if block.not_run is not None:
         pytest.skip(f"not-run: {block.not_run}")
-    run_block(block, tmp_path)
+    run_block(block, tmp_path / "work")
 
 
 def test_every_not_run_marker_gives_a_reason_and_stands_before_a_block() -> None:
@@ -146,10 +184,42 @@ def test_the_readme_python_example_and_an_elmo_embed_block_are_run() -> None:
     assert any(block.language == "bash" and "elmo-embed " in block.code for block in readme)
 
 
+def test_the_readme_first_run_after_make_install_needs_no_data_folder() -> None:
+    """The README's first command after `make install` works on a fresh clone with no data folder
+    beside it: the smoke scale, through `elmo-plugin` (no plugins file needed), naming no data."""
+    set_up = ("make install", "make wheels")  # the set-up and the install from wheels
+    readme = [b for b in blocks(REPO_ROOT / "README.md") if b.language == "bash"]
+    first = next(b for b in readme if not any(step in b.code for step in set_up))
+    assert first.code.split("#")[0].split() == [
+        *"elmo-plugin elmo-table1 -s runs/smoke --scale smoke --seeds 1".split()
+    ], first.id
+    assert "ELMO_PLUGIN_DATA" not in first.code
+
+
 def test_a_failing_block_fails(tmp_path: Path) -> None:
-    """The runner raises for a broken python block and fails for a broken bash block."""
+    """The runner fails for a broken python block and for a broken bash block."""
     broken = Block("README.md", 1, "python", "Elmo(options_file)\n", None)
-    with pytest.raises(NameError, match="Elmo"):
-        run_block(broken, tmp_path)
+    with pytest.raises(AssertionError, match="(?s)exited 1.*NameError: name 'Elmo'"):
+        run_block(broken, tmp_path / "python")
     with pytest.raises(AssertionError, match="exited 2"):
-        run_block(Block("README.md", 1, "bash", "ls no-such-file\n", None), tmp_path)
+        run_block(Block("README.md", 1, "bash", "ls no-such-file\n", None), tmp_path / "bash")
+
+
+def test_a_block_runs_as_a_user_outside_the_checkout(tmp_path: Path) -> None:
+    """No checkout, plugins file or suite setting reaches a block: the plugin's subcommands are
+    not found by plain `allennlp` (as for a user with no plugins file), and the suite's data
+    folder reaches only a block that names it."""
+    probe = (
+        'test ! -e .allennlp_plugins && test ! -e "$HOME/.allennlp/plugins"\n'
+        f'case "$(pwd -P)/" in "$(cd {REPO_ROOT} && pwd -P)/"*) exit 4;; esac\n'
+        "env | grep -e '^ELMO_' -e '_WORD_VECTORS=' >&2 && exit 5\n"
+        "exit 3\n"
+    )
+    with pytest.raises(AssertionError, match="exited 3"):
+        run_block(Block("README.md", 1, "bash", probe, None), tmp_path / "probe")
+    named = Block("README.md", 1, "bash", 'test -d "$ELMO_PLUGIN_DATA"\n', None)
+    if Path(os.environ["ELMO_PLUGIN_DATA"]).is_dir():
+        run_block(named, tmp_path / "named")
+    elmo_config = Block("README.md", 1, "bash", "allennlp elmo-config\n", None)
+    with pytest.raises(AssertionError, match="invalid choice: 'elmo-config'"):
+        run_block(elmo_config, tmp_path / "plain")
