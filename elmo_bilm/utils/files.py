@@ -12,6 +12,7 @@ import re
 import signal
 import sys
 import threading
+import warnings
 from typing import (
     Any,
     BinaryIO,
@@ -65,25 +66,37 @@ def reports_errors(
 ) -> Callable[[F], F]:
     """Decorate a command's entry function, the one way every command reports a user's error
     (`USER_ERRORS`, and `also`: a missing extra's ImportError, say): one line `NAME: error: ...`
-    on stderr and exit status 1, not a traceback. `returns`: the function (a console script's
-    `main`) returns 1 instead of exiting."""
+    on stderr and exit status 1, not a traceback; a warning is one line `NAME: warning: ...`.
+    `returns`: the function (a console script's `main`) returns 1 instead of exiting."""
 
-    caught: Tuple[Type[BaseException], ...] = (*USER_ERRORS, *also)
+    caught: Tuple[Type[BaseException], ...] = (*USER_ERRORS, Warning, *also)
+
+    def one_line(message: Any, category: Any, *_: Any, **__: Any) -> None:
+        print(f"{name}: warning: {message}", file=sys.stderr)
 
     def decorate(function: F) -> F:
         @functools.wraps(function)
         def run(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return function(*args, **kwargs)
-            except caught as error:
-                if not returns:
-                    sys.exit(f"{name}: error: {error}")
-                print(f"{name}: error: {error}", file=sys.stderr)
-                return 1
+            # a warning is one line too (not Python's two, with a source line), and one that
+            # PYTHONWARNINGS=error turns into an exception ends the command as an error does
+            with warnings.catch_warnings():
+                warnings.showwarning = one_line
+                try:
+                    return function(*args, **kwargs)
+                except caught as error:
+                    return _report(name, error, returns)
 
         return run  # type: ignore[return-value]
 
     return decorate
+
+
+def _report(name: str, error: BaseException, returns: bool) -> int:
+    """Print `NAME: error: ...` and return 1, or exit with it."""
+    if not returns:
+        sys.exit(f"{name}: error: {error}")
+    print(f"{name}: error: {error}", file=sys.stderr)
+    return 1
 
 
 @contextlib.contextmanager
