@@ -104,11 +104,12 @@ def test_every_entry_point_resolves_through_the_resolver(
     `_in_folder`, seen by a spy), and every entry point gives the reference vectors."""
     import spacy
 
-    from elmo_bilm.cli import convert, embed
+    from elmo_bilm.cli import convert, embed, export_onnx
     from elmo_bilm.integrations.corpus import bilm_sha256
     from elmo_bilm.integrations.flair import ELMoEmbeddings
     from elmo_plugin.common.config_env import options_path
     from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
+    from elmo_plugin.token_embedders.elmo_token_embedder import ElmoPluginTokenEmbedder
 
     folder = str(bilm_tf_folder(tmp_path / "nlpl"))
     seen: List[str] = []
@@ -136,6 +137,10 @@ def test_every_entry_point_resolves_through_the_resolver(
             [str(tmp_path / "in.txt"), str(tmp_path / "out.hdf5"), "--options-file", folder]
         ),
         "elmo-convert": lambda: convert.main([folder, str(tmp_path / "converted")]),
+        "elmo-export-onnx": lambda: export_onnx.main(
+            [str(tmp_path / "bilm.onnx"), "--options-file", folder]
+        ),
+        "token embedder": lambda: ElmoPluginTokenEmbedder(options_file=folder, dropout=0.0),
     }
     (tmp_path / "in.txt").write_text(" ".join(SENTENCE) + "\n")
     results = {}
