@@ -1,6 +1,7 @@
 """Table 2 / Table 3 / A.2 / Figure 1 as one grid: train a task config for every combination of
 ELMo placement, lambda, Eq. (1) mode, training fraction and seed; collect dev and test metrics."""
 
+import codecs
 import itertools
 import json
 import os
@@ -9,10 +10,22 @@ import shutil
 import statistics
 import subprocess
 import sys
+import threading
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Dict, Hashable, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import (
+    Callable,
+    Dict,
+    Hashable,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+)
 
 from tqdm import tqdm
 
@@ -125,8 +138,20 @@ def run_config(
     return text + "}\n"
 
 
-def train(run_dir: Path, config_text: str, overrides: Optional[str]) -> None:
-    """`allennlp train` of one run in its own process; an interrupted run continues (--recover)."""
+def log_path(run_dir: Path) -> Path:
+    """Where a run's `allennlp train` output goes: `RUN.log` beside the run's folder."""
+    return run_dir.parent / f"{run_dir.name}.log"
+
+
+def train(
+    run_dir: Path,
+    config_text: str,
+    overrides: Optional[str],
+    env: Optional[Mapping[str, str]] = None,
+) -> None:
+    """`allennlp train` of one run in its own process; an interrupted run continues (--recover).
+    `env`: variables set for that process over this one's environment (e.g. the `smoke` scale's
+    data paths), without changing this process's `os.environ`."""
     run_dir.parent.mkdir(parents=True, exist_ok=True)
     config_file = run_dir.parent / f"{run_dir.name}.jsonnet"
     with atomic_output(config_file, overwrite=True) as partial:
@@ -148,9 +173,10 @@ def train(run_dir: Path, config_text: str, overrides: Optional[str]) -> None:
         command.append("--recover")
     if overrides:
         command += ["--overrides", overrides]
-    log_file = run_dir.parent / f"{run_dir.name}.log"
+    log_file = log_path(run_dir)
+    variables = None if env is None else {**os.environ, **env}
     with open(log_file, "a") as log:
-        result = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT)
+        result = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=variables)
     if result.returncode != 0:
         lines = log_file.read_text(errors="replace").splitlines()
         errors = [line for line in lines if "Error" in line or "error" in line][-3:]
@@ -184,7 +210,7 @@ def wall_time(run_dir: Path) -> Optional[float]:
     `--recover` has several in its log): from each invocation's first logged line to its last.
     Time after an interrupted invocation's last line (work redone on resuming) is not counted.
     None when the run has no log."""
-    log_file = run_dir.parent / f"{run_dir.name}.log"
+    log_file = log_path(run_dir)
     if not log_file.is_file():
         return None
     spans: List[List[datetime]] = []
@@ -231,11 +257,107 @@ def group_key(run_dir: Path) -> List[Tuple[str, ...]]:
     return [(run_dir.name.rsplit(",seed=", 1)[0],), ()]
 
 
+# what a run's log says of its progress (`allennlp train`'s output, read as it grows): the trainer's
+# "Epoch 0/1" (the epoch's index / the last index), "Training" and "Validating"; the final test
+# evaluation; reading data; and AllenNLP's tqdm status, e.g. "loss: 1.09 ||: 45%|####5     |
+# 9/20 [00:03<00:04, 2.50it/s]" (batches done / batches of the pass [elapsed<left)
+_RUN_PROGRESS = re.compile(
+    r"gradient_descent_trainer - Epoch (?P<epoch>\d+)/(?P<last>\d+)(?=[\r\n])"
+    r"|gradient_descent_trainer - (?P<phase>Training|Validating)(?=[\r\n])"
+    r"|(?P<testing>The model will be evaluated using the best epoch weights)"
+    r"|(?P<reading>Reading (?:training|validation|test) data)"
+    r"|(?P<done>\d+)/(?P<total>\d+) \[(?P<elapsed>[\d:]+)<(?P<left>[\d:]+|\?)"
+)
+# seconds between two reads of a run's log while it trains (None: read only when `poll` is called)
+FOLLOW_SECONDS: Optional[float] = 1.0
+
+
+class RunFollower:
+    """One run's progress under the grid's bar, read from its log as `allennlp train` writes it:
+    its epoch, the pass (training, validating, testing) and the pass's batches with AllenNLP's
+    own estimate of the time left. Reads only what the log gains after it is made (a resumed run's
+    log holds its earlier invocations too). `poll` reads what is new; with `interval`, a thread
+    polls every `interval` seconds until `close`."""
+
+    def __init__(self, log_file: Path, interval: Optional[float] = None) -> None:
+        self.log_file = log_file
+        self._offset = log_file.stat().st_size if log_file.is_file() else 0
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._pending = ""  # the log's last line so far (a tqdm status ends with no newline)
+        self.epoch: Optional[Tuple[int, int]] = None  # (epoch, epochs), counted from 1
+        self.phase = "starting"
+        self.batches: Optional[Tuple[int, int, str]] = None  # (done, total, time left)
+        self._lock = threading.Lock()
+        self._bar = tqdm(total=None, position=1, leave=False, bar_format="{desc}")
+        self._bar.set_description_str(self.status())
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        if interval is not None:
+            self._thread = threading.Thread(target=self._follow, args=(interval,), daemon=True)
+            self._thread.start()
+
+    def _follow(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            self.poll()
+
+    def poll(self) -> None:
+        """Read what the log gained since the last call and show the run's progress."""
+        with self._lock:
+            if not self.log_file.is_file():
+                return
+            with open(self.log_file, "rb") as log:
+                log.seek(self._offset)
+                data = log.read()
+            self._offset += len(data)
+            text = self._pending + self._decoder.decode(data)
+            # the last line, unfinished, is read again with what follows it (a repeated status
+            # sets the same figures)
+            end = max(text.rfind("\n"), text.rfind("\r")) + 1
+            self._pending = text[end:]
+            for match in _RUN_PROGRESS.finditer(text):
+                self._read(match)
+            self._bar.set_description_str(self.status())
+
+    def _read(self, match: "re.Match[str]") -> None:
+        if match["epoch"] is not None:
+            self.epoch = (int(match["epoch"]) + 1, int(match["last"]) + 1)
+            self.phase, self.batches = "starting the epoch", None
+        elif match["phase"] is not None:
+            self.phase, self.batches = match["phase"].lower(), None
+        elif match["testing"] is not None:
+            self.phase, self.batches = "testing", None
+        elif match["reading"] is not None:
+            self.phase, self.batches = "reading data", None
+        else:
+            self.batches = (int(match["done"]), int(match["total"]), match["left"])
+
+    def status(self) -> str:
+        """The run's progress in one line, e.g. `  epoch 1 of 2, training: batch 9/20 (45%),
+        00:04 left of the pass`."""
+        parts = [f"epoch {self.epoch[0]} of {self.epoch[1]}"] if self.epoch else []
+        text = self.phase
+        if self.batches is not None:
+            done, total, left = self.batches
+            share = f" ({100 * done // total}%)" if total else ""
+            text += f": batch {done}/{total}{share}"
+            if left != "?":
+                text += f", {left} left of the pass"
+        return "  " + ", ".join(parts + [text])
+
+    def close(self) -> None:
+        """Stop following (a last read first) and clear the run's line."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.poll()
+        self._bar.close()
+
+
 class Progress:
     """A progress bar over a grid's run folders whose ETA is the training time still expected
     (`seconds_left`, with a count of the runs it cannot judge yet), or tqdm's runs per second
-    while no run can be judged. `unfinished`: the run folders still to train (found once:
-    `is_finished` reads each archive)."""
+    while no run can be judged; under it, the run that trains now (`RunFollower`, from its log).
+    `unfinished`: the run folders still to train (found once: `is_finished` reads each archive)."""
 
     def __init__(self, desc: str, run_dirs: Sequence[Path], done: Iterable[Path], keys: RunKeys):
         unfinished = [run_dir for run_dir in run_dirs if not is_finished(run_dir)]
@@ -250,10 +372,15 @@ class Progress:
             unit="run",
             bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]" if judged else None,
         )
+        self.follower: Optional[RunFollower] = None
 
     def start(self, run_dir: Path, label: str) -> None:
-        """Name the run that trains now and, with estimates, the hours left (it included)."""
+        """Name the run that trains now and, with estimates, the hours left (it included); print
+        where its log is, and follow its progress in that log until `finish`."""
+        self._stop_following()
         self._bar.set_postfix_str(f"{label}{self.eta()}")
+        tqdm.write(f"{label}: training, log {log_path(run_dir)}")
+        self.follower = RunFollower(log_path(run_dir), FOLLOW_SECONDS)
 
     def eta(self) -> str:
         """', about X h of training left' (and the runs not judged yet), or '' without estimates."""
@@ -266,12 +393,19 @@ class Progress:
             text += f" + {untimed} run{'s' * (untimed > 1)} not timed yet"
         return text
 
+    def _stop_following(self) -> None:
+        if self.follower is not None:
+            self.follower.close()
+            self.follower = None
+
     def finish(self, run_dir: Path) -> None:
+        self._stop_following()
         self._bar.update(1)
         if self._left is not None:
             self._left.pop(run_dir, None)
 
     def close(self) -> None:
+        self._stop_following()
         self._bar.close()
 
 
@@ -292,17 +426,20 @@ def sweep(
     fraction_batches_per_epoch: Optional[int] = None,
     subset_seed: Optional[int] = None,
     arguments: Optional[Dict[str, object]] = None,
+    env: Optional[Mapping[str, str]] = None,
 ) -> Iterator[Dict]:
     """Train every run not finished yet (`is_finished`: a finished run is not trained again);
     yield each run's record: its settings, best dev and test metric, training time.
-    `arguments`: further top-level config arguments of every run (`run_config`)."""
+    `arguments`: further top-level config arguments of every run (`run_config`); `env`: variables
+    for the runs' training, over the environment (`train_run(run_dir, config_text, overrides,
+    env=env)`; `train` sets them for its `allennlp train` process alone)."""
     if fraction_batches_per_epoch is not None and fraction_batches_per_epoch < 1:
         raise UsageError(f"batches per epoch must be positive, got {fraction_batches_per_epoch}")
     for run in runs:
         run_dir = Path(out_dir) / run.name
         text = run_config(elmo_config, run, fraction_batches_per_epoch, subset_seed, arguments)
         if not is_finished(run_dir):
-            train_run(run_dir, text, overrides)
+            train_run(run_dir, text, overrides, env=env)
         metrics = json.loads((run_dir / "metrics.json").read_text())
         metric = validation_metric(run_dir)
         yield {

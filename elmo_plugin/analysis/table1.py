@@ -5,14 +5,13 @@ The grid is six tasks x {baseline, + ELMo (the config's paper placement)} x seed
 and metrics are written), so an interrupted table continues where it stopped.
 """
 
-import contextlib
 import json
 import math
 import os
 import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from elmo_bilm.utils.files import UsageError
 from elmo_plugin.analysis import sweep
@@ -51,7 +50,8 @@ class Scale:
     fraction: float = 1.0
     overrides: Dict[str, Any] = field(default_factory=dict)
     fraction_batches_per_epoch: Optional[int] = None
-    # data variables the scale sets for its runs, over the environment (the `smoke` slices)
+    # data variables the scale sets for its runs' `allennlp train` processes, over the environment
+    # (the `smoke` slices; this process's `os.environ` is left as it is)
     data: Dict[str, str] = field(default_factory=dict)
 
 
@@ -199,22 +199,6 @@ def build_smoke_vectors(serialization_dir: str, tasks: Sequence[str]) -> Dict[st
             )  # fmt: skip
         variables.update({v: str(path) for v in spec.variables if v in wanted})
     return variables
-
-
-@contextlib.contextmanager
-def environment(variables: Dict[str, str]) -> Iterator[None]:
-    """`variables` set in `os.environ` (the runs' `allennlp train` processes inherit them), the
-    previous values restored afterwards."""
-    before = {name: os.environ.get(name) for name in variables}
-    os.environ.update(variables)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def runs(seeds: Sequence[int], fraction: float) -> List[sweep.Run]:
@@ -504,16 +488,20 @@ def run_table(
     seeds: Sequence[int],
     tasks: Sequence[str],
     rows: Sequence[str] = ("baseline", "elmo"),
-    train_run=sweep.train,
+    train_run: Optional[Callable[..., None]] = None,
     baselines_from: Optional[str] = None,
     runs_from: Sequence[str] = (),
     cuda_device: int = -1,
 ) -> Dict[str, Any]:
     """Train (or resume) every run of `tasks` not finished yet, in task order, with a progress bar
-    whose ETA is the finished runs' training times (`seconds_left`); then tabulate every task of
-    the table that has runs in `serialization_dir` (finished runs of other tasks are reported,
-    never dropped). A run that a `runs_from` file records is not trained again. `cuda_device`
-    >= 0 trains on that GPU (the scale's settings are the same on any device)."""
+    whose ETA is the finished runs' training times (`seconds_left`) and, under it, the running
+    run's epoch and batches (`sweep.RunFollower`); then tabulate every task of the table that has
+    runs in `serialization_dir` (finished runs of other tasks are reported, never dropped). A run
+    that a `runs_from` file records is not trained again. `cuda_device` >= 0 trains on that GPU
+    (the scale's settings are the same on any device). `train_run` (default `sweep.train`) trains
+    one run; the scale's data variables and the smoke word vectors reach it as its `env`, never
+    through `os.environ`."""
+    train_run = train_run or sweep.train
     if scale not in SCALES:
         raise UsageError(f"unknown scale {scale!r}; one of {sorted(SCALES)}")
     unknown = sorted(set(tasks) - set(TASKS))
@@ -549,17 +537,17 @@ def run_table(
     variables: Dict[str, str] = {}
     if scale == "smoke" and progress.unfinished:
         variables = build_smoke_vectors(serialization_dir, tasks)
-    for task, run in todo:
-        run_dir = out / task / run.name
-        if run_dir not in progress.unfinished:
-            continue
-        spec = SCALES[scale][task]
-        overrides = {
-            **spec.overrides,
-            **({"trainer.cuda_device": cuda_device} if cuda_device >= 0 else {}),
-        }
-        progress.start(run_dir, f"{task} {run.name}")
-        with environment({**variables, **spec.data}):
+    try:
+        for task, run in todo:
+            run_dir = out / task / run.name
+            if run_dir not in progress.unfinished:
+                continue
+            spec = SCALES[scale][task]
+            overrides = {
+                **spec.overrides,
+                **({"trainer.cuda_device": cuda_device} if cuda_device >= 0 else {}),
+            }
+            progress.start(run_dir, f"{task} {run.name}")
             next(
                 sweep.sweep(
                     str(CONFIG_DIR / TASKS[task].config),
@@ -570,10 +558,12 @@ def run_table(
                     fraction_batches_per_epoch=spec.fraction_batches_per_epoch,
                     subset_seed=SUBSET_SEED,
                     arguments=CONFIG_ARGUMENTS,
+                    env={**variables, **spec.data},
                 )
             )
-        progress.finish(run_dir)
-    progress.close()
+            progress.finish(run_dir)
+    finally:
+        progress.close()  # also after a failed run: its log's follower stops
     return collect(serialization_dir, scale, seeds, baselines_from, runs_from)
 
 
@@ -648,5 +638,7 @@ def collect(
     }
 
 
-def _never_train(run_dir: Path, config_text: str, overrides: Optional[str]) -> None:
+def _never_train(
+    run_dir: Path, config_text: str, overrides: Optional[str], env: Optional[Dict[str, str]] = None
+) -> None:
     raise AssertionError(f"{run_dir} is not finished")  # collect() passes finished runs only

@@ -179,6 +179,12 @@ def table1_arguments(parser: argparse.ArgumentParser) -> None:
         default=-1,
         help="train on this GPU (default -1: the CPU); the scale's settings stay the same",
     )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show other libraries' INFO logging (gensim's word2vec, Ray, AllenNLP) "
+        "on the console too (each run's own output is in its log either way)",
+    )
 
 
 def vocab_arguments(parser: argparse.ArgumentParser) -> None:

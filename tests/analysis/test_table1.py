@@ -26,7 +26,7 @@ class FakeTraining:
         self.calls = []
         self.archive = archive
 
-    def __call__(self, run_dir: Path, config_text: str, overrides):
+    def __call__(self, run_dir: Path, config_text: str, overrides, env=None):
         self.calls.append(run_dir.name)
         run_dir.mkdir(parents=True, exist_ok=True)
         placement = run_dir.name.split(",")[0].split("=")[1]
@@ -54,7 +54,7 @@ class FakeTraining:
 def test_a_cuda_device_reaches_every_run_and_the_cpu_default_adds_nothing(tmp_path):
     seen = []
 
-    def training(run_dir: Path, config_text: str, overrides) -> None:
+    def training(run_dir: Path, config_text: str, overrides, env=None) -> None:
         seen.append(json.loads(overrides))
         FakeTraining()(run_dir, config_text, overrides)
 
@@ -291,7 +291,7 @@ def test_cpu_scale_trains_srl_at_batch_16_on_a_tenth(tmp_path):
     """The SRL departure of the `cpu` scale (batch 16, 20 epochs) reaches every run."""
     seen = []
 
-    def record(run_dir: Path, config_text: str, overrides):
+    def record(run_dir: Path, config_text: str, overrides, env=None):
         seen.append((run_dir.name, json.loads(overrides)))
         run_dir.mkdir(parents=True)  # what the sweep reads back after a run
         metrics = {"best_validation_f1-measure-overall": 0.5, "test_f1-measure-overall": 0.4}
@@ -349,7 +349,7 @@ def test_the_cpu_long_scale_reaches_the_runs_it_raises(tmp_path):
     (the `cpu` scale passes SNLI's 8, 4 and 2 for SQuAD)."""
     passed = []
 
-    def training(run_dir: Path, config_text: str, overrides):
+    def training(run_dir: Path, config_text: str, overrides, env=None):
         passed.append(json.loads(overrides) if overrides else {})
         raise KeyboardInterrupt  # stop after the first run: only its arguments matter here
 

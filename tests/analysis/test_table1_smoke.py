@@ -77,8 +77,9 @@ def test_the_smoke_runs_read_the_shipped_slices_and_their_own_word_vectors(
     vectors_before = os.environ.get("SST_WORD_VECTORS")
     seen = []
 
-    def training(run_dir: Path, config_text: str, overrides) -> None:
-        seen.append({k: os.environ.get(k) for k in ("SST_TRAIN", "SST_TEST", "SST_WORD_VECTORS")})
+    def training(run_dir: Path, config_text: str, overrides, env) -> None:
+        assert os.environ["SST_TRAIN"] == "/elsewhere/train.txt"  # passed to the run, not set here
+        seen.append({k: env.get(k) for k in ("SST_TRAIN", "SST_TEST", "SST_WORD_VECTORS")})
         assert json.loads(overrides) == SMOKE["sst"].overrides
         # FakeTraining checks the cpu scale's SST cap: give it that
         FakeTraining()(run_dir, config_text, json.dumps({"trainer.num_epochs": 12}))
@@ -89,7 +90,7 @@ def test_the_smoke_runs_read_the_shipped_slices_and_their_own_word_vectors(
         assert env["SST_TRAIN"] == str(table1.SMOKE_DIR / "sst" / "train.txt")
         assert env["SST_TEST"] == str(table1.SMOKE_DIR / "sst" / "test.txt")
         assert env["SST_WORD_VECTORS"] == str(tmp_path / "w2v_lower_300d.txt.gz")
-    assert os.environ["SST_TRAIN"] == "/elsewhere/train.txt"  # restored after the runs
+    assert os.environ["SST_TRAIN"] == "/elsewhere/train.txt"  # never changed
     assert os.environ.get("SST_WORD_VECTORS") == vectors_before
     assert result["note"] == table1.SMOKE_NOTE
     assert [row["task"] for row in result["table"]] == ["sst"]
