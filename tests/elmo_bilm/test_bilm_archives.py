@@ -156,3 +156,37 @@ def test_an_archive_declaring_more_than_any_model_needs_is_refused(
     with pytest.raises(FormatError, match=r"declare [\d,]+ bytes, more than any ELMo model needs"):
         vectors(str(archive))
     assert list((cache / "unpacked").iterdir()) == []
+
+
+def test_three_processes_loading_a_packed_checkpoint_at_once_agree(
+    tmp_path: Path, cache: Path
+) -> None:
+    """Issue 67: one of three processes loading an archive holding a TensorFlow checkpoint at
+    once failed ("more than one options file"); each unpacks and converts into a hidden folder
+    and renames it, so all three load, and the cache holds one of each."""
+    import subprocess
+    import sys
+
+    archive = tmp_path / "nlpl_tf.zip"
+    with zipfile.ZipFile(archive, "w") as packed:
+        for path in CHECKPOINT.iterdir():
+            packed.write(path, f"model/{path.name}")
+    code = (
+        "import sys\n"
+        "from elmo_bilm import ElmoEmbedder\n"
+        "print(float(ElmoEmbedder(sys.argv[1]).embed_sentence(['The', 'cat']).sum()))\n"
+    )
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(archive)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    results = [process.communicate(timeout=600) for process in processes]
+    assert [process.returncode for process in processes] == [0, 0, 0], [r[1] for r in results]
+    assert len({out for out, _ in results}) == 1
+    assert len(list((cache / "unpacked").iterdir())) == 1
+    assert len(list((cache / "converted").iterdir())) == 1
