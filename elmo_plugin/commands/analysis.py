@@ -161,14 +161,16 @@ def _run_sweep(args: argparse.Namespace) -> None:
         fraction_batches_per_epoch=args.fraction_batches_per_epoch,
     )
     records = []
-    for run_dir in run_dirs:  # the sweep trains each run when asked for its record
-        unfinished = run_dir in progress.unfinished
-        if unfinished:
-            progress.start(run_dir, run_dir.name)
-        records.append(next(trained))
-        if unfinished:
-            progress.finish(run_dir)
-    progress.close()
+    try:
+        for run_dir in run_dirs:  # the sweep trains each run when asked for its record
+            unfinished = run_dir in progress.unfinished
+            if unfinished:
+                progress.start(run_dir, run_dir.name)
+            records.append(next(trained))
+            if unfinished:
+                progress.finish(run_dir)
+    finally:  # a failed run's log follower stops too
+        progress.close()
     output_dir = args.output_dir or args.serialization_dir
     previous = os.path.join(output_dir, f"{args.name}.json")
     if os.path.isfile(previous):  # a re-run on part of the grid keeps the other rows
