@@ -7,7 +7,8 @@ from allennlp.commands.subcommand import Subcommand
 
 from elmo_bilm.utils.files import UsageError, reports_errors
 from elmo_plugin.commands.parsers import COMMANDS, CONFIG_USAGE
-from elmo_plugin.common.config_env import config_names, config_path, variable_sources
+from elmo_plugin.common.config_env import config_path, variable_sources
+from elmo_plugin.common.config_names import config_names
 
 
 @Subcommand.register("elmo-config")

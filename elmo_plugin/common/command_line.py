@@ -17,7 +17,6 @@ to put this hook back in front.
 """
 
 import argparse
-import difflib
 import logging
 import os
 import re
@@ -25,9 +24,10 @@ import shlex
 import sys
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, Type
+from typing import Any, Callable, Dict, List, Optional, Sequence, Type
 
-from elmo_plugin.commands.parsers import COMMANDS, CONFIG_DIR
+from elmo_plugin.commands.parsers import COMMANDS
+from elmo_plugin.common.config_names import config_names, find_config
 
 # the command's name in the lines below: `allennlp`, or `elmo-plugin` under `main`
 PROG = "allennlp"
@@ -271,49 +271,13 @@ def light_parser(command: Optional[str]) -> argparse.ArgumentParser:
     return parser
 
 
-def config_names() -> List[str]:
-    """`elmo_plugin.common.config_env.config_names`: the packaged configs, by name."""
-    return sorted(path.stem for path in CONFIG_DIR.glob("*.jsonnet"))
-
-
-def _did_you_mean(name: str, list_all: bool = True) -> str:
-    """`elmo_plugin.common.config_env._did_you_mean`: the packaged configs closest to `name`."""
-    names = config_names()
-    close = difflib.get_close_matches(name, names, n=3, cutoff=0.7)
-    close += [other for other in names if len(name) >= 3 and name in other and other not in close]
-    close = close[:4]
-    if close:
-        return f"did you mean {' or '.join(close)}? (`allennlp elmo-config` lists them all)"
-    if not list_all:
-        return "`allennlp elmo-config` lists the packaged configs"
-    return f"the packaged configs: {', '.join(names)}"
-
-
 def config_path(name: str) -> str:
-    """`elmo_plugin.common.config_env.config_path`: a config given as a path or a packaged
-    config's name; one that is neither ends the command with `elmo-config: error: ...`."""
-
-    def error(message: str) -> NoReturn:
-        sys.exit(f"elmo-config: error: {message}")
-
-    if os.path.isdir(name):
-        if name in config_names():
-            return str(CONFIG_DIR / f"{name}.jsonnet")
-        error(
-            f"{name}: a folder, not a config file, and no packaged config of that name; "
-            f"{_did_you_mean(Path(name).name, list_all=False)}"
-        )
-    if os.path.exists(name) or "://" in name:
-        return name
-    if "/" in name or name.endswith((".jsonnet", ".json")):
-        stem = Path(name).name.rsplit(".", 1)[0] if "." in Path(name).name else Path(name).name
-        error(f"{name}: no such config file; {_did_you_mean(stem, list_all=False)}")
-    if name not in config_names():
-        error(
-            f"{name}: no such config file, and no packaged config of that name; "
-            f"{_did_you_mean(name)}"
-        )
-    return str(CONFIG_DIR / f"{name}.jsonnet")
+    """A config given as a path or a packaged config's name (`config_names.find_config`); one
+    that is neither ends the command with `elmo-config: error: ...`."""
+    try:
+        return find_config(name)
+    except FileNotFoundError as error:
+        sys.exit(f"elmo-config: error: {error}")
 
 
 def answer_without_allennlp(argv: Sequence[str]) -> bool:

@@ -27,7 +27,6 @@ always wins; any other config is read as AllenNLP alone reads it.
   naming the commands that build it (`check_word_vectors`). No file's existence chooses.
 """
 
-import difflib
 import glob
 import logging
 import os
@@ -42,12 +41,11 @@ from elmo_bilm.sources import published
 from elmo_bilm.sources.resolver import names_whole_bilm, options_path
 from elmo_bilm.sources.shipped import SHIPPED_OPTIONS_FILE, SHIPPED_WEIGHT_FILE
 from elmo_bilm.utils.files import FormatError
+from elmo_plugin.common.config_names import CONFIG_DIR, find_config
 from elmo_plugin.common.slices import slice_parts
 from elmo_plugin.data.word_vectors import vector_defaults, vectors_dir
 
 logger = logging.getLogger(__name__)
-
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 
 
 class ConfigError(ConfigurationError):
@@ -60,49 +58,13 @@ class ConfigNotFoundError(ConfigError, FileNotFoundError):
     """A config named by a path or a packaged name that is neither."""
 
 
-def config_names() -> List[str]:
-    """The packaged configs, by name (`snli_esim_elmo` for `snli_esim_elmo.jsonnet`)."""
-    return sorted(path.stem for path in CONFIG_DIR.glob("*.jsonnet"))
-
-
-def _did_you_mean(name: str, list_all: bool = True) -> str:
-    """The packaged configs closest to `name` ("did you mean ...": difflib's closest, then those
-    containing it), else all of them (`list_all`) or where to find them."""
-    names = config_names()
-    close = difflib.get_close_matches(name, names, n=3, cutoff=0.7)
-    close += [other for other in names if len(name) >= 3 and name in other and other not in close]
-    close = close[:4]
-    if close:
-        return f"did you mean {' or '.join(close)}? (`allennlp elmo-config` lists them all)"
-    if not list_all:
-        return "`allennlp elmo-config` lists the packaged configs"
-    return f"the packaged configs: {', '.join(names)}"
-
-
 def config_path(name: str) -> str:
-    """A config given as a path (returned as it is) or as a packaged config's name (also where a
-    folder of that name is in the current one: a folder is no config); a name or a local path
+    """A config given as a path or a packaged config's name (`config_names.find_config`); one
     that is neither is a `ConfigNotFoundError` naming the closest packaged configs."""
-    if os.path.isdir(name):
-        if name in config_names():
-            return str(CONFIG_DIR / f"{name}.jsonnet")
-        raise ConfigNotFoundError(
-            f"{name}: a folder, not a config file, and no packaged config of that name; "
-            f"{_did_you_mean(Path(name).name, list_all=False)}"
-        )
-    if os.path.exists(name) or "://" in name:
-        return name
-    if "/" in name or name.endswith((".jsonnet", ".json")):
-        stem = Path(name).name.rsplit(".", 1)[0] if "." in Path(name).name else Path(name).name
-        raise ConfigNotFoundError(
-            f"{name}: no such config file; {_did_you_mean(stem, list_all=False)}"
-        )
-    if name not in config_names():
-        raise ConfigNotFoundError(
-            f"{name}: no such config file, and no packaged config of that name; "
-            f"{_did_you_mean(name)}"
-        )
-    return str(CONFIG_DIR / f"{name}.jsonnet")
+    try:
+        return find_config(name)
+    except FileNotFoundError as error:
+        raise ConfigNotFoundError(str(error)) from None
 
 
 def absolute(path: str) -> str:

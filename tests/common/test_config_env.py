@@ -9,7 +9,7 @@ import pytest
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 
-from elmo_plugin.common import config_env
+from elmo_plugin.common import config_env, config_names
 from tests.conftest import DATA, OPTIONS_FILE, REPO_ROOT, WEIGHT_FILE
 
 
@@ -34,7 +34,8 @@ def test_a_packaged_config_is_read_by_name_as_by_path():
     assert by_name == by_path.as_dict()
     assert config_env.CONFIG_DIR.resolve() == (REPO_ROOT / "training_config").resolve()
     assert (
-        "snli_esim_elmo" in config_env.config_names() and "common" not in config_env.config_names()
+        "snli_esim_elmo" in config_names.config_names()
+        and "common" not in config_names.config_names()
     )
     with pytest.raises(
         FileNotFoundError, match="snli_esim_elmoo: no such config file, and no packaged"
@@ -78,7 +79,7 @@ def test_elmo_config_command_lists_and_finds_the_packaged_configs(capsys):
 
     run_command(ElmoConfig, ["elmo-config"])
     listed = capsys.readouterr().out.split()
-    assert listed == config_env.config_names() and "sst_bcn_elmo" in listed
+    assert listed == config_names.config_names() and "sst_bcn_elmo" in listed
     run_command(ElmoConfig, ["elmo-config", "sst_bcn_elmo"])
     path = capsys.readouterr().out.strip()
     assert os.path.samefile(path, REPO_ROOT / "training_config" / "sst_bcn_elmo.jsonnet")
