@@ -1,5 +1,5 @@
 """The `allennlp elmo-*` subcommands. Importing this package imports nothing heavy, so that
-`elmo-plugin` can read the commands' parsers (`elmo_plugin.commands.parsers`) before AllenNLP is
+`elmo-plugin` can read the commands' parsers (`elmo_plugin.common.parsers`) before AllenNLP is
 imported; importing `elmo_plugin` imports `MODULES`, which registers the commands with AllenNLP.
 The command classes are still importable from here (`from elmo_plugin.commands import
 ElmoConfig`), each importing its module when asked for."""

@@ -13,8 +13,8 @@ from allennlp.commands.subcommand import Subcommand
 
 from elmo_bilm.utils.files import UsageError, numbered_lines, reports_errors
 from elmo_plugin.analysis import layer_weights, neighbours, probes, report, sweep
-from elmo_plugin.commands.parsers import COMMANDS, probe_parsers
 from elmo_plugin.common.config_env import config_path
+from elmo_plugin.common.parsers import COMMANDS, probe_parsers
 from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
 
 

@@ -6,9 +6,9 @@ import json
 from allennlp.commands.subcommand import Subcommand
 
 from elmo_bilm.utils.files import UsageError, reports_errors
-from elmo_plugin.commands.parsers import COMMANDS, CONFIG_USAGE
 from elmo_plugin.common.config_env import config_path, variable_sources
 from elmo_plugin.common.config_names import config_names
+from elmo_plugin.common.parsers import COMMANDS, CONFIG_USAGE
 
 
 @Subcommand.register("elmo-config")

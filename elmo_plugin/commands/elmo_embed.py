@@ -7,7 +7,7 @@ from allennlp.commands.subcommand import Subcommand
 
 from elmo_bilm.cli.embed import run
 from elmo_bilm.utils.files import reports_errors
-from elmo_plugin.commands.parsers import COMMANDS
+from elmo_plugin.common.parsers import COMMANDS
 from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
 
 

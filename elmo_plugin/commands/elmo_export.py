@@ -10,7 +10,7 @@ from allennlp.models.archival import load_archive
 
 from elmo_bilm.formats.bilm_tf import export_bilm_tf
 from elmo_bilm.utils.files import UsageError, reports_errors
-from elmo_plugin.commands.parsers import COMMANDS
+from elmo_plugin.common.parsers import COMMANDS
 from elmo_plugin.lm.models.bilm_language_model import BiLmLanguageModel
 from elmo_plugin.lm.vocabulary import write_bilm_tf_vocab
 

@@ -5,7 +5,7 @@ import argparse
 from allennlp.commands.subcommand import Subcommand
 
 from elmo_bilm.utils.files import reports_errors
-from elmo_plugin.commands.parsers import COMMANDS
+from elmo_plugin.common.parsers import COMMANDS
 from elmo_plugin.data.wikipedia import prepare_corpus
 
 

@@ -12,7 +12,7 @@ from allennlp.commands.subcommand import Subcommand
 
 from elmo_bilm.utils.files import UsageError, reports_errors
 from elmo_plugin.analysis import report, table1
-from elmo_plugin.commands.parsers import COMMANDS
+from elmo_plugin.common.parsers import COMMANDS
 
 
 @Subcommand.register("elmo-table1")

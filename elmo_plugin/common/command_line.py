@@ -26,8 +26,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Callable, Dict, List, Optional, Sequence, Type
 
-from elmo_plugin.commands.parsers import COMMANDS
 from elmo_plugin.common.config_names import config_names, find_config
+from elmo_plugin.common.parsers import COMMANDS
 
 # the command's name in the lines below: `allennlp`, or `elmo-plugin` under `main`
 PROG = "allennlp"

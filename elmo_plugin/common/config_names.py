@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import List
 
-from elmo_plugin.commands.parsers import CONFIG_DIR
+from elmo_plugin.common.parsers import CONFIG_DIR
 
 
 def config_names() -> List[str]:

@@ -217,11 +217,10 @@ def test_a_plugins_file_takes_the_full_path(
 def test_the_values_repeated_for_the_fast_path_match_their_sources(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """`elmo_plugin.commands.parsers` repeats a few values of modules that import AllenNLP; both
+    """`elmo_plugin.common.parsers` repeats a few values of modules that import AllenNLP; both
     paths build their parsers from the copies, so only this comparison sees one drift."""
     from elmo_plugin.analysis import probes, sweep, table1
-    from elmo_plugin.commands import parsers
-    from elmo_plugin.common import config_env
+    from elmo_plugin.common import config_env, parsers
 
     assert parsers.TABLE1_SCALES == tuple(sorted(table1.SCALES))
     assert parsers.TABLE1_TASKS == tuple(table1.TASKS)
