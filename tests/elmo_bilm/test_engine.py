@@ -74,3 +74,42 @@ def test_spacy_vectors_equal_elmo_embedders_with_every_layers_setting(layers: ob
                 mixed = expected.transpose(1, 0, 2).reshape(len(doc), -1)
         numpy.testing.assert_allclose(doc.tensor, mixed, rtol=1e-5, atol=1e-6)
         numpy.testing.assert_allclose(mix_layers(expected, layers), mixed, rtol=1e-5, atol=1e-6)
+
+
+def budget_seen(monkeypatch: pytest.MonkeyPatch) -> List[object]:
+    """The `max_tokens` each `length_batches` call got (the batching itself unchanged)."""
+    from elmo_bilm.runtime import engine
+
+    seen: List[object] = []
+    real = engine.length_batches
+
+    def spy(items, words, batch_size=128, max_tokens=engine.DEFAULT_MAX_TOKENS):  # type: ignore[no-untyped-def]
+        seen.append(max_tokens)
+        return real(items, words, batch_size, max_tokens)
+
+    monkeypatch.setattr(engine, "length_batches", spy)
+    return seen
+
+
+def test_every_max_tokens_setting_reaches_the_batching(tmp_path, monkeypatch) -> None:
+    """--max-tokens of elmo-embed, ElmoEmbedder's and the spaCy component's max_tokens: each
+    reaches `length_batches` (ignoring one fails here)."""
+    from elmo_bilm.cli.embed import main
+
+    seen = budget_seen(monkeypatch)
+    (tmp_path / "in.txt").write_text("The cat sat .\n")
+    files = ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
+    assert (
+        main([str(tmp_path / "in.txt"), str(tmp_path / "o.hdf5"), "--max-tokens", "77", *files])
+        == 0
+    )
+    assert seen == [77]
+    embedder = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE))
+    list(embedder.embed_sentences([["a", "b"]], max_tokens=55))
+    embedder.embed_file(str(tmp_path / "in.txt"), str(tmp_path / "p.hdf5"), max_tokens=66)
+    nlp = spacy.blank("en")
+    nlp.add_pipe(
+        "elmo", config={"model": str(OPTIONS_FILE), "weights": str(WEIGHT_FILE), "max_tokens": 33}
+    )
+    nlp("The cat sat .")
+    assert seen == [77, 55, 66, 33]
