@@ -177,11 +177,23 @@ def console(capsys):
     handler = _Stderr()
     handler.setFormatter(logging.Formatter("%(asctime)s - %(levelname)s - %(name)s - %(message)s"))
     level = root.level
+    # `allennlp evaluate` run in this process by an earlier test disables its params logger for
+    # good (allennlp/commands/evaluate.py); the lines asked for with --verbose need it enabled
+    loggers = [
+        logger
+        for name, logger in logging.root.manager.loggerDict.items()
+        if isinstance(logger, logging.Logger) and name.split(".")[0] in ("allennlp", "gensim")
+    ]
+    disabled = {logger: logger.disabled for logger in loggers}
+    for logger in loggers:
+        logger.disabled = False
     root.addHandler(handler)
     root.setLevel(logging.INFO)
     yield capsys
     root.removeHandler(handler)
     root.setLevel(level)
+    for logger, was in disabled.items():
+        logger.disabled = was
 
 
 @pytest.mark.parametrize("verbose", [False, True])
