@@ -28,8 +28,6 @@ logger = logging.getLogger(__name__)
 
 # bio_embeddings' default for SeqVec's `max_amino_acids` (residues per `embed_many` batch)
 DEFAULT_MAX_AMINO_ACIDS = 15_000
-# bio_embeddings' folder layout (`model_directory`): two files named so, without suffixes
-_DIRECTORY_FILES = ("options_file", "weights_file")
 
 
 def _cuda_device(device: Union[None, str, torch.device]) -> int:
@@ -48,17 +46,14 @@ def _cuda_device(device: Union[None, str, torch.device]) -> int:
 def _bilm_files(
     model_directory: Optional[str], weights_file: Optional[str], options_file: Optional[str]
 ) -> Tuple[str, Optional[str]]:
-    """`(options, weights)` for `load_bilm`: bio_embeddings' `model_directory` (its
-    `options_file` + `weights_file`, or any folder the resolver reads, such as SeqVec's unzipped
-    `options.json` + `weights.hdf5`), or the two files (or a source named by `options_file`
-    alone)."""
+    """`(options, weights)` for `load_bilm`: bio_embeddings' `model_directory` alone (the
+    resolver reads its `options_file` + `weights_file`, or any other folder it reads, such as
+    SeqVec's unzipped `options.json` + `weights.hdf5`), or the two files (or a source named by
+    `options_file` alone)."""
     if model_directory is not None:
         if weights_file is not None or options_file is not None:
             raise UsageError("give either model_directory or weights_file + options_file")
-        options, weights = (os.path.join(model_directory, name) for name in _DIRECTORY_FILES)
-        if os.path.isfile(options) and os.path.isfile(weights):
-            return options, weights
-        return model_directory, None
+        return os.fspath(model_directory), None
     if options_file is None:
         raise UsageError(
             "give model_directory, or weights_file and options_file (SeqVec's files: "

@@ -11,14 +11,18 @@ the spaCy component, flair, the plugin's token embedder and configs) hands what 
 - a `.zip` / `.tar.gz` / `.tar` (a path or URL): unpacked once into the cache
   (`elmo_bilm.sources.archives`, which checks every member);
 - a folder: ELMoForManyLangs' model, bilm-tf's `options.json` + `*.hdf5` (an unzipped NLPL
-  model), or a bilm-tf TensorFlow checkpoint;
-- a TensorFlow checkpoint prefix (`.../model.ckpt-N`) or its `.index`;
+  model) or bio_embeddings' `options_file` + `weights_file` (SeqVec's `model_directory`), a
+  bilm-tf TensorFlow checkpoint, or a TF-Hub ELMo module (its folder or `variables/` folder);
+- a TensorFlow checkpoint prefix (`.../model.ckpt-N`, a hub's `.../variables/variables`) or its
+  `.index`;
 - an options file and a weight file, paths or http(s) URLs (downloaded once).
 
 A folder's checkpoint is chosen by one rule: the one its `checkpoint` file names (looked up in the
 folder by file name), else the highest step number. A checkpoint is converted to bilm-tf files
 once, into the cache's `converted/` folder (keyed by the checkpoint's content), never beside the
-files it came from, so no later folder search finds the conversion. The value returned carries
+files it came from, so no later folder search finds the conversion. A checkpoint is a TF-Hub
+module's when its variables say so (`elmo_bilm.formats.tfhub`: the biLM under `bilm/`, options
+derived from the shapes); it converts the same way. The value returned carries
 the kind, the local files and an identity (the SHA-256 of the files' contents) for manifests and
 caches.
 """
@@ -26,15 +30,17 @@ caches.
 import difflib
 import os
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from elmo_bilm.formats.bilm_tf import load_bilm_tf
+from elmo_bilm.formats.bilm_tf import export_bilm_tf, load_bilm_tf
 from elmo_bilm.formats.convert import convert_checkpoint
 from elmo_bilm.formats.manylangs import is_manylangs_folder, load_manylangs
-from elmo_bilm.formats.tf_checkpoint import resolve_checkpoint
+from elmo_bilm.formats.tf_checkpoint import CheckpointReader, resolve_checkpoint
+from elmo_bilm.formats.tfhub import is_tfhub_checkpoint, read_tfhub
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.sources import published
 from elmo_bilm.sources.archives import bilm_files_in, is_bilm_archive, unpacked
@@ -43,17 +49,31 @@ from elmo_bilm.sources.shipped import SHIPPED_OPTIONS_FILE, SHIPPED_WEIGHT_FILE
 from elmo_bilm.utils.files import FormatError, UsageError, sha256_files
 
 # How a biLM was named (`ResolvedBilm.kind`)
-KINDS = ("shipped", "name", "hub", "archive", "folder", "checkpoint", "manylangs", "files")
+KINDS = (
+    "shipped",
+    "name",
+    "hub",
+    "archive",
+    "folder",
+    "checkpoint",
+    "manylangs",
+    "tfhub",
+    "files",
+)
 # What its local files are (`ResolvedBilm.format`)
-FORMATS = ("bilm_tf", "manylangs", "tf_checkpoint")
+FORMATS = ("bilm_tf", "manylangs", "tf_checkpoint", "tfhub")
+# bio_embeddings' `model_directory`: bilm-tf's two files under these names, without suffixes
+BIO_EMBEDDINGS_FILES = ("options_file", "weights_file")
+# a bilm-tf options.json is well under a kilobyte; a file named so that is larger is not one
+MAX_OPTIONS_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
 class ResolvedBilm:
     """A biLM source, resolved: how it was named (`kind`, one of `KINDS`), what was named
     (`source`), the format of its local files (`format`) and the files: bilm-tf's options and
-    weights, an ELMoForManyLangs `folder`, or a TensorFlow `checkpoint` prefix with the options
-    beside it if any (`as_bilm_tf` converts it)."""
+    weights, an ELMoForManyLangs `folder`, or a TensorFlow `checkpoint` prefix: bilm-tf's with
+    the options beside it if any, or a TF-Hub module's (`as_bilm_tf` converts either)."""
 
     kind: str
     source: str
@@ -72,6 +92,8 @@ class ResolvedBilm:
         if self.format == "tf_checkpoint":
             options = [self.options_file] if self.options_file else []
             return (*options, *checkpoint_files(str(self.checkpoint)))
+        if self.format == "tfhub":
+            return tuple(checkpoint_files(str(self.checkpoint)))
         return (str(self.options_file), str(self.weight_file))
 
     def identity(self) -> str:
@@ -79,8 +101,8 @@ class ResolvedBilm:
         return sha256_files(self.files)
 
     def as_bilm_tf(self) -> "ResolvedBilm":
-        """The same biLM as bilm-tf files: itself, or a checkpoint converted once into the
-        cache's `converted/` folder; an ELMoForManyLangs model has no bilm-tf form."""
+        """The same biLM as bilm-tf files: itself, or a checkpoint (bilm-tf's or a TF-Hub
+        module's) converted once into the cache's `converted/` folder; an ELMoForManyLangs model has no bilm-tf form."""
         if self.format == "bilm_tf":
             return self
         if self.format == "manylangs":
@@ -94,6 +116,8 @@ class ResolvedBilm:
         """The biLM these files hold, with `dropout` on its LSTM inputs in training mode."""
         if self.format == "manylangs":
             return load_manylangs(str(self.folder), dropout)
+        if self.format == "tfhub":  # read directly: nothing written for a load
+            return read_tfhub(str(self.checkpoint), dropout=dropout).bilm
         files = self.as_bilm_tf()
         bilm = load_bilm_tf(str(files.options_file), str(files.weight_file))
         bilm.set_dropout(dropout)
@@ -185,6 +209,8 @@ def options_path(options_file: str) -> str:
         or _checkpoint_prefix(options_file)
     ):
         source = resolve_bilm(options_file)
+        if source.format == "tfhub":  # options derived from the variables' shapes
+            source = source.as_bilm_tf()
         if source.options_file is None:
             raise FormatError(
                 f"{options_file}: no bilm-tf options file (an ELMoForManyLangs model, or a "
@@ -245,22 +271,65 @@ def _bilm_tf(kind: str, source: str, options_file: str, weight_file: str) -> Res
     return ResolvedBilm(kind, source, "bilm_tf", options_file=options_file, weight_file=weight_file)
 
 
+def _tfhub(kind: str, source: str, prefix: str) -> Optional[ResolvedBilm]:
+    """The TF-Hub module whose checkpoint `prefix` is (its index read and checked), or None
+    for another checkpoint (bilm-tf's)."""
+    if not is_tfhub_checkpoint(CheckpointReader(prefix + ".index")):  # the index, checked
+        return None
+    kind = "tfhub" if kind in ("folder", "checkpoint") else kind
+    return ResolvedBilm(kind, source, "tfhub", checkpoint=prefix)
+
+
 def _checkpoint(kind: str, source: str, prefix: str, options: Optional[str]) -> ResolvedBilm:
+    hub = _tfhub(kind, source, prefix)
+    if hub is not None:
+        return hub
     options = options if options is not None and os.path.isfile(options) else None
     return ResolvedBilm(kind, source, "tf_checkpoint", options_file=options, checkpoint=prefix)
 
 
+def _bio_embeddings_files(folder: Path, source: str) -> Optional[Tuple[str, str]]:
+    """bio_embeddings' `options_file` + `weights_file` at the top of `folder`, or None where
+    the folder has neither. Both must be regular files (a FIFO or a device would block or never
+    end), the options small enough to be bilm-tf's; the weights are checked as every bilm-tf
+    file is when loaded."""
+    paths = [folder / name for name in BIO_EMBEDDINGS_FILES]
+    present = [path for path in paths if os.path.lexists(path)]
+    if not present:
+        return None
+    for path in paths:
+        if not os.path.lexists(path):
+            raise FormatError(
+                f"{source}: has {present[0].name} but no {path.name} (bio_embeddings' model "
+                f"folder holds both: {', '.join(BIO_EMBEDDINGS_FILES)})"
+            )
+        if not path.is_file() or not stat.S_ISREG(path.stat().st_mode):
+            raise FormatError(f"{path}: not a regular file (bio_embeddings' {path.name} is one)")
+    size = paths[0].stat().st_size
+    if size > MAX_OPTIONS_BYTES:
+        raise FormatError(
+            f"{paths[0]}: {size:,} bytes, not bilm-tf options (at most {MAX_OPTIONS_BYTES:,})"
+        )
+    return str(paths[0]), str(paths[1])
+
+
 def _in_folder(kind: str, source: str, folder: Path) -> ResolvedBilm:
     """The biLM in `folder` (a user's folder, an unpacked archive, a Hub snapshot): an
-    ELMoForManyLangs model, bilm-tf files (searched recursively), or, with no `.hdf5` file, a
-    TensorFlow checkpoint (the latest: `resolve_checkpoint`) with the options found beside."""
+    ELMoForManyLangs model, bio_embeddings' two files, bilm-tf files (searched recursively),
+    or, with no `.hdf5` file, a TensorFlow checkpoint (the latest: `resolve_checkpoint`): a
+    TF-Hub module's (the `variables/` folder's), or bilm-tf's with the options found beside."""
     if is_manylangs_folder(str(folder)):
         return ResolvedBilm(
             "manylangs" if kind == "folder" else kind, source, "manylangs", folder=str(folder)
         )
-    files = [path for path in folder.rglob("*") if path.is_file()]
+    bio = _bio_embeddings_files(folder, source)
+    if bio is not None:
+        return _bilm_tf(kind, source, *bio)
+    entries = list(folder.rglob("*"))
+    files = [path for path in entries if path.is_file()]
     if not any(path.suffix == ".hdf5" for path in files):
-        indexes = {path.parent for path in files if path.name.endswith(".index")}
+        # an index that is no regular file (a FIFO, a link to a device) is found, then refused
+        indexes = {p.parent for p in entries if p.name.endswith(".index") and not p.is_dir()}
         indexes |= {path.parent for path in files if path.name == "checkpoint"}
         if len(indexes) > 1:
             raise FormatError(
@@ -268,8 +337,11 @@ def _in_folder(kind: str, source: str, folder: Path) -> ResolvedBilm:
                 f"({', '.join(sorted(str(f) for f in indexes)[:5])}); name one"
             )
         if indexes:
-            options = bilm_files_in(folder, source, options_only=True)[0]
             prefix = resolve_checkpoint(indexes.pop())
+            hub = _tfhub(kind, source, prefix)
+            if hub is not None:  # a TF-Hub module holds no options file
+                return hub
+            options = bilm_files_in(folder, source, options_only=True)[0]
             return _checkpoint("checkpoint" if kind == "folder" else kind, source, prefix, options)
     return _bilm_tf(kind, source, *bilm_files_in(folder, source))
 
@@ -290,10 +362,11 @@ def _checkpoint_prefix(path: str) -> Optional[str]:
 
 
 def _converted(source: ResolvedBilm) -> ResolvedBilm:
-    """A TensorFlow checkpoint as bilm-tf files, converted once into the cache's `converted/`
-    (keyed by the SHA-256 of the options and the checkpoint's files; converted into a hidden
-    folder and renamed, so a half-converted folder is never used)."""
-    if source.options_file is None:
+    """A TensorFlow checkpoint (bilm-tf's, or a TF-Hub module's) as bilm-tf files, converted
+    once into the cache's `converted/` (keyed by the SHA-256 of the options and the checkpoint's
+    files; converted into a hidden folder and renamed, so a half-converted folder is never
+    used)."""
+    if source.format == "tf_checkpoint" and source.options_file is None:
         raise FileNotFoundError(
             f"{source.source}: no options.json beside the checkpoint {source.checkpoint} "
             "(elmo-convert --options-file converts it with bilm-tf options named)"
@@ -303,9 +376,18 @@ def _converted(source: ResolvedBilm) -> ResolvedBilm:
         out.parent.mkdir(parents=True, exist_ok=True)
         partial = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
         try:
-            convert_checkpoint(
-                str(source.checkpoint), partial, options_file=source.options_file, overwrite=True
-            )
+            if source.format == "tfhub":
+                bilm = read_tfhub(str(source.checkpoint)).bilm
+                export_bilm_tf(
+                    bilm, partial / "options.json", partial / "weights.hdf5", overwrite=True
+                )
+            else:
+                convert_checkpoint(
+                    str(source.checkpoint),
+                    partial,
+                    options_file=source.options_file,
+                    overwrite=True,
+                )
             os.rename(partial, out)
         except OSError:
             shutil.rmtree(partial, ignore_errors=True)

@@ -10,9 +10,11 @@ A script written for the hub module runs with its import line and constructor sw
 
 `ElmoModule(path, trainable=False)` reads a hub module's folder (the extracted
 `?tf-hub-format=compressed` archive: `variables/variables.index` and its data file; the graph,
-`tfhub_module.pb`, is not read) through the TensorFlow checkpoint reader of
-`elmo_bilm.formats.tf_checkpoint`. `path` may also name the `variables/` folder or the checkpoint
-prefix. Calls, as the hub module's signatures take them:
+`tfhub_module.pb`, is not read). `path` may also name the `variables/` folder, the checkpoint
+prefix or the `.tar.gz` itself: the resolver (`elmo_bilm.sources.resolver`) decides what it is
+(format "tfhub") and `elmo_bilm.formats.tfhub` reads it, as for every other entry point
+(`ElmoEmbedder(module_folder)` gives the same biLM's layers). Calls, as the hub module's
+signatures take them:
 
 - `module(sentences, signature="default", as_dict=...)`: a batch (list) of strings, each split
   on spaces as the module's `tf.string_split` does (on " " only, runs of spaces giving no empty
@@ -37,13 +39,9 @@ and 1024); a deeper biLM gives `lstm_outputs3`, ...
 the hub's module.
 
 The biLM's options are not stored in a hub module; they are derived from the variables'
-shapes: the character embedding's width from `bilm/char_embed`, the filters (width, count) from
-the `bilm/CNN/W_cnn_i` kernels `[1, width, char_dim, count]`, the highway layers from how many
-`bilm/CNN_high_k` there are, the projection from `bilm/CNN_proj/W_proj`, the LSTM cell size from
-the kernels `[2 * projection, 4 * cell]` and the layers from how many `Cell{l}` there are. What
-no shape says is the published ELMo's: ReLU activation, cell and projection clipping at 3, skip
-connections between LSTM layers. `options_file=` (keyword) names a bilm-tf `options.json` to use
-instead, its shapes checked against the variables.
+shapes (`elmo_bilm.formats.tfhub`), with the published ELMo's values for what no shape says.
+`options_file=` (keyword) names a bilm-tf `options.json` to use instead, its shapes checked
+against the variables.
 
 The graph computed is bilm-tf's `BidirectionalLanguageModel` (bilm/model.py): each sentence is
 wrapped in `<S>` ... `</S>` and those positions dropped from the outputs; every sentence starts
@@ -56,211 +54,49 @@ from zero LSTM states. Differences, on purpose:
 - a single string where a batch belongs is a `UsageError` (the hub's: "input must be a vector").
 """
 
-import io
 import os
-import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
-import h5py
 import numpy
 import torch
 from torch import nn
 
-from elmo_bilm.formats.bilm_tf import (
-    OPTION_CHECKS,
-    _copy_weights,
-    _lookup,
-    read_options,
-    weight_shapes,
-)
-from elmo_bilm.formats.tf_checkpoint import CheckpointReader
-from elmo_bilm.model.bilm import BiLm, frozen
+from elmo_bilm.formats.tfhub import hub_name, hub_options, read_tfhub
+from elmo_bilm.model.bilm import frozen
+from elmo_bilm.sources.archives import is_bilm_archive
+from elmo_bilm.sources.resolver import resolve_bilm
 from elmo_bilm.utils.files import FormatError, UsageError
 
 __all__ = ["ElmoModule", "hub_options", "hub_name"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 SIGNATURES = ("default", "tokens")
-FLOAT_DTYPES = ("float32", "float16", "bfloat16", "float64")
-# what no variable's shape says: the values of every published ELMo (bilm-tf's options.json)
-PUBLISHED = {"activation": "relu", "cell_clip": 3, "proj_clip": 3, "use_skip_connections": True}
 
 
-def hub_name(dump_name: str) -> str:
-    """The hub module's variable for a bilm-tf `weights.hdf5` dataset: bilm-tf's graph puts the
-    biLM under the scope `bilm` and names the LSTM variables as TensorFlow's `LSTMCell` does
-    (the inverse of `_pretrained_initializer`'s map in bilm/model.py)."""
-    match = re.fullmatch(r"(RNN_\d+/RNN/MultiRNNCell/Cell\d+)/LSTMCell/(W_0|B|W_P_0)", dump_name)
-    if match:
-        part = {"W_0": "kernel", "B": "bias", "W_P_0": "projection/kernel"}[match.group(2)]
-        return f"bilm/{match.group(1)}/rnn/lstm_cell/{part}"
-    return f"bilm/{dump_name}"
-
-
-def _lstm(layer: int, part: str) -> str:
-    return f"bilm/RNN_0/RNN/MultiRNNCell/Cell{layer}/rnn/lstm_cell/{part}"
-
-
-def _shape(reader: CheckpointReader, name: str) -> Tuple[int, ...]:
-    """The shape of float tensor `name`, which must be in the checkpoint."""
-    entry = reader.entry(name)  # a missing tensor: one line naming the index and the tensor
-    if entry.dtype_name not in FLOAT_DTYPES:
-        raise FormatError(f"{reader.index_file}: tensor {name!r} is {entry.dtype_name}")
-    return tuple(entry.shape)
-
-
-def _count(names: Sequence[str], pattern: str) -> int:
-    """How many of `pattern.format(0)`, `pattern.format(1)`, ... are in `names`, from 0 on."""
-    present, count = set(names), 0
-    while pattern.format(count) in present:
-        count += 1
-    return count
-
-
-def hub_options(reader: CheckpointReader) -> Dict[str, Any]:
-    """bilm-tf options for the biLM of a hub module's checkpoint, derived from its variables'
-    shapes (see the module's docstring), checked as an options.json is."""
-    where = reader.index_file
-    if "bilm/char_embed" not in reader.entries:
-        raise FormatError(
-            f"{where}: no tensor 'bilm/char_embed'; not a TF-Hub ELMo module's variables? It "
-            f"holds {', '.join(reader.names()[:5]) or 'nothing'}"
-        )
-    rows, char_dim = (_shape(reader, "bilm/char_embed") + (0, 0))[:2]
-    if len(_shape(reader, "bilm/char_embed")) != 2 or rows not in (261, 262):
-        raise FormatError(
-            f"{where}: 'bilm/char_embed' has shape {list(_shape(reader, 'bilm/char_embed'))}; "
-            "expected [262, dim] (or bilm-tf's [261, dim])"
-        )
-    filters: List[List[int]] = []
-    for i in range(_count(reader.names(), "bilm/CNN/W_cnn_{}")):
-        shape = _shape(reader, f"bilm/CNN/W_cnn_{i}")
-        if len(shape) != 4 or shape[0] != 1 or shape[2] != char_dim:
-            raise FormatError(
-                f"{where}: 'bilm/CNN/W_cnn_{i}' has shape {list(shape)}; expected "
-                f"[1, width, {char_dim}, n_filters]"
-            )
-        filters.append([shape[1], shape[3]])
-    projection = _shape(reader, "bilm/CNN_proj/W_proj")
-    kernel = _shape(reader, _lstm(0, "kernel"))
-    if len(projection) != 2 or len(kernel) != 2 or kernel[1] % 4:
-        raise FormatError(
-            f"{where}: 'bilm/CNN_proj/W_proj' {list(projection)} and {_lstm(0, 'kernel')!r} "
-            f"{list(kernel)}; expected [n_filters, projection] and [2 * projection, 4 * cell]"
-        )
-    options = {
-        "char_cnn": {
-            "activation": PUBLISHED["activation"],
-            "embedding": {"dim": char_dim},
-            "filters": filters,
-            "n_highway": _count(reader.names(), "bilm/CNN_high_{}/W_carry"),
-            "max_characters_per_token": 50,
-            "n_characters": 262,
-        },
-        "lstm": {
-            "cell_clip": PUBLISHED["cell_clip"],
-            "proj_clip": PUBLISHED["proj_clip"],
-            "dim": kernel[1] // 4,
-            "n_layers": _count(reader.names(), _lstm(0, "kernel").replace("Cell0", "Cell{}")),
-            "projection_dim": projection[1],
-            "use_skip_connections": PUBLISHED["use_skip_connections"],
-        },
-    }
-    for key, (valid, expected) in OPTION_CHECKS.items():
-        present, value = _lookup(options, key)
-        if present and not valid(value):
-            raise FormatError(f"{where}: its variables imply {key} = {value}; expected {expected}")
-    return options
-
-
-def _checkpoint(path: PathLike) -> CheckpointReader:
-    """The reader of a hub module folder's `variables/` checkpoint (or of the checkpoint `path`
-    names)."""
+def module_checkpoint(path: PathLike) -> str:
+    """The checkpoint prefix of the hub module that `path` names, as the resolver finds it (a
+    module's folder, its `variables/` folder or checkpoint prefix, or a `.tar.gz` of the
+    folder); anything else the resolver reads is refused: it has no hub mix to give."""
     text = os.fspath(path)
-    if "://" in text:
+    if "://" in text and not is_bilm_archive(text):
         raise UsageError(
             f"{text}: a URL; ElmoModule reads a TF-Hub module's folder: download the module "
             "(its ?tf-hub-format=compressed archive), extract it and give the folder"
         )
-    if os.path.isdir(os.path.join(text, "variables")):
-        text = os.path.join(text, "variables")
-    elif os.path.isdir(text) and not any(name.endswith(".index") for name in os.listdir(text)):
-        raise FileNotFoundError(
-            f"{text}: no variables/ folder and no checkpoint (a TF-Hub module's folder holds "
-            "variables/variables.index)"
-        )
-    return CheckpointReader(text)
-
-
-def load_hub_bilm(
-    reader: CheckpointReader, options: Dict[str, Any]
-) -> Tuple[BiLm, numpy.ndarray, float]:
-    """The biLM of a hub module's checkpoint, and its mix (`aggregation/weights`, `scaling`).
-    Every tensor's presence and shape is checked before anything is allocated."""
-    where = reader.index_file
-    shapes = weight_shapes(options)
-    declared = 0
-    for name, shape in shapes.items():
-        hub, found = hub_name(name), None
-        if hub not in reader.entries:
-            raise FormatError(f"{where}: no tensor {hub!r} (shape {list(shape)})")
-        found = _shape(reader, hub)
-        allowed = {shape, (shape[0] + 1,) + shape[1:]} if name == "char_embed" else {shape}
-        if found not in allowed:
-            raise FormatError(
-                f"{where}: tensor {hub!r} has shape {list(found)}; the biLM's options imply "
-                f"{list(shape)}"
-            )
-        declared += reader.entry(hub).size
-    available = sum(
-        os.path.getsize(reader.data_file(shard))
-        for shard in range(reader.num_shards)
-        if os.path.isfile(reader.data_file(shard))
-    )
-    if declared > available:
+    try:
+        source = resolve_bilm(text)
+    except FormatError as error:
         raise FormatError(
-            f"{where}: declares {declared:,} bytes of biLM weights, its data files hold "
-            f"{available:,}; truncated or damaged"
-        )
-    n_outputs = options["lstm"]["n_layers"] + 1
-    weights = _read(reader, "aggregation/weights", {(n_outputs,)})
-    scaling = _read(reader, "aggregation/scaling", {(), (1,)})
-    with h5py.File(io.BytesIO(), "w") as staged, torch.no_grad():
-        for name in shapes:
-            value = _read(reader, hub_name(name), None)
-            if name == "char_embed" and value.shape[0] == shapes[name][0] + 1:
-                value = value[1:]  # the graph's padding row 0 (bilm-tf's file has none)
-            staged.create_dataset(name, data=value)
-        bilm = BiLm(options, initialise=False)
-        _copy_weights(bilm, staged, where)
-    return bilm, weights, float(scaling.reshape(()))
-
-
-def _read(
-    reader: CheckpointReader,
-    name: str,
-    shapes: Optional[set],  # type: ignore[type-arg]
-) -> numpy.ndarray:
-    """Tensor `name` as float32, refused where missing, of another shape than `shapes` (when
-    given) or not finite."""
-    if name not in reader.entries:
+            f"{text}: not a TF-Hub ELMo module (its folder holds variables/variables.index): "
+            f"{error}"
+        ) from error
+    if source.format != "tfhub":
         raise FormatError(
-            f"{reader.index_file}: no tensor {name!r}; not a TF-Hub ELMo module's variables?"
+            f"{text}: a {source.format} biLM, not a TF-Hub ELMo module (its folder holds "
+            "variables/variables.index with the module's bilm/ and aggregation/ variables); "
+            "load it with elmo_bilm.Elmo or ElmoEmbedder"
         )
-    if shapes is not None and _shape(reader, name) not in shapes:
-        expected = " or ".join(str(list(shape)) for shape in sorted(shapes))
-        raise FormatError(
-            f"{reader.index_file}: tensor {name!r} has shape {list(_shape(reader, name))}; "
-            f"expected {expected}"
-        )
-    with numpy.errstate(over="ignore"):
-        value = reader.read(name).astype(numpy.float32)
-    if not numpy.isfinite(value).all():
-        raise FormatError(
-            f"{reader.data_file(reader.entry(name).shard)}: tensor {name!r} holds NaN or "
-            "infinite values; not usable weights"
-        )
-    return value
+    return str(source.checkpoint)
 
 
 class Aggregation(nn.Module):
@@ -317,13 +153,11 @@ class ElmoModule(nn.Module):
         options_file: Optional[PathLike] = None,
     ) -> None:
         super().__init__()
-        reader = _checkpoint(path)
-        options = read_options(options_file) if options_file is not None else hub_options(reader)
-        bilm, weights, scaling = load_hub_bilm(reader, options)
-        for parameter in bilm.parameters():
+        hub = read_tfhub(module_checkpoint(path), options_file)
+        for parameter in hub.bilm.parameters():
             parameter.requires_grad_(False)
-        self.bilm = bilm.eval()
-        self.aggregation = Aggregation(weights, scaling, trainable)
+        self.bilm = hub.bilm.eval()
+        self.aggregation = Aggregation(hub.weights, hub.scaling, trainable)
         self.trainable = trainable
 
     def forward(

@@ -3,6 +3,7 @@ source, here the tiny bilm-tf fixture: shapes, values equal to `ElmoEmbedder`'s 
 lists, `embed_many`'s residue budget and order, SeqVec's per-protein reduction, the ways to name
 the model."""
 
+import os
 import shutil
 
 import numpy
@@ -10,7 +11,8 @@ import pytest
 
 from elmo_bilm import ElmoEmbedder
 from elmo_bilm.bio_embeddings import DEFAULT_MAX_AMINO_ACIDS, SeqVecEmbedder
-from elmo_bilm.utils.files import UsageError
+from elmo_bilm.sources.resolver import resolve_bilm
+from elmo_bilm.utils.files import FormatError, UsageError
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 from tests.numerics import NETWORK, assert_float32_close
 
@@ -45,7 +47,11 @@ def test_embed_batch_and_embed_many_equal_embed_in_order(seqvec, monkeypatch):
         assert_float32_close(got, want, NETWORK)
     batches = []
     embed_batch = seqvec.embed_batch
-    monkeypatch.setattr(seqvec, "embed_batch", lambda b: batches.append(list(b)) or embed_batch(b))
+    monkeypatch.setattr(
+        seqvec,
+        "embed_batch",
+        lambda b: batches.append(list(b)) or embed_batch(b),  # type: ignore[func-returns-value]
+    )
     many = list(seqvec.embed_many(iter(PROTEINS), batch_size=40))
     assert [m.shape[1] for m in many] == [len(p) for p in PROTEINS]  # input order
     for got, want in zip(many, alone):
@@ -79,10 +85,35 @@ def test_model_directory_in_both_layouts(tmp_path, seqvec):
     unzipped.mkdir()
     shutil.copy(OPTIONS_FILE, unzipped / "options.json")
     shutil.copy(WEIGHT_FILE, unzipped / "weights.hdf5")
+    # the resolver alone reads bio_embeddings' layout: a folder of bilm-tf files
+    resolved = resolve_bilm(str(bio))
+    assert (resolved.kind, resolved.format) == ("folder", "bilm_tf")
+    assert resolved.files == (str(bio / "options_file"), str(bio / "weights_file"))
     for folder in (bio, unzipped):
         embedder = SeqVecEmbedder(0, model_directory=str(folder), device="cpu")
         # to rounding: `seqvec`'s character CNN may serve cached vectors from another batch
         assert_float32_close(embedder.embed("MKV"), want, NETWORK)
+
+
+@pytest.mark.parametrize("damage", ["no weights", "huge options", "fifo weights"])
+def test_a_damaged_model_directory_is_one_line(tmp_path, damage):
+    """bio_embeddings' folder is untrusted input: half of it, an options file too large to be
+    bilm-tf's (sparse, never read) or weights that are no regular file are refused by name."""
+    folder = tmp_path / "seqvec"
+    folder.mkdir()
+    shutil.copy(OPTIONS_FILE, folder / "options_file")
+    if damage == "huge options":
+        shutil.copy(WEIGHT_FILE, folder / "weights_file")
+        with open(folder / "options_file", "r+b") as handle:
+            handle.truncate(2**31)
+        match = "options_file: 2,147,483,648 bytes, not bilm-tf options"
+    elif damage == "fifo weights":
+        os.mkfifo(folder / "weights_file")
+        match = "weights_file: not a regular file"
+    else:
+        match = "has options_file but no weights_file"
+    with pytest.raises(FormatError, match=match):
+        SeqVecEmbedder(0, model_directory=str(folder), device="cpu")
 
 
 def test_bad_arguments_are_usage_errors(tmp_path):

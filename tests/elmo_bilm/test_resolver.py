@@ -22,6 +22,8 @@ from tests.conftest import OPTIONS_FILE, REPO_ROOT, WEIGHT_FILE
 SENTENCE = ["The", "cat", "sat", "."]
 CHECKPOINT = REPO_ROOT / "fixtures" / "tf_checkpoint" / "save_dir"
 MANYLANGS = REPO_ROOT / "fixtures" / "elmoformanylangs" / "chars_only"
+# a TF-Hub module's variables, written by TensorFlow from the tiny biLM's weights
+TFHUB = REPO_ROOT / "fixtures" / "tfhub" / "tiny_module"
 
 
 @pytest.fixture(autouse=True)
@@ -36,6 +38,14 @@ def bilm_tf_folder(folder: Path) -> Path:
     shutil.copyfile(OPTIONS_FILE, folder / "options.json")
     shutil.copyfile(WEIGHT_FILE, folder / "model.hdf5")
     (folder / "vocab.txt").write_text("<S>\n</S>\n<UNK>\nthe\n")
+    return folder
+
+
+def bio_embeddings_folder(folder: Path) -> Path:
+    """bio_embeddings' SeqVec `model_directory`: bilm-tf's files named without suffixes."""
+    folder.mkdir()
+    shutil.copyfile(OPTIONS_FILE, folder / "options_file")
+    shutil.copyfile(WEIGHT_FILE, folder / "weights_file")
     return folder
 
 
@@ -56,6 +66,9 @@ def sources(tmp_path: Path) -> Dict[str, Tuple[str, ...]]:
     with zipfile.ZipFile(packed_checkpoint, "w") as packed:
         for path in CHECKPOINT.iterdir():
             packed.write(path, f"model/{path.name}")
+    packed_hub = tmp_path / "elmo_3.tar.gz"  # as ?tf-hub-format=compressed serves a module
+    with tarfile.open(packed_hub, "w:gz") as tar:
+        tar.add(TFHUB / "variables", "variables")
     return {
         "files": (str(OPTIONS_FILE), str(WEIGHT_FILE)),
         "folder": (str(bilm_tf_folder(tmp_path / "nlpl")),),
@@ -63,6 +76,11 @@ def sources(tmp_path: Path) -> Dict[str, Tuple[str, ...]]:
         "checkpoint": (str(checkpoint_folder(tmp_path / "save_dir")),),
         "checkpoint prefix": (str(CHECKPOINT / "model.ckpt-3"),),
         "packed checkpoint": (str(packed_checkpoint),),
+        "bio_embeddings folder": (str(bio_embeddings_folder(tmp_path / "seqvec")),),
+        "tfhub module": (str(TFHUB),),
+        "tfhub variables": (str(TFHUB / "variables"),),
+        "tfhub prefix": (str(TFHUB / "variables" / "variables"),),
+        "packed tfhub module": (str(packed_hub),),
     }
 
 
@@ -73,6 +91,11 @@ EXPECTED_KINDS = {
     "checkpoint": ("checkpoint", "tf_checkpoint"),
     "checkpoint prefix": ("checkpoint", "tf_checkpoint"),
     "packed checkpoint": ("archive", "tf_checkpoint"),
+    "bio_embeddings folder": ("folder", "bilm_tf"),
+    "tfhub module": ("tfhub", "tfhub"),
+    "tfhub variables": ("tfhub", "tfhub"),
+    "tfhub prefix": ("tfhub", "tfhub"),
+    "packed tfhub module": ("archive", "tfhub"),
 }
 
 
@@ -81,11 +104,18 @@ def test_every_kind_resolves_to_one_value_with_the_same_weights(tmp_path: Path) 
     assert {name: (r.kind, r.format) for name, r in found.items()} == EXPECTED_KINDS
     reference = resolve_bilm(str(OPTIONS_FILE), str(WEIGHT_FILE)).load().state_dict()
     for name, source in found.items():
-        state = source.load().state_dict()
-        assert all(torch.equal(state[k], reference[k]) for k in reference), name
+        for loaded in (source.load(), source.as_bilm_tf().load()):
+            state = loaded.state_dict()
+            assert state.keys() == reference.keys(), name
+            assert all(torch.equal(state[k], reference[k]) for k in reference), name
     # the identity is the files' content: the same bytes by path or in a folder agree
     assert found["files"].identity() == found["folder"].identity()
     assert found["checkpoint"].identity() == found["checkpoint prefix"].identity()
+    assert found["bio_embeddings folder"].identity() == found["files"].identity()
+    hub = {found[name].identity() for name in found if "tfhub" in name}
+    assert len(hub) == 1 and hub != {found["checkpoint"].identity()}
+    # a hub module's options are derived from its variables: the tiny biLM's, written out
+    assert resolver.options_path(str(TFHUB)) == found["tfhub module"].as_bilm_tf().options_file
 
 
 def test_the_shipped_biLM_names_and_manylangs(tmp_path: Path) -> None:
@@ -97,11 +127,13 @@ def test_the_shipped_biLM_names_and_manylangs(tmp_path: Path) -> None:
         manylangs.as_bilm_tf()
 
 
+@pytest.mark.parametrize("layout", ["nlpl", "bio_embeddings", "tfhub"])
 def test_every_entry_point_resolves_through_the_resolver(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str
 ) -> None:
-    """An unzipped NLPL folder given to each entry point is looked into by the resolver (its
-    `_in_folder`, seen by a spy), and every entry point gives the reference vectors."""
+    """A folder (an unzipped NLPL model, bio_embeddings' SeqVec folder, a TF-Hub module) given
+    to each entry point is looked into by the resolver (its `_in_folder`, seen by a spy), and
+    every entry point gives the reference vectors."""
     import spacy
 
     from elmo_bilm.cli import convert, embed, export_onnx
@@ -111,7 +143,12 @@ def test_every_entry_point_resolves_through_the_resolver(
     from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
     from elmo_plugin.token_embedders.elmo_token_embedder import ElmoPluginTokenEmbedder
 
-    folder = str(bilm_tf_folder(tmp_path / "nlpl"))
+    if layout == "tfhub":
+        folder = str(shutil.copytree(TFHUB, tmp_path / "module"))
+    elif layout == "bio_embeddings":
+        folder = str(bio_embeddings_folder(tmp_path / "seqvec"))
+    else:
+        folder = str(bilm_tf_folder(tmp_path / "nlpl"))
     seen: List[str] = []
     real = resolver._in_folder
 
@@ -132,7 +169,7 @@ def test_every_entry_point_resolves_through_the_resolver(
         "config": lambda: options_path(folder),
         "corpus identity": lambda: bilm_sha256(folder, None),
         "flair": lambda: ELMoEmbeddings(options_file=folder),
-        "spacy": lambda: spacy.blank("en").add_pipe("elmo", config={"model": folder}).bilm,
+        "spacy": lambda: spacy.blank("en").add_pipe("elmo", config={"model": folder}).bilm,  # type: ignore[attr-defined]
         "elmo-embed": lambda: embed.main(
             [str(tmp_path / "in.txt"), str(tmp_path / "out.hdf5"), "--options-file", folder]
         ),
@@ -152,8 +189,15 @@ def test_every_entry_point_resolves_through_the_resolver(
     assert torch.equal(
         results["Elmo"]["elmo_representations"][0], reference(ids)["elmo_representations"][0]
     )
-    assert results["corpus identity"] == real("folder", folder, Path(folder)).identity()
-    assert Path(results["config"]).name == "options.json"
+    resolved = real("folder", folder, Path(folder))
+    assert results["corpus identity"] == resolved.identity()
+    assert results["config"] == resolved.as_bilm_tf().options_file
+    assert Path(results["config"]).name == (
+        "options_file" if layout == "bio_embeddings" else "options.json"
+    )
+    state = results["load_bilm"].state_dict()
+    reference_state = resolve_bilm(str(OPTIONS_FILE), str(WEIGHT_FILE)).load().state_dict()
+    assert all(torch.equal(state[k], reference_state[k]) for k in reference_state)
 
 
 def test_the_latest_checkpoint_is_the_highest_step_without_a_state_file(tmp_path: Path) -> None:

@@ -4,13 +4,16 @@ hub's variable names, from the tiny bilm-tf biLM) and gives the hub's outputs: t
 equal `ElmoEmbedder`'s on the bilm-tf files and TensorFlow's own, `elmo` the hub's mix of them,
 `default` their mean over each sentence's tokens, both signatures alike, the mix trainable; a
 script in the style of the hub module's documentation runs with its import and constructor
-switched."""
+switched. The module's folder is a kind of biLM source the resolver knows (format "tfhub"), so
+every entry point opens it."""
 
 import difflib
 import json
+import os
 import runpy
 import shutil
 import sys
+import tarfile
 from typing import Dict, List
 
 import numpy
@@ -143,8 +146,12 @@ def test_the_mix_is_trainable_and_the_bilm_frozen():
     assert names == {"aggregation.weights", "aggregation.scaling"}
     outputs = trainable(["the cat sat", "dogs"], as_dict=True)
     (outputs["elmo"].square().sum() + outputs["default"].sum()).backward()
-    assert trainable.aggregation.weights.grad.abs().sum() > 0
-    assert trainable.aggregation.scaling.grad.abs() > 0
+    weights_grad, scaling_grad = (
+        trainable.aggregation.weights.grad,
+        trainable.aggregation.scaling.grad,
+    )
+    assert weights_grad is not None and scaling_grad is not None
+    assert weights_grad.abs().sum() > 0 and scaling_grad.abs() > 0
     assert all(p.grad is None for p in trainable.bilm.parameters())
     optimiser = torch.optim.SGD(trainable.parameters(), lr=0.1)
     optimiser.step()
@@ -167,8 +174,55 @@ def test_bad_calls(module, tmp_path):
         module(inputs={"tokens": [["a"]]}, signature="tokens")
     with pytest.raises(UsageError, match="a URL"):
         ElmoModule("https://tfhub.dev/google/elmo/3")
-    with pytest.raises(FileNotFoundError, match="no variables/ folder"):
+    with pytest.raises(FormatError, match="not a TF-Hub ELMo module"):
         ElmoModule(tmp_path)
+    with pytest.raises(FormatError, match="a bilm_tf biLM, not a TF-Hub ELMo module"):
+        ElmoModule(OPTIONS_FILE.parent)
+
+
+def test_the_module_is_read_through_the_resolver(tmp_path, monkeypatch):
+    """`ElmoModule` asks the resolver what its path is; the resolver's answer, format "tfhub",
+    opens the same folder (or its `.tar.gz`) in `ElmoEmbedder` with the same layers."""
+    from elmo_bilm.sources import resolver
+
+    seen = []
+    real = resolver.resolve_bilm
+
+    def spy(*args):
+        seen.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(resolver, "resolve_bilm", spy)
+    monkeypatch.setattr(sys.modules["elmo_bilm.tfhub"], "resolve_bilm", spy)
+    monkeypatch.setenv("ELMO_BILM_CACHE", str(tmp_path / "cache"))
+    ElmoModule(MODULE / "variables")
+    assert seen == [(str(MODULE / "variables"),)]
+    packed = tmp_path / "elmo_3.tar.gz"
+    with tarfile.open(packed, "w:gz") as tar:
+        tar.add(MODULE / "variables", "variables")
+    from_archive = ElmoModule(packed)
+    sentences = ["the cat sat", "dogs"]
+    fresh = ElmoModule(MODULE)  # (`module`'s character CNN may serve vectors cached earlier)
+    torch.testing.assert_close(from_archive(sentences), fresh(sentences), rtol=0, atol=0)
+    tokens = [s.split() for s in sentences]
+    hub_embedder = ElmoEmbedder(str(MODULE), cuda_device=-1)
+    files_embedder = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE), cuda_device=-1)
+    for got, want in zip(hub_embedder.embed_batch(tokens), files_embedder.embed_batch(tokens)):
+        numpy.testing.assert_array_equal(got, want)  # the same weights, exactly
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_an_index_that_is_no_regular_file_is_refused(tmp_path, kind):
+    folder = tmp_path / "module"
+    shutil.copytree(MODULE, folder)
+    index = folder / "variables" / "variables.index"
+    index.unlink()
+    if kind == "fifo":
+        os.mkfifo(index)
+    else:
+        index.symlink_to("/dev/zero")
+    with pytest.raises(FormatError, match="variables.index: not a regular file"):
+        ElmoModule(folder)
 
 
 def test_an_options_file_is_checked_against_the_variables(tmp_path):
