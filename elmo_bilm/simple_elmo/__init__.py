@@ -25,20 +25,32 @@ starts from zero states (with `session` given, from those the previous call left
 its variables), `warmup=True` first runs the call's first batch once to settle the states (its
 outputs dropped), then the texts run in batches of `max_batch_size` in input order, each row
 starting from the states the same row ended with in the batch before; so calls give the
-original's numbers call after call. `load(..., stateful=False)` (keyword only) starts every text
-from zero states instead: a text's vectors then do not depend on the texts beside it, and
+original's numbers call after call. `get_elmo_vector_average` also averages as the original
+does: over the text's batch's longest text, whose padding positions hold, in the token layer, the
+character CNN's vector of a token of padding characters (all ids 0; the LSTM layers are zero
+there), so a shorter text's average leans towards that vector (fixtures/simple_elmo holds
+simple_elmo 0.9.2's own outputs, tests/elmo_bilm/test_simple_elmo_reference.py compares).
+`load(..., stateful=False)` (keyword only) starts every text from zero states instead and averages
+over the text's own tokens: a text's vectors then do not depend on the texts beside it, and
 `warmup` changes nothing.
 
 Differences, on purpose:
 
+- `get_elmo_vectors` is zero after each text's tokens; simple_elmo leaves there, up to its batch's
+  longest text, the padding token's vectors (in the token layer, and a third of them in
+  "average"), which a script that crops each text to its length, as simple_elmo's README does,
+  never sees;
+- a `session` passed in continues from the states the previous call left, whatever its session;
+  simple_elmo keeps states per TensorFlow session (a session just initialised starts from zero);
 - `limit` and `vocab.txt` only cached character ids in simple_elmo (the vectors never depended
   on them): accepted, not needed; `session` (a TensorFlow session) is accepted and ignored;
 - `full=True` (the language model's softmax, for `get_elmo_substitutes`) is refused: only the
   embedding layers are here;
 - a string where a list of tokens belongs is a `TypeError` (simple_elmo embeds its characters as
-  tokens); an empty list of texts gives an empty array, and an empty text a zero average (simple_elmo
-  fails on the first and divides zero by zero on the second);
-- `get_elmo_vector_average(..., layers="all")` averages each layer over the text's tokens and
+  tokens); an empty list of texts gives an empty array, and an empty text with nothing to
+  average (stateless, or in a batch of empty texts only) a zero average (simple_elmo fails on
+  the first and divides zero by zero on the second);
+- `get_elmo_vector_average(..., layers="all")` averages each layer over the text's positions and
   scales the `(n_layers, dim)` matrix to unit (Frobenius) length, as simple_elmo scales it;
   simple_elmo 0.9.2 reshapes the batch's `(layers, tokens)` axes without transposing them first,
   so its per-layer averages mix layers and positions.
@@ -84,6 +96,7 @@ class ElmoModel:
         self.n_layers: Optional[int] = None
         self.embedder: Optional[ElmoEmbedder] = None
         self.stateful = True
+        self.padding_layers: Optional[numpy.ndarray] = None
         self.logger = logging.getLogger(__name__)
 
     def load(
@@ -128,6 +141,7 @@ class ElmoModel:
         self.max_chars = int(getattr(bilm, "max_characters_per_token", 50))
         self.vector_size = bilm.get_output_dim()
         self.n_layers = bilm.num_layers
+        self.padding_layers = _padding_layers(bilm, self.max_chars)
         return LOADED
 
     def _make_embedder(self, directory: str, cuda_device: int) -> ElmoEmbedder:
@@ -163,11 +177,13 @@ class ElmoModel:
         layers: str = "average",
         session: Any = None,
     ) -> numpy.ndarray:
-        """One float64 vector per text: the mean of its token vectors divided by its length
+        """One float64 vector per text: the mean of its token vectors (stateful, as simple_elmo:
+        of its batch's longest text's positions, padding vectors included) divided by its length
         (L2 norm), `(n_texts, dim)`; for `layers="all"` each layer's mean, the `(n_layers, dim)`
-        matrix divided by its Frobenius norm, `(n_texts, n_layers, dim)`. An empty text gives
-        zeros. `warmup` and `session` as in `get_elmo_vectors`."""
-        per_text = self._embed(texts, warmup, layers, session)
+        matrix divided by its Frobenius norm, `(n_texts, n_layers, dim)`. Nothing to average
+        (an empty text, stateless or among empty texts only) gives zeros. `warmup` and `session`
+        as in `get_elmo_vectors`."""
+        per_text = self._embed(texts, warmup, layers, session, padded=True)
         bilm = self._loaded().elmo_bilm
         dim, count = bilm.get_output_dim(), bilm.num_layers
         shape = (len(texts), count, dim) if layers == "all" else (len(texts), dim)
@@ -200,10 +216,16 @@ class ElmoModel:
         return self.embedder
 
     def _embed(
-        self, texts: Sequence[Sequence[str]], warmup: bool, layers: str, session: Any = None
+        self,
+        texts: Sequence[Sequence[str]],
+        warmup: bool,
+        layers: str,
+        session: Any = None,
+        padded: bool = False,
     ) -> List[numpy.ndarray]:
         """Each text's kept layers: `(n_tokens, dim)` ("average", "top") or `(n_layers,
-        n_tokens, dim)` ("all"), float32, in input order."""
+        n_tokens, dim)` ("all"), float32, in input order; `padded` (stateful only): up to its
+        batch's longest text, with the padding token's layers after its own tokens."""
         embedder = self._loaded()
         if layers not in LAYERS:
             raise UsageError(f"layers must be one of {', '.join(LAYERS)}, got {layers!r}")
@@ -220,7 +242,7 @@ class ElmoModel:
         if warmup:
             self.warmup(None, texts)
         kept = []
-        for array in self._layers(embedder, texts):
+        for array in self._layers(embedder, texts, padded):
             if layers == "average":
                 kept.append(array.mean(axis=0))
             elif layers == "top":
@@ -230,11 +252,12 @@ class ElmoModel:
         return kept
 
     def _layers(
-        self, embedder: ElmoEmbedder, texts: Sequence[Sequence[str]]
+        self, embedder: ElmoEmbedder, texts: Sequence[Sequence[str]], padded: bool = False
     ) -> Iterator[numpy.ndarray]:
         """Each text's `(n_layers, n_tokens, dim)`, in input order: stateful, batches of
         `max_batch_size` texts in input order (simple_elmo's `divide_chunks`), every one run (an
-        empty text as `<S> </S>`); stateless, `ElmoEmbedder`'s length-sorted batches."""
+        empty text as `<S> </S>`), `padded` up to the batch's longest text as bilm-tf's output
+        is; stateless, `ElmoEmbedder`'s length-sorted batches."""
         if not embedder.stateful:
             yield from embedder.embed_sentences(texts, batch_size=self._size())
             return
@@ -242,4 +265,27 @@ class ElmoModel:
             activations, _ = embedder.batch_to_embeddings(list(chunk))
             host = activations.cpu().numpy()
             for row, text in enumerate(chunk):
-                yield host[row, :, : len(text)]
+                if not padded:
+                    yield host[row, :, : len(text)]
+                    continue
+                array = host[row].copy()
+                if self.padding_layers is not None:
+                    array[:, len(text) :] = self.padding_layers[:, None, :]
+                yield array
+
+
+def _padding_layers(bilm: Any, max_chars: int) -> numpy.ndarray:
+    """`(n_layers, dim)`: what bilm-tf's biLM outputs at a padding position (character ids all
+    0, the padding row of its character embedding): in the token layer the character CNN's
+    vector of that token, twice (forward; backward), as at a real token; zero in the LSTM layers
+    (TensorFlow's `dynamic_rnn` outputs zero past a sequence's length)."""
+    layers = numpy.zeros((bilm.num_layers, bilm.get_output_dim()), dtype=numpy.float32)
+    char_cnn = getattr(bilm, "char_cnn", None)
+    if char_cnn is None:
+        return layers
+    device = next(bilm.parameters()).device
+    with torch.no_grad():
+        ids = torch.zeros((1, max_chars), dtype=torch.long, device=device)
+        token = char_cnn.encode_words(ids, trim=False)[0].float().cpu().numpy()
+    layers[0] = numpy.concatenate([token, token])
+    return layers
