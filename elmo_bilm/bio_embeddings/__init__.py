@@ -12,6 +12,12 @@ written for `bio_embeddings` switches with one import line::
 Any biLM source `elmo_bilm.sources.resolver` takes works (bilm-tf files, a folder, an archive,
 `hf://ORG/REPO`), so a protein biLM trained or converted here loads the same way; the width is
 the biLM's (`embedding_dimension`), 1024 for SeqVec.
+
+As bio_embeddings' does (through AllenNLP 0.9's `ElmoEmbedder`), the embedder is stateful by
+default: each batch row starts from the LSTM states the same row ended with in the batch
+before, and the constructor first embeds a sample protein `warmup_rounds` times, so the vectors
+are bio_embeddings' call after call. `stateful=False` starts every protein from zero states
+instead: its vectors do not depend on what was embedded before, nor on the batching.
 """
 
 import logging
@@ -28,6 +34,13 @@ logger = logging.getLogger(__name__)
 
 # bio_embeddings' default for SeqVec's `max_amino_acids` (residues per `embed_many` batch)
 DEFAULT_MAX_AMINO_ACIDS = 15_000
+# the sample protein bio_embeddings' SeqVecEmbedder embeds `warmup_rounds` times after loading
+# (the CASP target T0922, as its source notes), data for the same starting states
+WARMUP_SEQUENCE = (
+    "MGSSHHHHHHSSGLVPRGSHMASVQKFPGDANCDGIVDISDAVLIMQTMANPSKYQMTDKGRINADVTGNSDGVTVLDAQFIQSYCL"
+    "GLVELPPVE"
+)
+DEFAULT_WARMUP_ROUNDS = 4
 
 
 def _cuda_device(device: Union[None, str, torch.device]) -> int:
@@ -69,26 +82,25 @@ class SeqVecEmbedder:
     # Parameters
 
     warmup_rounds : `int`, optional (default = `4`)
-        Accepted and not run: bio_embeddings embeds a sample protein this often because
-        AllenNLP's biLM is stateful; this one is not (below), so there is nothing to warm.
+        How often the constructor embeds bio_embeddings' sample protein (`WARMUP_SEQUENCE`)
+        to warm the LSTM states, as bio_embeddings does; stateless, there is nothing to warm.
     model_directory : `str`, optional
         A folder holding `options_file` and `weights_file` (bio_embeddings' layout) or any
         folder the resolver reads (SeqVec's unzipped `options.json` + `weights.hdf5`).
     weights_file, options_file : `str`, optional
         bilm-tf files instead (paths or URLs), or any biLM source as `options_file` alone.
     max_amino_acids : `int`, optional (default = `15000`)
-        `embed_many`'s default batch: at most this many padded residues (rows x the longest),
-        the bound that memory follows; a longer protein makes a batch of its own.
+        Stateless only, `embed_many`'s default batch: at most this many padded residues (rows x
+        the longest), the bound that memory follows; a longer protein makes a batch of its own.
     device : `str` or `torch.device`, optional
         `"cpu"`, `"cuda"`, `"cuda:N"`; None: a GPU if there is one.
     precision : `str`, optional (default = `"float32"`)
         `"bfloat16"` or `"int8"` products (`elmo_bilm.runtime.precision`).
+    stateful : `bool`, optional (default = `True`)
+        Carry LSTM states from batch to batch as bio_embeddings' AllenNLP 0.9 `ElmoEmbedder`
+        does (its vectors depend on what was embedded before, and on the batching); False:
+        every protein starts from zero states, the same vectors in any batch and order.
 
-    One difference, on purpose, as with `ElmoEmbedder`: the biLM is stateless (every protein
-    starts from a zero LSTM state), so a protein gets the same vectors in any batch and any
-    order. SeqVec's original runs AllenNLP 0.9's stateful `ElmoEmbedder`, which carries LSTM
-    states from one batch to the next (hence its warm-up), so its outputs depend on what was
-    embedded before; they equal these on its first batch after loading, without warm-up.
     Not carried over: bio_embeddings' fallback from the GPU to the CPU after a GPU error.
     """
 
@@ -98,7 +110,7 @@ class SeqVecEmbedder:
 
     def __init__(
         self,
-        warmup_rounds: int = 4,
+        warmup_rounds: int = DEFAULT_WARMUP_ROUNDS,
         *,
         model_directory: Optional[str] = None,
         weights_file: Optional[str] = None,
@@ -106,6 +118,7 @@ class SeqVecEmbedder:
         max_amino_acids: int = DEFAULT_MAX_AMINO_ACIDS,
         device: Union[None, str, torch.device] = None,
         precision: str = "float32",
+        stateful: bool = True,
         **kwargs: Any,
     ) -> None:
         if max_amino_acids < 1:
@@ -114,10 +127,18 @@ class SeqVecEmbedder:
         self._options = dict(kwargs)  # bio_embeddings keeps its other options; none apply here
         self.warmup_rounds = warmup_rounds
         self.max_amino_acids = max_amino_acids
-        self._model = ElmoEmbedder(options, weights, _cuda_device(device), precision)
+        self._model = ElmoEmbedder(options, weights, _cuda_device(device), precision, stateful)
         self._device = self._model.device
         self.embedding_dimension = self._model.elmo_bilm.get_output_dim()
         self.number_of_layers = self._model.elmo_bilm.num_layers
+        if stateful:
+            for _ in range(warmup_rounds):  # bio_embeddings' warm-up: one protein a batch
+                self.embed(WARMUP_SEQUENCE)
+
+    @property
+    def stateful(self) -> bool:
+        """Whether LSTM states carry from one batch to the next (the default)."""
+        return self._model.stateful
 
     def embed(self, sequence: str) -> numpy.ndarray:
         """`(n_layers, n_residues, dim)` for one protein, residue by residue."""
@@ -130,11 +151,17 @@ class SeqVecEmbedder:
     def embed_many(
         self, sequences: Iterable[str], batch_size: Optional[int] = None
     ) -> Iterator[numpy.ndarray]:
-        """Lazily, in input order: consecutive proteins batched while the batch holds at most
-        `batch_size` padded residues (rows x the longest; default `max_amino_acids`), so memory
-        stays bounded whatever the lengths; a protein longer than that makes a batch of its own.
-        (bio_embeddings counts residues without the padding and, without `batch_size`, embeds
-        one protein at a time; the vectors are the same either way.)"""
+        """Lazily, in input order. Stateful (the default), batched as bio_embeddings batches,
+        since the vectors depend on it: without `batch_size` one protein a batch; with it,
+        consecutive proteins while their residues (without padding) stay below `batch_size`, a
+        longer protein alone. (bio_embeddings embeds such a protein before the batch pending and
+        yields it out of input order; here the pending batch goes first.) Stateless: batched
+        while a batch holds at most `batch_size` padded residues (rows x the longest; default
+        `max_amino_acids`), so memory stays bounded whatever the lengths; a protein longer than
+        that makes a batch of its own."""
+        if self.stateful:
+            yield from self._embed_many_stateful(sequences, batch_size)
+            return
         budget = self.max_amino_acids if batch_size is None else batch_size
         if budget < 1:
             raise UsageError("batch_size must be at least 1")
@@ -149,6 +176,31 @@ class SeqVecEmbedder:
         if batch:
             yield from self.embed_batch(batch)
 
+    def _embed_many_stateful(
+        self, sequences: Iterable[str], batch_size: Optional[int]
+    ) -> Iterator[numpy.ndarray]:
+        """`embed_many` batched as bio_embeddings' `EmbedderInterface.embed_many`."""
+        if not batch_size:
+            for sequence in sequences:
+                yield self.embed(sequence)
+            return
+        batch: List[str] = []
+        residues = 0
+        for sequence in sequences:
+            if len(sequence) > batch_size:
+                if batch:
+                    yield from self.embed_batch(batch)
+                    batch, residues = [], 0
+                yield from self.embed_batch([sequence])
+                continue
+            if batch and residues + len(sequence) >= batch_size:
+                yield from self.embed_batch(batch)
+                batch, residues = [], 0
+            batch.append(sequence)
+            residues += len(sequence)
+        if batch:
+            yield from self.embed_batch(batch)
+
     @staticmethod
     def reduce_per_protein(embedding: numpy.ndarray) -> numpy.ndarray:
         """SeqVec's per-protein vector: the layers summed, then the mean over residues,
@@ -156,4 +208,4 @@ class SeqVecEmbedder:
         return embedding.sum(0).mean(0)
 
 
-__all__ = ["DEFAULT_MAX_AMINO_ACIDS", "SeqVecEmbedder"]
+__all__ = ["DEFAULT_MAX_AMINO_ACIDS", "WARMUP_SEQUENCE", "SeqVecEmbedder"]

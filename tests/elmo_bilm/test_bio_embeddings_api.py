@@ -1,7 +1,7 @@
 """`elmo_bilm.bio_embeddings.SeqVecEmbedder`: bio_embeddings' SeqVec API (issue 68) on any biLM
-source, here the tiny bilm-tf fixture: shapes, values equal to `ElmoEmbedder`'s on the residue
-lists, `embed_many`'s residue budget and order, SeqVec's per-protein reduction, the ways to name
-the model."""
+source, here the tiny bilm-tf fixture, stateless: shapes, values equal to `ElmoEmbedder`'s on the
+residue lists, `embed_many`'s residue budget and order, SeqVec's per-protein reduction, the ways
+to name the model."""
 
 import os
 import shutil
@@ -21,8 +21,9 @@ PROTEINS = ["MKTAYIAKQRQISFVKSHFSRQ", "MKV", "GSHMASVQKFPGDANCDGIVDISDAVLIMQTM",
 
 @pytest.fixture(scope="module")
 def seqvec():
+    """Stateless: every protein from zero states (the stateful default: test_seqvec_stateful)."""
     return SeqVecEmbedder(
-        options_file=str(OPTIONS_FILE), weights_file=str(WEIGHT_FILE), device="cpu"
+        options_file=str(OPTIONS_FILE), weights_file=str(WEIGHT_FILE), device="cpu", stateful=False
     )
 
 
