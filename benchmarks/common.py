@@ -46,11 +46,14 @@ def _options(filters: List[List[int]], n_highway: int, dim: int, proj: int) -> D
 
 PAPER_FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
 # "tiny" tests the benchmarks; the two configurations of the issue: "small" (1024 cells, 128
-# projection, 2048 filters, 1 highway) and the paper's (4096 cells, 512 projection, 2 highway).
+# projection, 2048 filters, 1 highway) and the paper's (4096 cells, 512 projection, 2 highway);
+# "seqvec" the protein biLM's size (issue 68).
 CONFIGS = {
     "tiny": _options([[1, 4], [2, 8]], 1, 32, 8),  # for tests of the benchmarks themselves
     "small": _options(PAPER_FILTERS, 1, 1024, 128),
     "paper": _options(PAPER_FILTERS, 2, 4096, 512),
+    # SeqVec's (Heinzinger et al. 2019): the paper's character CNN, 512 cells, 512 projection
+    "seqvec": _options(PAPER_FILTERS, 2, 512, 512),
 }
 
 
