@@ -13,37 +13,41 @@ ZIP archive or its unzipped folder (`options.json`, `model.hdf5` or another `*.h
 optional `vocab.txt`), or any other biLM that `elmo_bilm.sources.resolver.resolve_bilm` names
 alone, and returns simple_elmo's message, "The model is now loaded.".
 `get_elmo_vectors(texts, warmup=True, layers="average")` returns a float64 array
-`(n_texts, longest text, dim)` (`(n_texts, n_layers, longest text, dim)` for `layers="all"`),
-zero after each text's tokens; `get_elmo_vector_average` one vector per text: the mean of its
-token vectors, scaled to unit length. `layers` is "average" (the layers' plain mean: simple_elmo's
+`(n_texts, longest text, dim)` (`(n_texts, n_layers, longest text, dim)` for `layers="all"`);
+`get_elmo_vector_average` one vector per text: the mean of its token vectors, scaled to unit
+length. `layers` is "average" (the layers' plain mean: simple_elmo's
 fresh scalar mix, equal weights and gamma 1), "top" (the top LSTM layer) or "all".
 
 Stateful, as the original: simple_elmo's bilm-tf graph keeps each batch row's LSTM states in
-variables that the next batch's same row starts from; each call without `session` starts a fresh
-TensorFlow session, whose variables start at zero. By default `ElmoModel` does the same: a call
-starts from zero states (with `session` given, from those the previous call left: a session kept
-its variables), `warmup=True` first runs the call's first batch once to settle the states (its
-outputs dropped), then the texts run in batches of `max_batch_size` in input order, each row
-starting from the states the same row ended with in the batch before; so calls give the
-original's numbers call after call. `get_elmo_vector_average` also averages as the original
-does: over the text's batch's longest text, whose padding positions hold, in the token layer, the
-character CNN's vector of a token of padding characters (all ids 0; the LSTM layers are zero
-there), so a shorter text's average leans towards that vector (fixtures/simple_elmo holds
-simple_elmo 0.9.2's own outputs, tests/elmo_bilm/test_simple_elmo_reference.py compares).
-`load(..., stateful=False)` (keyword only) starts every text from zero states instead and averages
-over the text's own tokens: a text's vectors then do not depend on the texts beside it, and
-`warmup` changes nothing.
+variables of the TensorFlow session that the next batch's same row starts from; each call without
+`session` opens a new session and initialises its variables (zero states); a call with `session`
+skips the initialisation and continues from that session's variables. By default `ElmoModel`
+does the same: a call without `session` starts from zero states; a call with `session` starts
+from the states that the last call with that same session object left (zero for a session not
+seen before), and leaves its own states to it; the sessions are held weakly (a session the
+caller drops is forgotten; an object that cannot be weakly referenced is remembered only until
+another such one is passed). `warmup=True` first runs the call's first batch once to settle the
+states (its outputs dropped), then the texts run in batches of `max_batch_size` in input order,
+each row starting from the states the same row ended with in the batch before; so calls give the
+original's numbers call after call. Padding is the original's too: after a text's tokens, up to
+its batch's longest text, `get_elmo_vectors` holds what bilm-tf outputs at a padding position,
+in the token layer the character CNN's vector of a token of padding characters (all ids 0; the
+LSTM layers are zero there; "average" holds a third of it), and zeros past the batch's longest
+text up to the call's; `get_elmo_vector_average` averages over those same positions, so a
+shorter text's average leans towards that vector (fixtures/simple_elmo holds simple_elmo 0.9.2's
+own outputs, tests/elmo_bilm/test_simple_elmo_reference.py compares).
+`load(..., stateful=False)` (keyword only) starts every text from zero states instead, writes
+zeros after each text's tokens and averages over the text's own tokens: a text's vectors then do
+not depend on the texts beside it, and `warmup` and `session` change nothing.
 
 Differences, on purpose:
 
-- `get_elmo_vectors` is zero after each text's tokens; simple_elmo leaves there, up to its batch's
-  longest text, the padding token's vectors (in the token layer, and a third of them in
-  "average"), which a script that crops each text to its length, as simple_elmo's README does,
-  never sees;
-- a `session` passed in continues from the states the previous call left, whatever its session;
-  simple_elmo keeps states per TensorFlow session (a session just initialised starts from zero);
+- `session` is any object naming a state (a TensorFlow session works; nothing is run in it), and
+  its call honours `layers`: simple_elmo runs, with a session, the op that its last call without
+  one built (that call's `layers`, whatever `layers` says), and a session whose variables the
+  caller re-initialises starts from zero there, not here;
 - `limit` and `vocab.txt` only cached character ids in simple_elmo (the vectors never depended
-  on them): accepted, not needed; `session` (a TensorFlow session) is accepted and ignored;
+  on them): accepted, not needed;
 - `full=True` (the language model's softmax, for `get_elmo_substitutes`) is refused: only the
   embedding layers are here;
 - a string where a list of tokens belongs is a `TypeError` (simple_elmo embeds its characters as
@@ -60,7 +64,8 @@ the mode through.
 """
 
 import logging
-from typing import Any, Iterator, List, Optional, Sequence, TypeVar
+import weakref
+from typing import Any, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy
 import torch
@@ -74,6 +79,7 @@ LAYERS = ("average", "top", "all")
 LOADED = "The model is now loaded."  # what simple_elmo's `load` returns
 
 T = TypeVar("T")
+States = Tuple[Any, ...]  # the biLM's carried `(h, c)`, or `()` for zero states
 
 
 def divide_chunks(data: Sequence[T], n: int) -> Iterator[Sequence[T]]:
@@ -97,6 +103,7 @@ class ElmoModel:
         self.embedder: Optional[ElmoEmbedder] = None
         self.stateful = True
         self.padding_layers: Optional[numpy.ndarray] = None
+        self._sessions = _SessionStates()
         self.logger = logging.getLogger(__name__)
 
     def load(
@@ -157,10 +164,11 @@ class ElmoModel:
     ) -> numpy.ndarray:
         """The token vectors of `texts` (lists of tokens), float64: `(n_texts, longest text,
         dim)` for `layers` "average" or "top", `(n_texts, n_layers, longest text, dim)` for
-        "all"; zero after each text's last token. Stateful (the default): `warmup` runs the
-        first batch once first, and a call starts from zero states unless `session` is given
-        (then from the previous call's; the session itself is not used)."""
-        per_text = self._embed(texts, warmup, layers, session)
+        "all". Stateful (the default): after each text's tokens, up to its batch's longest text,
+        the padding token's layers (as simple_elmo), zero beyond; `warmup` runs the first batch
+        once first; a call starts from zero states, or with `session` from the states its last
+        call with that session left. Stateless: zero after each text's tokens."""
+        per_text = self._embed(texts, warmup, layers, session, padded=True)
         longest = max((len(text) for text in texts), default=0)
         bilm = self._loaded().elmo_bilm
         dim, count = bilm.get_output_dim(), bilm.num_layers
@@ -199,9 +207,22 @@ class ElmoModel:
 
     def warmup(self, sess: Any = None, texts: Sequence[Sequence[str]] = ()) -> None:
         """simple_elmo's warm-up: run the first batch of `texts` (`max_batch_size` texts) once,
-        outputs dropped, to settle the LSTM states carried between batches. A stateless model
-        has nothing to settle."""
+        outputs dropped, to settle the LSTM states carried between batches: those of session
+        `sess` (as a call with `session=sess` keeps them), or the model's current ones for
+        `None`. A stateless model has nothing to settle."""
         embedder = self._loaded()
+        if sess is None or not embedder.stateful:
+            self._warm(embedder, texts)
+            return
+        lstm = embedder.elmo_bilm.lstm
+        lstm._states = self._sessions.get(sess)
+        try:
+            self._warm(embedder, texts)
+        finally:
+            self._sessions.put(sess, lstm._states)
+
+    def _warm(self, embedder: ElmoEmbedder, texts: Sequence[Sequence[str]]) -> None:
+        """Run the first batch of `texts` once on the current states (stateful only)."""
         if embedder.stateful and len(texts) > 0:
             self.logger.info("Warming up ELMo on %d sentences...", len(texts[: self._size()]))
             embedder.batch_to_embeddings(list(texts[: self._size()]))
@@ -225,7 +246,8 @@ class ElmoModel:
     ) -> List[numpy.ndarray]:
         """Each text's kept layers: `(n_tokens, dim)` ("average", "top") or `(n_layers,
         n_tokens, dim)` ("all"), float32, in input order; `padded` (stateful only): up to its
-        batch's longest text, with the padding token's layers after its own tokens."""
+        batch's longest text, with the padding token's layers after its own tokens. Stateful,
+        the run starts from zero states, or `session`'s, and leaves its states to `session`."""
         embedder = self._loaded()
         if layers not in LAYERS:
             raise UsageError(f"layers must be one of {', '.join(LAYERS)}, got {layers!r}")
@@ -237,10 +259,27 @@ class ElmoModel:
                     f"each text must be a list of tokens; text {index} is the string "
                     f"{text[:40]!r} (e.g. {text[:20]!r}.split())"
                 )
-        if embedder.stateful and session is None:
+        if not embedder.stateful or session is None:
             embedder.reset_states()  # a fresh TensorFlow session: its state variables are zero
+            return self._run(embedder, texts, warmup, layers, padded)
+        lstm = embedder.elmo_bilm.lstm
+        lstm._states = self._sessions.get(session)  # that session's state variables
+        try:
+            return self._run(embedder, texts, warmup, layers, padded)
+        finally:
+            self._sessions.put(session, lstm._states)
+
+    def _run(
+        self,
+        embedder: ElmoEmbedder,
+        texts: Sequence[Sequence[str]],
+        warmup: bool,
+        layers: str,
+        padded: bool,
+    ) -> List[numpy.ndarray]:
+        """`_embed`'s run from the current states: the warm-up batch, then every batch."""
         if warmup:
-            self.warmup(None, texts)
+            self._warm(embedder, texts)
         kept = []
         for array in self._layers(embedder, texts, padded):
             if layers == "average":
@@ -272,6 +311,31 @@ class ElmoModel:
                 if self.padding_layers is not None:
                     array[:, len(text) :] = self.padding_layers[:, None, :]
                 yield array
+
+
+class _SessionStates:
+    """The LSTM states each caller's `session` object was left with, as each TensorFlow session
+    holds its own state variables: held weakly (a session dropped by the caller is forgotten);
+    one object that cannot be weakly referenced or hashed is held until another replaces it."""
+
+    def __init__(self) -> None:
+        self._weak: weakref.WeakKeyDictionary[Any, States] = weakref.WeakKeyDictionary()
+        self._other: Optional[Tuple[Any, States]] = None
+
+    def get(self, session: Any) -> States:
+        """`session`'s states; `()` (zero states) for a session not seen before."""
+        try:
+            return self._weak.get(session, ())
+        except TypeError:
+            if self._other is not None and self._other[0] is session:
+                return self._other[1]
+            return ()
+
+    def put(self, session: Any, states: States) -> None:
+        try:
+            self._weak[session] = states
+        except TypeError:
+            self._other = (session, states)
 
 
 def _padding_layers(bilm: Any, max_chars: int) -> numpy.ndarray:

@@ -148,6 +148,8 @@ def test_empty_inputs(model):
 
 
 def test_session_is_accepted_and_ignored(model):
+    """Stateless: no states to keep in a session (the stateful default keeps them per session,
+    tests/elmo_bilm/test_stateful.py)."""
     numpy.testing.assert_array_equal(
         model.get_elmo_vectors(TEXTS, session=object()), model.get_elmo_vectors(TEXTS)
     )

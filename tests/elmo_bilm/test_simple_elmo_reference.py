@@ -2,7 +2,9 @@
 fixtures/simple_elmo/reference.npz holds what simple_elmo returned on the tiny bilm-tf biLM laid
 out as an NLPL folder (its make_fixture.py; TensorFlow is never imported here). The same calls,
 in the same order, on one stateful model loaded with `max_batch_size=4`: 11 texts in three
-batches, so the second and third batches start from carried LSTM states.
+batches, so the second and third batches start from carried LSTM states; then calls with three
+sessions of the caller's (each a new object here, each keeping its own states as simple_elmo's
+TensorFlow sessions keep theirs), a call without one between them.
 
 Tolerance: `NETWORK` (128) float32 units of the largest magnitude compared. Each batch is a whole
 biLM forward in another library's kernels (TensorFlow's against torch's), from starting states
@@ -13,8 +15,10 @@ the wrong row or a skipped warm-up moves values by 1e-2 or more (asserted below)
 thousands of units.
 """
 
+import gc
 import json
 import shutil
+import weakref
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -48,13 +52,16 @@ def _nlpl_folder(root: Path) -> Path:
     return root
 
 
-def _call(model: ElmoModel, key: str, session: Any) -> numpy.ndarray:
-    kind, *rest = key.split("/")
-    if kind == "session":
-        return model.get_elmo_vectors(TEXTS, warmup=False, layers="all", session=session)
-    layers, warmup = rest[0], rest[1] == "warmup=True"
-    method = model.get_elmo_vectors if kind == "vectors" else model.get_elmo_vector_average
-    return method(TEXTS, warmup=warmup, layers=layers)
+class Session:
+    """A caller's session: any object (TensorFlow is not imported here)."""
+
+
+def _call(model: ElmoModel, call: Dict[str, Any], sessions: Dict[str, Any]) -> numpy.ndarray:
+    """One of the fixture's calls, with the same arguments; a session name maps to one object."""
+    name = call["session"]
+    session = sessions.setdefault(name, Session()) if name is not None else None
+    method = getattr(model, call["method"])
+    return method(TEXTS, warmup=call["warmup"], layers=call["layers"], session=session)
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +78,8 @@ def model(tmp_path_factory) -> ElmoModel:
 @pytest.fixture(scope="module")
 def ours(model) -> Dict[str, numpy.ndarray]:
     """Our results of the fixture's calls, in its order, on one model (as simple_elmo ran them)."""
-    session = object()
-    return {key: _call(model, key, session) for key in META["calls"]}
+    sessions: Dict[str, Any] = {}
+    return {call["key"]: _call(model, call, sessions) for call in META["calls"]}
 
 
 @pytest.fixture(scope="module")
@@ -83,33 +90,53 @@ def stateless(tmp_path_factory) -> ElmoModel:
     return elmo
 
 
+VECTOR_CALLS = [call["key"] for call in META["calls"] if call["method"] == "get_elmo_vectors"]
+
+
+def _longest(row: int) -> int:
+    """The longest text of text `row`'s batch."""
+    return max(len(TEXTS[other]) for other in BATCHES[row // SIZE])
+
+
 def _padding(output: numpy.ndarray, row: int) -> numpy.ndarray:
     """A text's positions after its tokens, up to its batch's longest text."""
-    longest = max(len(TEXTS[other]) for other in BATCHES[row // SIZE])
-    return output[row, ..., len(TEXTS[row]) : longest, :]
+    return output[row, ..., len(TEXTS[row]) : _longest(row), :]
 
 
-@pytest.mark.parametrize("warmup", WARMUPS)
-@pytest.mark.parametrize("layers", ["average", "top", "all"])
-def test_token_vectors_equal_simple_elmos_batch_after_batch(reference, ours, layers, warmup):
-    key = f"vectors/{layers}/warmup={warmup}"
+def test_the_fixture_has_every_case():
+    """The cases the comparisons below need: the call's longest text (9 tokens) in the first
+    batch only (the others end at 7), 8 of the 11 texts shorter than their batch's longest, and
+    the session calls in the order new session, same session, another new session, none, the
+    first again, the other again, a third new one with warm-up."""
+    assert max(len(text) for text in TEXTS) == 9
+    assert [_longest(row) for row in (0, 4, 8)] == [9, 7, 7]
+    assert sum(len(TEXTS[row]) < _longest(row) for row in range(len(TEXTS))) == 8
+    assert len(VECTOR_CALLS) == 13
+    sessions = [call["session"] for call in META["calls"] if call["key"] in VECTOR_CALLS[6:]]
+    assert sessions == ["a", "a", "b", None, "a", "b", "c"]
+
+
+@pytest.mark.parametrize("key", VECTOR_CALLS)
+def test_token_vectors_equal_simple_elmos_padding_included(reference, ours, key):
+    """Every `get_elmo_vectors` call, every position: the text's tokens, its padding up to its
+    batch's longest text (the padding token's layers, as simple_elmo leaves them) and the zeros
+    past that up to the call's longest text (exactly zero in both)."""
     theirs, mine = reference[key], ours[key]
     assert mine.shape == theirs.shape and mine.dtype == numpy.float64
     for number, batch in enumerate(BATCHES):
         for row in batch:
-            length, where = len(TEXTS[row]), f"{key} batch {number} text {row}"
-            assert_float32_close(
-                mine[row, ..., :length, :], theirs[row, ..., :length, :], NETWORK, where
-            )
-            assert not mine[row, ..., length:, :].any(), where  # ours: zero after the tokens
+            where = f"{key} batch {number} text {row}"
+            assert_float32_close(mine[row], theirs[row], NETWORK, where)
+            assert not theirs[row, ..., _longest(row) :, :].any(), where
+            assert not mine[row, ..., _longest(row) :, :].any(), where
 
 
 @pytest.mark.parametrize("warmup", WARMUPS)
 def test_simple_elmos_padding_holds_the_padding_tokens_vectors(reference, model, warmup):
-    """The documented difference in `get_elmo_vectors`: after a text's tokens, up to its batch's
+    """What the padding comparisons above compare: after a text's tokens, up to its batch's
     longest text, simple_elmo leaves what bilm-tf outputs at a padding position, our
     `padding_layers` (the token layer's vector of a token of padding characters, zero in the LSTM
-    layers; a third of the token layer in "average"); zero beyond, as ours everywhere."""
+    layers; a third of the token layer in "average"), far from zero; zero beyond."""
     every = reference[f"vectors/all/warmup={warmup}"]
     average = reference[f"vectors/average/warmup={warmup}"]
     top = reference[f"vectors/top/warmup={warmup}"]
@@ -126,8 +153,7 @@ def test_simple_elmos_padding_holds_the_padding_tokens_vectors(reference, model,
         assert not _padding(top, row).any()
     for output in (every, average, top):
         for row in range(len(TEXTS)):
-            longest = max(len(TEXTS[other]) for other in BATCHES[row // SIZE])
-            assert not output[row, ..., longest:, :].any()
+            assert not output[row, ..., _longest(row) :, :].any()
 
 
 @pytest.mark.parametrize("warmup", WARMUPS)
@@ -180,20 +206,41 @@ def test_warmup_and_carried_states_change_the_values(reference, stateless):
             assert gap > DIFFERENT, number
 
 
-def test_a_session_continues_from_the_previous_call(reference, model):
-    """simple_elmo: a session just initialised starts from zero states (its first call equals a
-    fresh call) and its second call from where the first left them. Ours continues from the
-    previous call's states whatever the session (the documented difference), so a call with a
-    session right after a fresh call is simple_elmo's second."""
-    fresh = reference["vectors/all/warmup=False"]
-    assert_float32_close(reference["session/first"], fresh, NETWORK)
-    second = reference["session/second"]
-    assert numpy.abs(second - fresh).max() > DIFFERENT
-    model.get_elmo_vectors(TEXTS, warmup=False, layers="all")
-    mine = model.get_elmo_vectors(TEXTS, warmup=False, layers="all", session=object())
-    for number, batch in enumerate(BATCHES):
-        for row in batch:
-            length = len(TEXTS[row])
-            assert_float32_close(
-                mine[row, :, :length], second[row, :, :length], NETWORK, f"batch {number} {row}"
-            )
+def test_each_session_keeps_its_own_states(reference):
+    """What the session comparisons above can tell apart, in simple_elmo's own outputs: a new
+    session starts from zero states (its first call equals a call without one, with or without
+    warm-up), a session's next call continues from where its last call left them (A's third call
+    differs from its second), and a call without a session or with another session between
+    changes nothing of that (B's second call equals A's second, bit for bit)."""
+    fresh, warm = reference["vectors/all/warmup=False"], reference["vectors/all/warmup=True"]
+    for key in ("session/a/1", "session/b/1", "between/all/warmup=False"):
+        numpy.testing.assert_array_equal(reference[key], fresh, key)
+    numpy.testing.assert_array_equal(reference["session/c/1/warmup=True"], warm)
+    numpy.testing.assert_array_equal(reference["session/b/2"], reference["session/a/2"])
+    assert numpy.abs(reference["session/a/2"] - fresh).max() > DIFFERENT
+    assert numpy.abs(reference["session/a/3"] - reference["session/a/2"]).max() > DIFFERENT
+
+
+def test_a_session_that_cannot_be_weakly_referenced_continues_too(model):
+    """A plain `object()` (no weak references): the same object continues, a new one starts
+    from zero, as simple_elmo's sessions."""
+    first, second = object(), object()
+    calls = [
+        model.get_elmo_vectors(TEXTS, warmup=False, layers="all", session=session)
+        for session in (first, first, second, second)
+    ]
+    fresh = model.get_elmo_vectors(TEXTS, warmup=False, layers="all")
+    assert_float32_close(calls[0], fresh, NETWORK)
+    assert_float32_close(calls[2], fresh, NETWORK)
+    assert_float32_close(calls[3], calls[1], NETWORK)
+    assert numpy.abs(calls[1] - fresh).max() > DIFFERENT
+
+
+def test_a_dropped_session_is_forgotten(model):
+    """Sessions are held weakly: the model keeps no session alive."""
+    session = Session()
+    model.get_elmo_vectors(TEXTS[:2], warmup=False, session=session)
+    alive = weakref.ref(session)
+    del session
+    gc.collect()
+    assert alive() is None

@@ -231,26 +231,37 @@ def test_manylangs_batches_run_as_the_original_runs_them(manylangs_expected) -> 
 
 # simple_elmo: bilm-tf keeps each row's states in variables that the next batch's rows [:batch]
 # start from and all update (every row runs: each text has `<S>` and `</S>`), which is AllenNLP's
-# update when every row runs; so AllenNLP 2.10's stateful `_ElmoBiLm` is the reference. Each call
-# opens a fresh TensorFlow session (zero states), warms up on its first batch, then runs the
-# batches in input order.
+# update when every row runs; so AllenNLP 2.10's stateful `_ElmoBiLm` is the reference for the
+# tokens. Each call without a session opens a new TensorFlow session (zero states), warms up on
+# its first batch, then runs the batches in input order; a session passed in keeps its own
+# states from call to call. After a text's tokens, up to its batch's longest text, simple_elmo
+# leaves bilm-tf's padding-position layers (`ElmoModel.padding_layers`, which
+# tests/elmo_bilm/test_simple_elmo_reference.py finds in simple_elmo 0.9.2's own output; AllenNLP
+# masks them to zero), zero past that (fixtures/simple_elmo measured both).
 TEXTS = [sentence for batch in BATCHES for sentence in batch if sentence][:7]
 
 
-def _simple_elmo_reference(texts: Sequence[Sequence[str]], size: int, warmup: bool) -> Any:
-    """What simple_elmo's `get_elmo_vectors(texts, warmup, layers="all")` computes, from
-    AllenNLP's stateful biLM: `(n_texts, n_layers, longest, dim)`, zero padded."""
+def _simple_elmo_reference(
+    texts: Sequence[Sequence[str]], size: int, warmup: bool, padding: numpy.ndarray
+) -> Any:
+    """What simple_elmo's `get_elmo_vectors(texts, warmup, layers="all")` computes: the tokens
+    from AllenNLP's stateful biLM, `padding` (`(n_layers, dim)`) after them up to the batch's
+    longest text, zero beyond: `(n_texts, n_layers, longest, dim)`."""
     from allennlp.modules.elmo import _ElmoBiLm
 
     bilm = _ElmoBiLm(*FILES).eval()
     chunks = [list(texts[start : start + size]) for start in range(0, len(texts), size)]
     if warmup:
         _allennlp_layers(bilm, chunks[0])
-    per_text = [layers for chunk in chunks for layers in _allennlp_layers(bilm, chunk)]
     longest = max(len(text) for text in texts)
     vectors = numpy.zeros((len(texts), 3, longest, 32))
-    for row, layers in enumerate(per_text):
-        vectors[row, :, : layers.shape[1]] = layers
+    row = 0
+    for chunk in chunks:
+        batch_longest = max(len(text) for text in chunk)
+        for layers in _allennlp_layers(bilm, chunk):
+            vectors[row, :, : layers.shape[1]] = layers
+            vectors[row, :, layers.shape[1] : batch_longest] = padding[:, None, :]
+            row += 1
     return vectors
 
 
@@ -265,26 +276,66 @@ def nlpl_model(tmp_path_factory) -> ElmoModel:
     return model
 
 
+def test_the_simple_elmo_texts_have_padding_of_both_kinds() -> None:
+    """The cases the tests below need: a text shorter than its batch's longest (padding layers)
+    in a batch shorter than the call's longest text (zeros past it)."""
+    lengths = [len(text) for text in TEXTS]
+    batches = [lengths[start : start + 3] for start in range(0, len(lengths), 3)]
+    assert any(length < max(batch) for batch in batches for length in batch)
+    assert any(max(batch) < max(lengths) for batch in batches)
+
+
 @pytest.mark.parametrize("warmup", [True, False])
 def test_simple_elmo_is_stateful_by_default_with_its_warmup(nlpl_model, warmup) -> None:
-    """Every call (fresh session) gives the same, the reference's; warm-up changes the values."""
-    expected = _simple_elmo_reference(TEXTS, 3, warmup)
+    """Every call (new session) gives the same, the reference's, padding included; warm-up
+    changes the values."""
+    padding = nlpl_model.padding_layers
+    assert padding is not None and float(abs(padding).max()) > DIFFERENT
+    expected = _simple_elmo_reference(TEXTS, 3, warmup, padding)
     for _ in range(2):
         vectors = nlpl_model.get_elmo_vectors(TEXTS, warmup=warmup, layers="all")
         assert_float32_close(vectors, expected, NETWORK)
-    other = _simple_elmo_reference(TEXTS, 3, not warmup)
+    other = _simple_elmo_reference(TEXTS, 3, not warmup, padding)
     assert float(abs(other - expected).max()) > DIFFERENT
 
 
-def test_simple_elmo_with_a_session_continues_from_the_last_call(nlpl_model) -> None:
-    """A session passed in kept its state variables: the call starts from the previous call's
-    states, so it differs from a fresh call."""
+def test_simple_elmo_sessions_keep_their_own_states(nlpl_model) -> None:
+    """As simple_elmo's TensorFlow sessions: a new session starts from zero states, the same
+    session object again continues from where its last call left them, whatever ran between;
+    a call without a session starts from zero."""
+    first, second = object(), object()
     fresh = nlpl_model.get_elmo_vectors(TEXTS, warmup=False, layers="all")
-    continued = nlpl_model.get_elmo_vectors(TEXTS, warmup=False, layers="all", session=object())
+    started = nlpl_model.get_elmo_vectors(TEXTS, warmup=False, layers="all", session=first)
+    continued = nlpl_model.get_elmo_vectors(TEXTS, warmup=False, layers="all", session=first)
+    assert_float32_close(started, fresh, NETWORK)
     assert float(abs(continued - fresh).max()) > DIFFERENT
+    assert_float32_close(
+        nlpl_model.get_elmo_vectors(TEXTS, warmup=False, layers="all", session=second),
+        fresh,
+        NETWORK,
+    )
     assert_float32_close(
         nlpl_model.get_elmo_vectors(TEXTS, warmup=False, layers="all"), fresh, NETWORK
     )
+    assert_float32_close(
+        nlpl_model.get_elmo_vectors(TEXTS, warmup=False, layers="all", session=second),
+        continued,
+        NETWORK,
+    )
+
+
+def test_simple_elmo_stateless_pads_with_zeros(tmp_path) -> None:
+    """`stateful=False`: zero after each text's tokens, and a session changes nothing."""
+    shutil.copy(OPTIONS_FILE, tmp_path / "options.json")
+    shutil.copy(WEIGHT_FILE, tmp_path / "model.hdf5")
+    model = ElmoModel()
+    model.load(str(tmp_path), max_batch_size=3, cuda_device=-1, stateful=False)
+    session = object()
+    vectors = model.get_elmo_vectors(TEXTS, warmup=False, layers="all", session=session)
+    for row, text in enumerate(TEXTS):
+        assert not vectors[row, :, len(text) :].any(), row
+    again = model.get_elmo_vectors(TEXTS, warmup=False, layers="all", session=session)
+    numpy.testing.assert_array_equal(again, vectors)
 
 
 @pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="no oneDNN in this torch")
