@@ -21,6 +21,7 @@ import torch
 
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.utils.files import FormatError, atomic_output
+from elmo_bilm.utils.tensors import all_finite
 
 PathLike = Union[str, os.PathLike]
 
@@ -319,7 +320,7 @@ def load_bilm_tf(options_file: PathLike, weight_file: PathLike, dropout: float =
     except OSError as error:  # a truncated or damaged HDF5 file
         raise FormatError(f"{weight_file}: cannot read the HDF5 weights ({error})") from error
     for name, parameter in bilm.named_parameters():
-        if not torch.isfinite(parameter).all():
+        if not all_finite(parameter):
             raise FormatError(
                 f"{weight_file}: NaN or infinite values in {name}: the weights are damaged"
             )

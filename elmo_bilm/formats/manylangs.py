@@ -50,6 +50,7 @@ from elmo_bilm.formats.bilm_tf import (
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.model.char_cnn import CharCnnEncoder
 from elmo_bilm.utils.files import FormatError
+from elmo_bilm.utils.tensors import all_finite
 
 CONFIG = "config.json"
 CHAR_DIC = "char.dic"
@@ -326,7 +327,7 @@ def _take(
             f"{path}: {name} has shape {tuple(tensor.shape)}; the config and dictionaries imply "
             f"{shape}"
         )
-    if not tensor.is_floating_point() or not torch.isfinite(tensor).all():
+    if not tensor.is_floating_point() or not all_finite(tensor):
         raise FormatError(f"{path}: {name} is not finite floating-point weights")
     return tensor.to(torch.float32)
 
