@@ -1,6 +1,10 @@
 """The biLM's contextual part: forward and backward stacks of LSTMs with a projection (Sec. 3.1)."""
 
-from typing import List, Optional, Protocol, Tuple
+import functools
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, List, Optional, Protocol, Sequence, Tuple, TypeVar
 
 import torch
 from torch import nn
@@ -16,9 +20,9 @@ class Products(Protocol):
     """Per-direction products of an inference precision (`elmo_bilm.runtime.precision`), in place of
     the float32 ones: the interface of `onednn.PackedWeights`, plus the stack."""
 
-    def input_products(
-        self, stack: "ProjectedLstmStack", layer: int, x: torch.Tensor, bias: torch.Tensor
-    ) -> List[torch.Tensor]: ...
+    def input_linears(
+        self, stack: "ProjectedLstmStack", layer: int, bias: torch.Tensor
+    ) -> List[Callable[[torch.Tensor], torch.Tensor]]: ...
 
     def step_products(
         self, stack: "ProjectedLstmStack", layer: int, batch_size: int
@@ -268,14 +272,21 @@ class ProjectedLstmStack(nn.Module):
         Returns the recurrence's streams: one (2, N, 4 * dim) tensor for both directions, or with
         oneDNN or a precision's products one (N, 4 * dim) tensor per direction.
         """
-        weight = self.input_weights[layer]
+        if route == "bmm":
+            bias = self.biases[layer] + self.forget_bias  # (2, 1, 4 * dim)
+            return [torch.baddbmm(bias, x, self.input_weights[layer])]
+        return [linear(x[d]) for d, linear in enumerate(self._input_linears(layer, route))]
+
+    def _input_linears(
+        self, layer: int, route: str
+    ) -> List[Callable[[torch.Tensor], torch.Tensor]]:
+        """The per-direction routes' input-to-gate products, one `x (N, in) -> (N, 4 * dim)` per
+        direction, their weights prepared now (packed or cast, in the calling thread)."""
         bias = self.biases[layer] + self.forget_bias  # (2, 1, 4 * dim)
         if route == "products":
             assert self.products is not None
-            return self.products.input_products(self, layer, x, bias)
-        if route == "onednn":
-            return self._packed.input_products(layer, weight, bias, x)
-        return [torch.baddbmm(bias, x, weight)]
+            return self.products.input_linears(self, layer, bias)
+        return self._packed.input_linears(layer, self.input_weights[layer], bias)
 
     def _step_products(self, layer: int, route: str, batch_size: int) -> List[Step]:
         """The per-step products `(gate_inputs_t, h) -> gates` and `m -> P m`: with oneDNN or a
@@ -313,10 +324,12 @@ class ProjectedLstmStack(nn.Module):
         route: str,
         initial: Optional[_Carried] = None,
         finals: Optional[List[_Carried]] = None,
+        steps: Optional[List[Step]] = None,
     ) -> torch.Tensor:
         """Run one layer over packed input gates -> packed outputs (2, N, proj).
 
-        `streams`: as `_input_products` returns them. Packed as a `PackedSequence`: the
+        `streams`: as `_input_products` returns them, or one direction's stream alone with its
+        `steps` (then the result is that direction's (N, proj)). Packed as a `PackedSequence`: the
         `active[t]` running rows of step `t` (rows sorted by length, descending) follow those of
         step `t - 1`; `N = sum(active)`, no padding.
 
@@ -338,7 +351,8 @@ class ProjectedLstmStack(nn.Module):
         # One split per stream, not a slice per step: the backward of a slice allocates a zero
         # tensor of the whole stream, which made a layer's backward quadratic in the length.
         per_step = [x.split(active, dim=-2) for x in streams]
-        steps = self._step_products(layer, route, active[0])
+        if steps is None:
+            steps = self._step_products(layer, route, active[0])
         for t, n in enumerate(active):
             for k, (step_gates, project) in enumerate(steps):
                 gates = step_gates(per_step[k][t], h[k][..., :n, :])
@@ -424,11 +438,40 @@ class ProjectedLstmStack(nn.Module):
         by_word = distinct is not None and not (self.training and self.dropout.p > 0)
         # the first layer has no residual connection: by word, its packed inputs are not needed
         x = None if by_word else packing.pack(inputs)
+        routes = [self._route(layer, inputs) for layer in range(self.n_layers)]
+        if self._directions_at_once(routes, inputs):
+            word = None
+            if by_word:
+                assert distinct is not None
+                word = (distinct[0], packing.pack(distinct[1][..., None])[..., 0])
+            # the weights are checked and prepared here, once, for both threads
+            plans = [
+                (self._input_linears(layer, route), self._step_products(layer, route, batch))
+                for layer, route in enumerate(routes)
+                for batch in [packing.active[0]]
+            ]
+            directions = _DIRECTION_THREADS.run(
+                [
+                    functools.partial(
+                        self._direction,
+                        [
+                            (linears[d], steps[d], route)
+                            for (linears, steps), route in zip(plans, routes)
+                        ],
+                        packing.active,
+                        None if x is None else x[d],
+                        None if word is None else (word[0], word[1][d]),
+                    )
+                    for d in range(2)
+                ]
+            )
+            return [
+                packing.unpack(torch.stack(pair), self.projection_dim) for pair in zip(*directions)
+            ]
         initial = self._initial_states(packing, inputs.device) if self.stateful else None
         finals: Optional[List[_Carried]] = [] if self.stateful else None
         layers = []
-        for layer in range(self.n_layers):
-            route = self._route(layer, inputs)
+        for layer, route in enumerate(routes):
             if layer == 0 and by_word:
                 assert distinct is not None
                 streams = self._word_streams(distinct, packing, route)
@@ -446,6 +489,48 @@ class ProjectedLstmStack(nn.Module):
             self._save_states(finals, packing)
         return [packing.unpack(out, self.projection_dim) for out in layers]
 
+    def _directions_at_once(self, routes: List[str], inputs: torch.Tensor) -> bool:
+        """Whether the two directions run at once, each in a thread of its own
+        (`_DirectionThreads`): on a CPU with two or more intra-op threads, every layer on a
+        per-direction route (no gradient needed), no input dropout, no carried states and no
+        autocast (both thread-local states the threads would not see)."""
+        return (
+            inputs.device.type == "cpu"
+            and torch.get_num_threads() >= 2
+            and all(route != "bmm" for route in routes)
+            and not (self.training and self.dropout.p > 0)
+            and not self.stateful
+            and not torch.is_autocast_enabled("cpu")
+        )
+
+    def _direction(
+        self,
+        layers: List[Tuple[Callable[[torch.Tensor], torch.Tensor], Step, str]],
+        active: List[int],
+        x_d: Optional[torch.Tensor],
+        word: Optional[Tuple[torch.Tensor, torch.Tensor]],
+    ) -> List[torch.Tensor]:
+        """One direction's stack over the packed batch (in a thread of `_DirectionThreads`: the
+        directions share nothing but the input), each layer given as its `(input product, step
+        products, route)`: each layer's packed outputs (N, proj).
+
+        `x_d`: the direction's packed inputs (N, in), or with `word` = `(vectors (U, in), index
+        (N,))` the first layer's input products are taken per distinct word and gathered."""
+        outputs = []
+        for layer, (linear, step, route) in enumerate(layers):
+            if layer == 0 and word is not None:
+                stream = linear(word[0]).index_select(0, word[1])
+            else:
+                assert x_d is not None
+                stream = linear(x_d)
+            out = self._recurrence([stream], layer, active, route, steps=[step])
+            if layer > 0 and self.use_skip_connections:
+                assert x_d is not None
+                out = out + x_d
+            outputs.append(out)
+            x_d = out
+        return outputs
+
     def _word_streams(
         self,
         distinct: Tuple[torch.Tensor, torch.Tensor],
@@ -461,6 +546,58 @@ class ProjectedLstmStack(nn.Module):
             return [g.index_select(0, word_index[d]) for d, g in enumerate(word_streams)]
         gathered = [word_streams[0][d].index_select(0, word_index[d]) for d in range(2)]
         return [torch.stack(gathered)]
+
+
+T = TypeVar("T")
+
+
+class _DirectionThreads:
+    """Two threads that run a batch's forward and backward stacks at once on a CPU, each with
+    half of torch's intra-op threads (`torch.get_num_threads()` of the caller, at least one).
+
+    The per-step work of one direction (two products and a dozen small element-wise ops) then
+    never waits at a barrier for the other core, which is what intra-op threading of those
+    small ops does at every op; the two stacks share nothing. Grad mode and autocast are
+    thread-local, so each task runs under `torch.no_grad()` (only routes that need no gradient
+    come here) and autocast is excluded by the caller. The threads are made on first use, and
+    again in a child process after a fork (threads do not survive one)."""
+
+    def __init__(self) -> None:
+        self._pool: Optional[ThreadPoolExecutor] = None
+        self._lock = threading.Lock()
+        os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
+        self._pool = None
+        self._lock = threading.Lock()
+
+    def run(self, tasks: Sequence[Callable[[], T]]) -> List[T]:
+        """The tasks' results, each task run in its own thread (at most two tasks)."""
+        total = torch.get_num_threads()
+        per_thread = max(1, total // len(tasks))
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(2, thread_name_prefix="elmo-bilm-direction")
+            futures = [self._pool.submit(_threaded, task, per_thread) for task in tasks]
+        results = [future.result() for future in futures]
+        if any(changed for changed, _ in results):
+            # a thread's `set_num_threads` is also the default of threads started later: the
+            # caller's setting is restored as that default (its own threads keep theirs)
+            torch.set_num_threads(total)
+        return [result for _, result in results]
+
+
+def _threaded(task: Callable[[], T], threads: int) -> Tuple[bool, T]:
+    """`task()` without gradient, this thread's intra-op threads set to `threads` first; and
+    whether they had to be set."""
+    changed = torch.get_num_threads() != threads
+    if changed:
+        torch.set_num_threads(threads)
+    with torch.no_grad():
+        return changed, task()
+
+
+_DIRECTION_THREADS = _DirectionThreads()
 
 
 class _Packing:

@@ -133,14 +133,17 @@ class PackedWeights:
             self.packs[key] = (stamp, packs)
         return self.packs[key][1]
 
-    def input_products(
-        self, layer: int, weight: torch.Tensor, bias: torch.Tensor, x: torch.Tensor
-    ) -> List[torch.Tensor]:
-        """Input-to-gate products plus biases of `x` (2, N, in) for `weight` (2, in, 4 dim): one
-        (N, 4 dim) tensor per direction (stacking them would copy hundreds of MB)."""
+    def input_linears(
+        self, layer: int, weight: torch.Tensor, bias: torch.Tensor
+    ) -> List[Callable[[torch.Tensor], torch.Tensor]]:
+        """One `x (N, in) -> x W + b (N, 4 dim)` per direction for `weight` (2, in, 4 dim), packed
+        now (stacking the directions' results would copy hundreds of MB)."""
         packs = self.get("input_weights", layer, weight.transpose(1, 2), INPUT_BATCH_HINT)
         linear = torch.ops.mkldnn._linear_pointwise
-        return [linear(x[d], packs[d], bias[d, 0], "none", [], "") for d in range(2)]
+        return [
+            lambda x, pack=pack, b=bias[d, 0]: linear(x, pack, b, "none", [], "")  # type: ignore[misc]
+            for d, pack in enumerate(packs)
+        ]
 
     def step_products(
         self, layer: int, w_h: torch.Tensor, w_p: torch.Tensor, batch_size: int

@@ -232,31 +232,30 @@ class LstmProducts:
             lambda: torch.ops.mkldnn._reorder_linear_weight(weight.contiguous(), rows),
         )
 
-    def input_products(
-        self, stack: ProjectedLstmStack, layer: int, x: torch.Tensor, bias: torch.Tensor
-    ) -> List[torch.Tensor]:
-        """Input-to-gate products plus biases of `x` (2, N, in): one (N, 4 dim) stream per
-        direction (bfloat16 in bfloat16, else float32)."""
+    def input_linears(
+        self, stack: ProjectedLstmStack, layer: int, bias: torch.Tensor
+    ) -> List[Callable[[torch.Tensor], torch.Tensor]]:
+        """One `x (N, in) -> x W + b (N, 4 dim)` per direction, its weight prepared now (bfloat16
+        results in bfloat16, else float32)."""
         weight, rows = stack.input_weights[layer], onednn.INPUT_BATCH_HINT
         if self.precision == "bfloat16":
+            bf16 = [
+                self._weight("bfloat16", "input", layer, d, weight[d].T, rows) for d in range(2)
+            ]
             return [
-                self._weight("bfloat16", "input", layer, d, weight[d].T, rows).linear(
-                    x[d], bias[d, 0].bfloat16()
-                )
-                for d in range(2)
+                lambda x, w=w, b=bias[d, 0].bfloat16(): w.linear(x, b)  # type: ignore[misc]
+                for d, w in enumerate(bf16)
             ]
         # int8: the bias goes into fbgemm's pack (its product adds it)
-        return [
-            _int8_linear(
-                x[d],
-                self.derived.get(
-                    ("input", layer, d, "int8"),
-                    [weight[d], stack.biases[layer][d]],
-                    lambda: _int8_pack(weight[d].T, bias[d, 0]),  # noqa: B023 (called at once)
-                ),
+        packs = [
+            self.derived.get(
+                ("input", layer, d, "int8"),
+                [weight[d], stack.biases[layer][d]],
+                lambda: _int8_pack(weight[d].T, bias[d, 0]),  # noqa: B023 (called at once)
             )
             for d in range(2)
         ]
+        return [lambda x, pack=pack: _int8_linear(x, pack) for pack in packs]  # type: ignore[misc]
 
     def step_products(self, stack: ProjectedLstmStack, layer: int, batch_size: int) -> List[Step]:
         """One `(gate_inputs_t, h) -> gates`, `m -> P m` pair per direction."""

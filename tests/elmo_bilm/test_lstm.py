@@ -1,4 +1,5 @@
 import copy
+import threading
 
 import pytest
 import torch
@@ -248,3 +249,65 @@ def test_autocast_casts_the_step_weights_once_not_per_step(monkeypatch):
     for parameter in stack.parameters():
         parameter.requires_grad_(False)  # frozen, as in ELMo: autocast would not cache its casts
     assert _casts_in_forward(stack, 40) == _casts_in_forward(stack, 10)
+
+
+@pytest.fixture
+def two_threads():
+    """torch at two intra-op threads for the test (the suite runs at one), restored after."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.skipif(not onednn.AVAILABLE, reason="oneDNN is not available in this torch build")
+@pytest.mark.parametrize("route", ["onednn", "int8"])
+@pytest.mark.parametrize("by_word", [False, True])
+def test_directions_at_once_equal_one_after_the_other(monkeypatch, two_threads, route, by_word):
+    from elmo_bilm.model import lstm as lstm_module
+    from elmo_bilm.runtime.precision import LstmProducts
+
+    monkeypatch.setattr(onednn, "MIN_STEP_BYTES", 0)
+    stack = make_stack(6).requires_grad_(False)  # frozen, as Elmo's biLM
+    if route == "int8":
+        stack.products = LstmProducts("int8", "int8")
+    vectors = torch.randn(4, 6)
+    index = torch.tensor([[0, 1, 2, 1, 0], [3, 3, 0, 0, 0], [2, 0, 0, 0, 0]])
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0], [1, 0, 0, 0, 0]]).bool()
+    inputs = vectors[index] * mask[..., None]
+    distinct = (vectors, index) if by_word else None
+    threads_seen = []
+    threaded = lstm_module._threaded
+
+    def spy(task, threads):
+        threads_seen.append((threading.current_thread().name, threads, torch.is_grad_enabled()))
+        return threaded(task, threads)
+
+    monkeypatch.setattr(lstm_module, "_threaded", spy)
+    at_once = stack(inputs, mask, distinct)  # grad mode on, as in a frozen biLM's caller
+    assert sorted(name.startswith("elmo-bilm-direction") for name, _, _ in threads_seen) == [
+        True,
+        True,
+    ]
+    assert {threads for _, threads, _ in threads_seen} == {1}  # two threads, one each
+    assert not any(layer.requires_grad for layer in at_once)  # no graph kept in the threads
+    # a thread started afterwards still gets the caller's setting (2), not the workers' (1)
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+    thread.start()
+    thread.join()
+    assert seen == [2]
+    torch.set_num_threads(1)
+    one_after_the_other = stack(inputs, mask, distinct)
+    assert len(threads_seen) == 2  # this pass ran in the calling thread
+    # the same kernels at one thread each: only the threads differ, so float32 rounding alone
+    for a, b in zip(at_once, one_after_the_other):
+        assert_float32_close(a, b, NETWORK)
+
+
+def test_directions_run_in_the_calling_thread_where_a_gradient_is_needed(two_threads):
+    stack = make_stack(7).train()
+    inputs = torch.randn(2, 3, 6, requires_grad=True)
+    out = stack(inputs, torch.ones(2, 3, dtype=torch.bool))
+    out[-1].sum().backward()  # the bmm path in this thread: the graph reaches the inputs
+    assert inputs.grad is not None and inputs.grad.abs().sum() > 0
