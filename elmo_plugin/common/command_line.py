@@ -320,6 +320,11 @@ def main() -> None:
         return
     import elmo_plugin
 
+    argv = sys.argv[1:]
+    if argv[:1] == ["elmo-table1"] and "--verbose" not in argv:
+        # AllenNLP's plugin discovery logs before the command runs; the command keeps third
+        # parties' INFO lines off its console unless asked for (`--verbose`)
+        logging.getLogger("allennlp.common.plugins").setLevel(logging.WARNING)
     elmo_plugin.register()  # the subcommands and components, before AllenNLP's logging set-up
     import allennlp.__main__  # noqa: F401  # AllenNLP's logging set-up, as under `allennlp`
     from allennlp.commands import main as allennlp_main

@@ -153,3 +153,17 @@ def test_elmo_plugin_script_reaches_the_subcommands_without_a_plugins_file(tmp_p
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("elmo-plugin: error: snli_esim_elmoo: no such config file"), last
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_elmo_table1_keeps_plugin_discovery_off_its_console_unless_verbose(tmp_path, verbose):
+    """AllenNLP logs `Plugin allennlp_models available` once the arguments parse, before the
+    command runs; `elmo-plugin elmo-table1` keeps it off the console without `--verbose` (issue
+    69 item 3). A missing `--runs-from` ends the command at its first check, in one line."""
+    script = os.path.join(os.path.dirname(sys.executable), "elmo-plugin")
+    argv = [script, "elmo-table1", "-s", "out", "--scale", "smoke", "--runs-from", "missing"]
+    argv += ["--verbose"] if verbose else []
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert "elmo-table1: error: --runs-from missing: no such file" in done.stderr
+    assert ("Plugin allennlp_models available" in done.stderr) == verbose
+    assert not (tmp_path / "out").exists()
