@@ -321,10 +321,12 @@ def main() -> None:
     import elmo_plugin
 
     argv = sys.argv[1:]
+    plugins_logger = logging.getLogger("allennlp.common.plugins")
+    level = plugins_logger.level
     if argv[:1] == ["elmo-table1"] and "--verbose" not in argv:
         # AllenNLP's plugin discovery logs before the command runs; the command keeps third
         # parties' INFO lines off its console unless asked for (`--verbose`)
-        logging.getLogger("allennlp.common.plugins").setLevel(logging.WARNING)
+        plugins_logger.setLevel(logging.WARNING)
     elmo_plugin.register()  # the subcommands and components, before AllenNLP's logging set-up
     import allennlp.__main__  # noqa: F401  # AllenNLP's logging set-up, as under `allennlp`
     from allennlp.commands import main as allennlp_main
@@ -332,4 +334,7 @@ def main() -> None:
 
     install(force=True)
     install_sigterm_handler()
-    allennlp_main(prog=PROG)
+    try:
+        allennlp_main(prog=PROG)
+    finally:  # as it was, for a program that runs commands in turn (the start-up test does)
+        plugins_logger.setLevel(level)
