@@ -156,9 +156,11 @@ def instrumented(timer: StageTimer) -> Iterator[None]:
             x.shape[-1],
         )
 
-    def timed_step_products(self: Any, layer: int, route: str, batch_size: int) -> Any:
+    def timed_step_products(
+        self: Any, layer: int, route: str, batch_size: int, directions: Any = (0, 1)
+    ) -> Any:
         with timer.stage("packed-weight checks"):  # the rest of it is building closures
-            steps = step_products(self, layer, route, batch_size)
+            steps = step_products(self, layer, route, batch_size, directions)
 
         def wrapped(gates: Callable, project: Callable) -> Tuple[Callable, Callable]:
             def timed_gates(inputs_t: torch.Tensor, h: torch.Tensor) -> torch.Tensor:

@@ -21,11 +21,19 @@ class Products(Protocol):
     the float32 ones: the interface of `onednn.PackedWeights`, plus the stack."""
 
     def input_linears(
-        self, stack: "ProjectedLstmStack", layer: int, bias: torch.Tensor
+        self,
+        stack: "ProjectedLstmStack",
+        layer: int,
+        bias: torch.Tensor,
+        directions: Sequence[int] = (0, 1),
     ) -> List[Callable[[torch.Tensor], torch.Tensor]]: ...
 
     def step_products(
-        self, stack: "ProjectedLstmStack", layer: int, batch_size: int
+        self,
+        stack: "ProjectedLstmStack",
+        layer: int,
+        batch_size: int,
+        directions: Sequence[int] = (0, 1),
     ) -> List[Step]: ...
 
     @property
@@ -278,26 +286,33 @@ class ProjectedLstmStack(nn.Module):
         return [linear(x[d]) for d, linear in enumerate(self._input_linears(layer, route))]
 
     def _input_linears(
-        self, layer: int, route: str
+        self, layer: int, route: str, directions: Sequence[int] = (0, 1)
     ) -> List[Callable[[torch.Tensor], torch.Tensor]]:
         """The per-direction routes' input-to-gate products, one `x (N, in) -> (N, 4 * dim)` per
-        direction, their weights prepared now (packed or cast, in the calling thread)."""
+        direction of `directions`, their weights prepared now (checked, then packed or cast if
+        they changed) in the calling thread."""
         bias = self.biases[layer] + self.forget_bias  # (2, 1, 4 * dim)
         if route == "products":
             assert self.products is not None
-            return self.products.input_linears(self, layer, bias)
-        return self._packed.input_linears(layer, self.input_weights[layer], bias)
+            return self.products.input_linears(self, layer, bias, directions)
+        return self._packed.input_linears(layer, self.input_weights[layer], bias, directions)
 
-    def _step_products(self, layer: int, route: str, batch_size: int) -> List[Step]:
+    def _step_products(
+        self, layer: int, route: str, batch_size: int, directions: Sequence[int] = (0, 1)
+    ) -> List[Step]:
         """The per-step products `(gate_inputs_t, h) -> gates` and `m -> P m`: with oneDNN or a
-        precision's products one pair per direction, else one `baddbmm` / `bmm` pair for both
-        directions stacked."""
+        precision's products one pair per direction of `directions`, else one `baddbmm` /
+        `bmm` pair for both directions stacked."""
         if route == "products":
             assert self.products is not None
-            return self.products.step_products(self, layer, batch_size)
+            return self.products.step_products(self, layer, batch_size, directions)
         if route == "onednn":
             return self._packed.step_products(
-                layer, self.recurrent_weights[layer], self.projections[layer], batch_size
+                layer,
+                self.recurrent_weights[layer],
+                self.projections[layer],
+                batch_size,
+                directions,
             )
         w_h, w_p_t = self._step_weights(layer)
         return [
@@ -444,20 +459,12 @@ class ProjectedLstmStack(nn.Module):
             if by_word:
                 assert distinct is not None
                 word = (distinct[0], packing.pack(distinct[1][..., None])[..., 0])
-            # the weights are checked and prepared here, once, for both threads
-            plans = [
-                (self._input_linears(layer, route), self._step_products(layer, route, batch))
-                for layer, route in enumerate(routes)
-                for batch in [packing.active[0]]
-            ]
             directions = _DIRECTION_THREADS.run(
                 [
                     functools.partial(
                         self._direction,
-                        [
-                            (linears[d], steps[d], route)
-                            for (linears, steps), route in zip(plans, routes)
-                        ],
+                        d,
+                        routes,
                         packing.active,
                         None if x is None else x[d],
                         None if word is None else (word[0], word[1][d]),
@@ -505,19 +512,22 @@ class ProjectedLstmStack(nn.Module):
 
     def _direction(
         self,
-        layers: List[Tuple[Callable[[torch.Tensor], torch.Tensor], Step, str]],
+        d: int,
+        routes: List[str],
         active: List[int],
         x_d: Optional[torch.Tensor],
         word: Optional[Tuple[torch.Tensor, torch.Tensor]],
     ) -> List[torch.Tensor]:
-        """One direction's stack over the packed batch (in a thread of `_DirectionThreads`: the
-        directions share nothing but the input), each layer given as its `(input product, step
-        products, route)`: each layer's packed outputs (N, proj).
+        """Direction `d`'s stack over the packed batch (in a thread of `_DirectionThreads`: the
+        directions share nothing but the input, and each checks and packs its own weights),
+        each layer on its route: each layer's packed outputs (N, proj).
 
         `x_d`: the direction's packed inputs (N, in), or with `word` = `(vectors (U, in), index
         (N,))` the first layer's input products are taken per distinct word and gathered."""
         outputs = []
-        for layer, (linear, step, route) in enumerate(layers):
+        for layer, route in enumerate(routes):
+            (linear,) = self._input_linears(layer, route, (d,))
+            (step,) = self._step_products(layer, route, active[0], (d,))
             if layer == 0 and word is not None:
                 stream = linear(word[0]).index_select(0, word[1])
             else:

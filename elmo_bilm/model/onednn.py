@@ -106,58 +106,69 @@ class WeightStamp:
 
 
 class PackedWeights:
-    """oneDNN-packed per-direction copies of parameters, keyed by (name, layer) and rebuilt when
-    the parameter's values change, whichever way (`WeightStamp`: an optimiser step, a load, an
-    edit through `.data`). Opaque tensors: never copied or pickled with the module (see
+    """oneDNN-packed per-direction copies of parameters, keyed by (name, layer, direction) and
+    rebuilt when the weight's values change, whichever way (`WeightStamp`: an optimiser step, a
+    load, an edit through `.data`); each direction's on its own, so the two directions' threads
+    check and pack their own. Opaque tensors: never copied or pickled with the module (see
     `ProjectedLstmStack.__getstate__`)."""
 
     def __init__(self) -> None:
-        self.packs: Dict[Tuple[str, int], Tuple[WeightStamp, List[torch.Tensor]]] = {}
+        self.packs: Dict[Tuple[str, int, int], Tuple[WeightStamp, torch.Tensor]] = {}
 
     def clear(self) -> None:
         self.packs.clear()
 
     def get(
-        self, name: str, layer: int, weight: torch.Tensor, batch_hint: int
-    ) -> List[torch.Tensor]:
-        """The packs of `weight` (2, out, in), one per direction (a view of the parameter
-        `name`[`layer`] is fine)."""
+        self, name: str, layer: int, direction: int, weight: torch.Tensor, batch_hint: int
+    ) -> torch.Tensor:
+        """The pack of one direction's `weight` (out, in) (a view of the parameter
+        `name`[`layer`][`direction`] is fine)."""
         stamp = WeightStamp([weight])
-        key = (name, layer)
+        key = (name, layer, direction)
         if key not in self.packs or self.packs[key][0] != stamp:
             with torch.no_grad():
-                packs = [
-                    torch.ops.mkldnn._reorder_linear_weight(weight[d].contiguous(), batch_hint)
-                    for d in range(2)
-                ]
-            self.packs[key] = (stamp, packs)
+                pack = torch.ops.mkldnn._reorder_linear_weight(weight.contiguous(), batch_hint)
+            self.packs[key] = (stamp, pack)
         return self.packs[key][1]
 
     def input_linears(
-        self, layer: int, weight: torch.Tensor, bias: torch.Tensor
+        self,
+        layer: int,
+        weight: torch.Tensor,
+        bias: torch.Tensor,
+        directions: Sequence[int] = (0, 1),
     ) -> List[Callable[[torch.Tensor], torch.Tensor]]:
-        """One `x (N, in) -> x W + b (N, 4 dim)` per direction for `weight` (2, in, 4 dim), packed
-        now (stacking the directions' results would copy hundreds of MB)."""
-        packs = self.get("input_weights", layer, weight.transpose(1, 2), INPUT_BATCH_HINT)
+        """One `x (N, in) -> x W + b (N, 4 dim)` per direction of `directions` for `weight`
+        (2, in, 4 dim), packed now (stacking the directions' results would copy hundreds of
+        MB)."""
         linear = torch.ops.mkldnn._linear_pointwise
-        return [
-            lambda x, pack=pack, b=bias[d, 0]: linear(x, pack, b, "none", [], "")  # type: ignore[misc]
-            for d, pack in enumerate(packs)
-        ]
+        linears: List[Callable[[torch.Tensor], torch.Tensor]] = []
+        for d in directions:
+            pack = self.get("input_weights", layer, d, weight[d].t(), INPUT_BATCH_HINT)
+            linears.append(
+                lambda x, pack=pack, b=bias[d, 0]: linear(x, pack, b, "none", [], "")  # type: ignore[misc]
+            )
+        return linears
 
     def step_products(
-        self, layer: int, w_h: torch.Tensor, w_p: torch.Tensor, batch_size: int
+        self,
+        layer: int,
+        w_h: torch.Tensor,
+        w_p: torch.Tensor,
+        batch_size: int,
+        directions: Sequence[int] = (0, 1),
     ) -> List[Step]:
-        """One `(gate_inputs_t, h) -> gates`, `m -> P m` pair per direction, for the recurrent
-        weights `w_h` (2, proj, 4 dim) and the projection `w_p` stored (2, proj, dim)."""
-        packed_h = self.get("recurrent_weights", layer, w_h.transpose(1, 2), batch_size)
-        packed_p = self.get("projections", layer, w_p, batch_size)  # (2, proj, dim): (out, in)
+        """One `(gate_inputs_t, h) -> gates`, `m -> P m` pair per direction of `directions`,
+        for the recurrent weights `w_h` (2, proj, 4 dim) and the projection `w_p` stored (2,
+        proj, dim)."""
         linear = torch.ops.mkldnn._linear_pointwise
 
         def direction(d: int) -> Step:
+            packed_h = self.get("recurrent_weights", layer, d, w_h[d].t(), batch_size)
+            packed_p = self.get("projections", layer, d, w_p[d], batch_size)  # (out, in)
             return (
-                lambda inputs_t, h: linear.binary(h, inputs_t, packed_h[d], None, "add"),
-                lambda m: linear(m, packed_p[d], None, "none", [], ""),
+                lambda inputs_t, h: linear.binary(h, inputs_t, packed_h, None, "add"),
+                lambda m: linear(m, packed_p, None, "none", [], ""),
             )
 
-        return [direction(0), direction(1)]
+        return [direction(d) for d in directions]

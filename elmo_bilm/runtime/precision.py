@@ -19,7 +19,7 @@ precision, torchao against fbgemm) and the errors they give.
 
 import argparse
 import warnings
-from typing import Any, Callable, Dict, List, Optional, Tuple, cast
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import torch
 from torch import nn
@@ -233,18 +233,23 @@ class LstmProducts:
         )
 
     def input_linears(
-        self, stack: ProjectedLstmStack, layer: int, bias: torch.Tensor
+        self,
+        stack: ProjectedLstmStack,
+        layer: int,
+        bias: torch.Tensor,
+        directions: Sequence[int] = (0, 1),
     ) -> List[Callable[[torch.Tensor], torch.Tensor]]:
-        """One `x (N, in) -> x W + b (N, 4 dim)` per direction, its weight prepared now (bfloat16
-        results in bfloat16, else float32)."""
+        """One `x (N, in) -> x W + b (N, 4 dim)` per direction of `directions`, its weight
+        prepared now (bfloat16 results in bfloat16, else float32)."""
         weight, rows = stack.input_weights[layer], onednn.INPUT_BATCH_HINT
         if self.precision == "bfloat16":
-            bf16 = [
-                self._weight("bfloat16", "input", layer, d, weight[d].T, rows) for d in range(2)
-            ]
             return [
-                lambda x, w=w, b=bias[d, 0].bfloat16(): w.linear(x, b)  # type: ignore[misc]
-                for d, w in enumerate(bf16)
+                lambda x,
+                w=self._weight(  # type: ignore[misc]
+                    "bfloat16", "input", layer, d, weight[d].T, rows
+                ),
+                b=bias[d, 0].bfloat16(): w.linear(x, b)
+                for d in directions
             ]
         # int8: the bias goes into fbgemm's pack (its product adds it)
         packs = [
@@ -253,12 +258,18 @@ class LstmProducts:
                 [weight[d], stack.biases[layer][d]],
                 lambda: _int8_pack(weight[d].T, bias[d, 0]),  # noqa: B023 (called at once)
             )
-            for d in range(2)
+            for d in directions
         ]
         return [lambda x, pack=pack: _int8_linear(x, pack) for pack in packs]  # type: ignore[misc]
 
-    def step_products(self, stack: ProjectedLstmStack, layer: int, batch_size: int) -> List[Step]:
-        """One `(gate_inputs_t, h) -> gates`, `m -> P m` pair per direction."""
+    def step_products(
+        self,
+        stack: ProjectedLstmStack,
+        layer: int,
+        batch_size: int,
+        directions: Sequence[int] = (0, 1),
+    ) -> List[Step]:
+        """One `(gate_inputs_t, h) -> gates`, `m -> P m` pair per direction of `directions`."""
         w_h, w_p = stack.recurrent_weights[layer], stack.projections[layer]
 
         def direction(d: int) -> Step:
@@ -282,7 +293,7 @@ class LstmProducts:
                 return gates, lambda m: w_o.linear(m)
             return gates, lambda m: _int8_linear(m, w_o)
 
-        return [direction(0), direction(1)]
+        return [direction(d) for d in directions]
 
 
 class PrecisionLinear(nn.Linear):

@@ -124,7 +124,7 @@ def test_onednn_packed_path_equals_bmm_path_and_follows_weight_changes(monkeypat
         assert stack._packed.packs == {}  # weights this small stay with bmm
         monkeypatch.setattr(onednn, "MIN_STEP_BYTES", 0)
         packed = stack(inputs, mask)
-        assert {layer for _, layer in stack._packed.packs} == {0, 1}  # the packed path ran
+        assert {layer for _, layer, _ in stack._packed.packs} == {0, 1}  # the packed path ran
         monkeypatch.setattr(onednn, "AVAILABLE", False)
         plain = stack(inputs, mask)
         monkeypatch.setattr(onednn, "AVAILABLE", True)
@@ -284,7 +284,21 @@ def test_directions_at_once_equal_one_after_the_other(monkeypatch, two_threads, 
         return threaded(task, threads)
 
     monkeypatch.setattr(lstm_module, "_threaded", spy)
+    packed_in = []  # (thread, direction) of each weight check and pack of the oneDNN route
+    get = onednn.PackedWeights.get
+
+    def get_spy(self, name, layer, direction, weight, batch_hint):
+        packed_in.append((threading.current_thread().name, direction))
+        return get(self, name, layer, direction, weight, batch_hint)
+
+    monkeypatch.setattr(onednn.PackedWeights, "get", get_spy)
     at_once = stack(inputs, mask, distinct)  # grad mode on, as in a frozen biLM's caller
+    if route == "onednn":  # each direction's weights checked and packed in its own thread
+        threads_of = {d: {name for name, seen in packed_in if seen == d} for d in (0, 1)}
+        assert all(len(names) == 1 for names in threads_of.values())
+        assert threads_of[0] != threads_of[1]
+        assert all(name.startswith("elmo-bilm-direction") for (name,) in threads_of.values())
+        assert len(packed_in) == 2 * 3 * 2  # directions x (input, recurrent, projection) x layers
     assert sorted(name.startswith("elmo-bilm-direction") for name, _, _ in threads_seen) == [
         True,
         True,
