@@ -134,6 +134,29 @@ def check_free_space(output_file: str, needed: int) -> None:
         )
 
 
+def _check_run(
+    input_file: str,
+    output_file: str,
+    chunk_size: int,
+    batch_size: int,
+    overwrite: bool,
+    cuda_device: int,
+) -> None:
+    """The checks `embed_file` and `embed_fasta` share, before any work: sizes, the output
+    (not there unless `overwrite`, not the input) and the device."""
+    if chunk_size < 1 or batch_size < 1:
+        raise UsageError("chunk_size and batch_size must be at least 1")
+    if os.path.exists(output_file) and not overwrite:
+        raise FileExistsError(f"{output_file} exists; pass --overwrite to replace it")
+    if os.path.exists(output_file) and os.path.samefile(input_file, output_file):
+        raise UsageError(f"{output_file} is the input file; write the output elsewhere")
+    if cuda_device >= 0 and cuda_device >= torch.cuda.device_count():
+        raise UsageError(
+            f"--cuda-device {cuda_device}, but this machine has {torch.cuda.device_count()} CUDA "
+            "devices (-1: the CPU)"
+        )
+
+
 def embed_file(
     bilm: BiLm,
     input_file: str,
@@ -166,17 +189,7 @@ def embed_file(
         raise UsageError(f"dtype must be one of {DTYPES}, got {dtype!r}")
     if output_format == "parquet" and sentence_keys:
         raise UsageError("--use-sentence-keys names HDF5 datasets; Parquet rows carry their line")
-    if chunk_size < 1 or batch_size < 1:
-        raise UsageError("chunk_size and batch_size must be at least 1")
-    if os.path.exists(output_file) and not overwrite:
-        raise FileExistsError(f"{output_file} exists; pass --overwrite to replace it")
-    if os.path.exists(output_file) and os.path.samefile(input_file, output_file):
-        raise UsageError(f"{output_file} is the input file; write the output elsewhere")
-    if cuda_device >= 0 and cuda_device >= torch.cuda.device_count():
-        raise UsageError(
-            f"--cuda-device {cuda_device}, but this machine has {torch.cuda.device_count()} CUDA "
-            "devices (-1: the CPU)"
-        )
+    _check_run(input_file, output_file, chunk_size, batch_size, overwrite, cuda_device)
     total, tokens = count_sentences(input_file)
     depth = layers.depth(bilm.num_layers)
     width = numpy.dtype(dtype).itemsize
@@ -428,17 +441,7 @@ def embed_fasta(
     layers = Layers.of(layers)
     if dtype not in DTYPES:
         raise UsageError(f"dtype must be one of {DTYPES}, got {dtype!r}")
-    if chunk_size < 1 or batch_size < 1:
-        raise UsageError("chunk_size and batch_size must be at least 1")
-    if os.path.exists(output_file) and not overwrite:
-        raise FileExistsError(f"{output_file} exists; pass --overwrite to replace it")
-    if os.path.exists(output_file) and os.path.samefile(input_file, output_file):
-        raise UsageError(f"{output_file} is the input file; write the output elsewhere")
-    if cuda_device >= torch.cuda.device_count():
-        raise UsageError(
-            f"--cuda-device {cuda_device}, but this machine has {torch.cuda.device_count()} CUDA "
-            "devices (-1: the CPU)"
-        )
+    _check_run(input_file, output_file, chunk_size, batch_size, overwrite, cuda_device)
     total = residues = 0
     for _, _, sequence in read_fasta(input_file):
         total, residues = total + 1, residues + len(sequence)
