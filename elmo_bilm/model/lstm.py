@@ -573,22 +573,31 @@ class _DirectionThreads:
     again in a child process after a fork (threads do not survive one)."""
 
     def __init__(self) -> None:
-        self._pool: Optional[ThreadPoolExecutor] = None
+        self._pools: List[ThreadPoolExecutor] = []
         self._lock = threading.Lock()
         os.register_at_fork(after_in_child=self._forget)
 
     def _forget(self) -> None:
-        self._pool = None
+        self._pools = []
         self._lock = threading.Lock()
 
     def run(self, tasks: Sequence[Callable[[], T]]) -> List[T]:
-        """The tasks' results, each task run in its own thread (at most two tasks)."""
+        """The tasks' results, task `i` run in thread `i` (at most two tasks).
+
+        One single-thread executor per task: a shared pool of two lets an idle worker that
+        finished the first task take the second too, so the directions would run one after the
+        other in one thread."""
         total = torch.get_num_threads()
         per_thread = max(1, total // len(tasks))
         with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(2, thread_name_prefix="elmo-bilm-direction")
-            futures = [self._pool.submit(_threaded, task, per_thread) for task in tasks]
+            if not self._pools:
+                self._pools = [
+                    ThreadPoolExecutor(1, thread_name_prefix=f"elmo-bilm-direction-{i}")
+                    for i in range(2)
+                ]
+            futures = [
+                pool.submit(_threaded, task, per_thread) for pool, task in zip(self._pools, tasks)
+            ]
         results = [future.result() for future in futures]
         if any(changed for changed, _ in results):
             # a thread's `set_num_threads` is also the default of threads started later: the
