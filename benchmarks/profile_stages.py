@@ -59,6 +59,7 @@ from elmo_bilm.model.bilm import BiLm  # noqa: E402
 from elmo_bilm.model.char_cnn import CharCnnEncoder  # noqa: E402
 from elmo_bilm.model.characters import batch_char_ids  # noqa: E402
 from elmo_bilm.model.lstm import ProjectedLstmStack, _Packing  # noqa: E402
+from elmo_bilm.runtime.precision import PRECISIONS, set_precision  # noqa: E402
 from elmo_bilm.sources.resolver import load_bilm  # noqa: E402
 
 _IMPORTED = time.perf_counter()
@@ -316,6 +317,12 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     parser.add_argument("--sentences", type=int, default=200)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument(
+        "--precision",
+        default="float32",
+        choices=PRECISIONS,
+        help="set_precision's setting for the passes (the FLOPs are counted in float32 first)",
+    )
     parser.add_argument("--no-flops", action="store_true", help="skip the FlopCounterMode pass")
     parser.add_argument("--trace", help="write a torch.profiler Chrome trace of one pass here")
     parser.add_argument("--json", help="write the records here too")
@@ -352,6 +359,10 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
         warm_s = time.perf_counter() - warm
     bilm.char_cnn.clear_word_cache()
     flops = None if args.no_flops else bmm_flops(bilm, batches)
+    if args.precision != "float32":  # the same FLOPs, in another precision from here on
+        set_precision(bilm, args.precision)
+        with torch.no_grad():
+            bilm(batches[0])  # its weights prepared (quantised or copied) before the passes
     records = [profile(bilm, batches, threads, flops) for threads in args.threads]
     if args.trace:
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
@@ -368,6 +379,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
         "sentences": len(sentences),
         "tokens": tokens,
         "batch_size": args.batch_size,
+        "precision": args.precision,
         "start_up": {
             "process_start_to_imports_s": _AGE_AT_START + (_IMPORTED - _CLOCK_AT_START),
             "interpreter_s": _AGE_AT_START,
@@ -393,7 +405,7 @@ def print_table(result: Dict[str, Any]) -> None:
     print(
         f"\n{result['cpu']}, torch {result['torch']}, ATen kernels "
         f"{result['aten_cpu_capability']}, ONEDNN_MAX_CPU_ISA {result['onednn_max_cpu_isa']}, "
-        f"{result['tokens']} tokens"
+        f"{result['tokens']} tokens, precision {result['precision']}"
     )
     head = " | ".join(f"{r['threads']} thread(s)" for r in runs)
     print(f"| stage | what | {head} |")

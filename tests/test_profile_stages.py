@@ -36,6 +36,31 @@ def test_shares_cover_the_forward(capsys: pytest.CaptureFixture) -> None:
     assert "| step: gates + cell clip |" in out
 
 
+def test_a_reduced_precision_is_profiled_in_the_same_stages(monkeypatch) -> None:
+    """int8 (fbgemm, every x86 CPU) through the same wrappers: its products are timed as products,
+    and the FLOPs stay the float32 pass's count."""
+    from elmo_bilm.runtime import precision
+
+    argv = ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
+    argv += ["--sentences", "3", "--threads", "1"]
+    float32 = profile_stages.main(argv)
+    int8_products = []
+    int8_linear = precision._int8_linear
+    monkeypatch.setattr(
+        precision,
+        "_int8_linear",
+        lambda x, packed: int8_products.append(1) or int8_linear(x, packed),
+    )
+    result = profile_stages.main(argv + ["--precision", "int8"])
+    assert int8_products  # the passes ran fbgemm's products
+    assert result["precision"] == "int8"
+    (run,) = result["runs"]
+    assert [name for name, share in run["shares"].items() if share > 0] == list(run["shares"])
+    assert sum(run["shares"].values()) == pytest.approx(1.0, abs=1e-6)
+    flops = [r["plugin_gflops_per_s"] * r["forward_s"] for r in (float32["runs"][0], run)]
+    assert flops[1] == pytest.approx(flops[0], rel=1e-9)
+
+
 def test_the_wrappers_are_removed_after_the_pass() -> None:
     """The stages are timed from the outside, for the instrumented pass only."""
     import torch
