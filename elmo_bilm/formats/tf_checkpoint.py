@@ -352,13 +352,29 @@ def resolve_checkpoint(path: PathLike) -> str:
             f"{path}: no `checkpoint` file and {len(prefixes)} *.index files without step "
             "numbers to order them; name the checkpoint's prefix (.../model.ckpt-N)"
         )
-    if path.endswith(".index"):
+    prefix = checkpoint_file_prefix(path)
+    if prefix is None:
+        raise FileNotFoundError(
+            f"{path}: no such checkpoint (name PREFIX, PREFIX.index, a PREFIX.data-* shard or "
+            "their folder)"
+        )
+    return prefix
+
+
+def checkpoint_file_prefix(path: str) -> Optional[str]:
+    """The checkpoint prefix that the file path `path` names (`PREFIX.index`, a `PREFIX.data-*`
+    shard, or `PREFIX` with its `.index` beside it), or None where it names no checkpoint file;
+    an index that exists but is not a regular file (a folder, a FIFO) is refused."""
+    for index in (path, path + ".index"):
+        if index.endswith(".index") and os.path.exists(index) and not os.path.isfile(index):
+            raise FormatError(f"{index}: not a regular file (a checkpoint index is one)")
+    if path.endswith(".index") and os.path.isfile(path):
         return path[: -len(".index")]
-    if ".data-" in os.path.basename(path):
+    if ".data-" in os.path.basename(path) and os.path.isfile(path):
         return path[: path.rindex(".data-")]
-    if not os.path.isfile(path + ".index"):
-        raise FileNotFoundError(f"{path}.index: no such checkpoint (name PREFIX or its folder)")
-    return path
+    if os.path.isfile(path + ".index"):
+        return path
+    return None
 
 
 def _step(prefix: str) -> Optional[int]:

@@ -39,7 +39,11 @@ from typing import List, Optional, Tuple
 from elmo_bilm.formats.bilm_tf import export_bilm_tf, load_bilm_tf
 from elmo_bilm.formats.convert import convert_checkpoint
 from elmo_bilm.formats.manylangs import is_manylangs_folder, load_manylangs
-from elmo_bilm.formats.tf_checkpoint import CheckpointReader, resolve_checkpoint
+from elmo_bilm.formats.tf_checkpoint import (
+    CheckpointReader,
+    checkpoint_file_prefix,
+    resolve_checkpoint,
+)
 from elmo_bilm.formats.tfhub import is_tfhub_checkpoint, read_tfhub
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.sources import published
@@ -167,7 +171,7 @@ def resolve_bilm(
         )
     if os.path.isdir(source):
         return _in_folder("folder", source, Path(source))
-    prefix = _checkpoint_prefix(source)
+    prefix = checkpoint_file_prefix(source)
     if prefix is not None:
         options = os.path.join(os.path.dirname(prefix) or ".", "options.json")
         return _checkpoint("checkpoint", source, prefix, options)
@@ -206,7 +210,7 @@ def options_path(options_file: str) -> str:
     if (
         names_whole_bilm(options_file)
         or os.path.isdir(options_file)
-        or _checkpoint_prefix(options_file)
+        or checkpoint_file_prefix(options_file)
     ):
         source = resolve_bilm(options_file)
         if source.format == "tfhub":  # options derived from the variables' shapes
@@ -344,21 +348,6 @@ def _in_folder(kind: str, source: str, folder: Path) -> ResolvedBilm:
             options = bilm_files_in(folder, source, options_only=True)[0]
             return _checkpoint("checkpoint" if kind == "folder" else kind, source, prefix, options)
     return _bilm_tf(kind, source, *bilm_files_in(folder, source))
-
-
-def _checkpoint_prefix(path: str) -> Optional[str]:
-    """The prefix of the TensorFlow checkpoint `path` names (a prefix with an `.index` beside
-    it, the `.index` or a `.data-*` file), or None."""
-    for index in (path, path + ".index"):
-        if index.endswith(".index") and os.path.exists(index) and not os.path.isfile(index):
-            raise FormatError(f"{index}: not a regular file (a checkpoint index is one)")
-    if path.endswith(".index") and os.path.isfile(path):
-        return path[: -len(".index")]
-    if ".data-" in os.path.basename(path) and os.path.isfile(path):
-        return path[: path.rindex(".data-")]
-    if os.path.isfile(path + ".index"):
-        return path
-    return None
 
 
 def _converted(source: ResolvedBilm) -> ResolvedBilm:

@@ -119,6 +119,11 @@ def test_checkpoint_is_named_by_prefix_index_data_file_or_folder(tmp_path: Path)
     one_line(error.value, folder / "checkpoint", "model.ckpt-9")
     (folder / "checkpoint").unlink()  # no `checkpoint` file: the single .index
     assert resolve_checkpoint(folder) == str(folder / "model.ckpt-3")
+    # a name of a file that is not there is refused with its own name, in every form
+    for missing in ("model.ckpt-7", "model.ckpt-7.index", "model.ckpt-7.data-00000-of-00001"):
+        with pytest.raises(FileNotFoundError) as error:
+            resolve_checkpoint(folder / missing)
+        one_line(error.value, folder / missing, "no such checkpoint")
 
 
 def test_weights_equal_bilm_tfs_own_dump_weights(converted: Path) -> None:
