@@ -40,6 +40,7 @@ VARIANTS: Dict[str, Variant] = {
 EXTRA: Dict[str, Variant] = {
     "bfloat16, bfloat16 cell state": ("bfloat16", "bfloat16", torch.bfloat16, NONE),
     "bfloat16, recurrent float32": ("bfloat16", "float32", F32, NONE),
+    "bfloat16, recurrent int8": ("bfloat16", "int8", F32, NONE),
     "int8, recurrent bfloat16": ("int8", "bfloat16", F32, NONE),
     "int8, recurrent float32": ("int8", "float32", F32, NONE),
     "autocast bfloat16": (
