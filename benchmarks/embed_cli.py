@@ -10,14 +10,13 @@ on large inputs (chunked sorting keeps it flat).
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Sequence
 
 from benchmarks.common import DATA, conll_dev_sentences, emit, random_bilm_tf
+from benchmarks.processes import measure
 from elmo_bilm.runtime.precision import PRECISIONS
 from elmo_bilm.sources.shipped import SHIPPED_OPTIONS_FILE, SHIPPED_WEIGHT_FILE
 from elmo_plugin.lm.dataset_readers.lm_corpus import read_sentences
@@ -37,20 +36,6 @@ with h5py.File(target, "w") as out, torch.no_grad():
         for row, tokens in enumerate(batch):
             out.create_dataset(str(start + row), data=vectors[row, :len(tokens)].numpy())
 """
-
-
-def run(command: List[str]) -> Tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one process (its stderr, progress bars included, goes
-    to a file: a pipe read only at the end would fill up and stall the process)."""
-    with tempfile.TemporaryFile() as errors:
-        start = time.perf_counter()
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors)
-        _, status, usage = os.wait4(process.pid, 0)
-        seconds = time.perf_counter() - start
-        if status != 0:
-            errors.seek(0)
-            raise RuntimeError(f"{' '.join(command)} failed:\n{errors.read().decode()[-2000:]}")
-    return seconds, usage.ru_maxrss / 1024.0
 
 
 def write_lines(path: Path, sentences: List[List[str]]) -> str:
@@ -102,7 +87,7 @@ def compare(
             str(folder / "c.hdf5"),
         ],
     }
-    seconds = {name: run(command)[0] for name, command in commands.items()}
+    seconds = {name: measure(command)[0] for name, command in commands.items()}
     for name, value in seconds.items():
         emit(
             {
@@ -147,7 +132,7 @@ def main() -> None:
         train = list(read_sentences(str(DATA / "conll2003" / "eng.train"), "conll2003"))
         for lines in args.memory_lines:
             source = write_lines(folder / "many.txt", [train[i % len(train)] for i in range(lines)])
-            seconds, peak = run(
+            seconds, peak = measure(
                 [
                     str(BIN / "elmo-embed"),
                     source,

@@ -2,24 +2,21 @@
 
 Issue 66's cases at the paper size (random bilm-tf weights, `random_bilm_tf("paper")`): 32 lines
 of 1,000 tokens, 2,000 lines of ten tokens, and one line of 20,000 tokens; each case in a process
-of its own, its peak resident memory read from the kernel (`wait4`'s `ru_maxrss`). Words are
-drawn from a fixed list, so the runs are the same on every machine.
+of its own, its peak resident memory read from the kernel (`wait4`'s `ru_maxrss`; this process
+imports no torch, see `benchmarks.processes`). Words are drawn from a fixed list, so the runs are
+the same on every machine.
 
     python -m benchmarks.embed_memory [--config paper] [--cases long,short,one] [--json OUT]
 """
 
 import argparse
 import json
-import os
 import random
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Dict, List
 
-from benchmarks.common import random_bilm_tf
+from benchmarks.processes import peak, random_weights
 
 CASES = {"long": (32, 1000), "short": (2000, 10), "one": (1, 20000)}
 WORDS = "the of and to in a is that for it as was with be by on not he this are".split()
@@ -33,21 +30,6 @@ def write_input(path: Path, lines: int, tokens: int) -> None:
             out.write(" ".join(rng.choice(WORDS) for _ in range(tokens)) + "\n")
 
 
-def peak_mb(command: List[str]) -> Dict[str, float]:
-    """Run `command`; its peak RSS (MB) and wall seconds."""
-    started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(
-            f"{command}: failed\n{process.stderr.read().decode() if process.stderr else ''}"
-        )
-    return {
-        "peak_rss_mb": round(usage.ru_maxrss / 1024.0, 1),
-        "seconds": round(time.perf_counter() - started, 1),
-    }
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="paper")
@@ -59,7 +41,8 @@ def main() -> None:
     )
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
-    files = random_bilm_tf(args.config)
+    assert "torch" not in sys.modules, "the parent must stay small (benchmarks.processes)"
+    files = random_weights(args.config)
     results = []
     with tempfile.TemporaryDirectory() as folder:
         for case in args.cases.split(","):
@@ -89,7 +72,7 @@ def main() -> None:
                     "lines": lines,
                     "tokens": tokens,
                     "budget": budget,
-                    **peak_mb(command),
+                    **peak(command),
                 }
                 print(json.dumps(row), flush=True)
                 results.append(row)

@@ -10,10 +10,7 @@ Cases, each in a process of its own, its peak resident memory read from the kern
 - `uniprot`: a FASTA file of 1,000 proteins, lengths drawn uniformly from 50 to 1,000 residues.
 
 Residues are drawn from the 20 standard amino acids with a fixed seed, so the inputs are the
-same on every machine. This process imports no torch (the weights are written by a child
-process): Linux carries the peak RSS of the process that starts a child into the child's
-`ru_maxrss` (kept across `exec`), so a parent that had loaded torch would set a floor of its own
-size under every figure.
+same on every machine. This process imports no torch (`benchmarks.processes` says why).
 
     python -m benchmarks.protein_memory [--cases one,long,uniprot] [--seed 68] [--json OUT]
 """
@@ -22,12 +19,12 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Dict, List, Tuple
+
+from benchmarks.processes import peak, random_weights
 
 AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"
 SHORTEST, LONGEST = 50, 1000  # the `uniprot` case's lengths, drawn uniformly
@@ -48,33 +45,6 @@ def proteins(case: str, seed: int) -> List[Tuple[str, str]]:
         (f"protein_{i}", "".join(rng.choice(AMINO_ACIDS) for _ in range(length)))
         for i, length in enumerate(lengths)
     ]
-
-
-def random_weights(config: str) -> Dict[str, str]:
-    """`benchmarks.common.random_bilm_tf(config)`, run in a child process (see the docstring)."""
-    code = (
-        "import json, sys; from benchmarks.common import random_bilm_tf; "
-        "print(json.dumps(random_bilm_tf(sys.argv[1])))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code, config], check=True, capture_output=True, text=True
-    )
-    files: Dict[str, str] = json.loads(out.stdout.strip().splitlines()[-1])
-    return files
-
-
-def peak_mb(command: List[str]) -> Dict[str, float]:
-    """Run `command`; its peak RSS (MB, `wait4`'s `ru_maxrss`) and wall seconds."""
-    started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        error = process.stderr.read().decode() if process.stderr else ""
-        raise SystemExit(f"{command}: failed\n{error}")
-    return {
-        "peak_rss_mb": round(usage.ru_maxrss / 1024.0, 1),
-        "seconds": round(time.perf_counter() - started, 1),
-    }
 
 
 def write_fasta(path: Path, records: List[Tuple[str, str]]) -> None:
@@ -120,7 +90,7 @@ def main() -> None:
                 "proteins": len(records),
                 "residues": sum(lengths),
                 "longest": max(lengths),
-                **peak_mb(command),
+                **peak(command),
                 "output_mb": round(os.path.getsize(output) / 2**20, 1),
             }
             output.unlink()
