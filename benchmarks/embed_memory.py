@@ -2,9 +2,9 @@
 
 Issue 66's cases at the paper size (random bilm-tf weights, `random_bilm_tf("paper")`): 32 lines
 of 1,000 tokens, 2,000 lines of ten tokens, and one line of 20,000 tokens; each case in a process
-of its own, its peak resident memory read from the kernel (`wait4`'s `ru_maxrss`; this process
-imports no torch, see `benchmarks.processes`). Words are drawn from a fixed list, so the runs are
-the same on every machine.
+of its own, its peak resident memory read from the kernel (`wait4`'s `ru_maxrss`, through
+`benchmarks.processes.measure`). Words are drawn from a fixed list, so the runs are the same on
+every machine.
 
     python -m benchmarks.embed_memory [--config paper] [--cases long,short,one] [--json OUT]
 """
@@ -41,7 +41,6 @@ def main() -> None:
     )
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
-    assert "torch" not in sys.modules, "the parent must stay small (benchmarks.processes)"
     files = random_weights(args.config)
     results = []
     with tempfile.TemporaryDirectory() as folder:

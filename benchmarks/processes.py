@@ -1,11 +1,12 @@
 """Commands run as processes of their own, with what the kernel says they used: the one runner of
 the whole-process benchmarks (`embed_cli`, `embed_memory`, `protein_memory`).
 
-This module imports no torch, and a parent whose children's memory is measured must not either:
 Linux keeps the peak RSS of the process that starts a child in the child's `ru_maxrss` (the
-high-water mark of the memory it leaves at `exec`), so a parent that had loaded torch would set a
-floor of its own size under every figure (893 MB with `benchmarks.common` imported, which brings
-AllenNLP). `random_weights` makes the benchmark weights in a child for that reason."""
+high-water mark of the memory it leaves at `exec`): `python -c pass` started from a process that
+had touched 1.5 GB reports 1.5 GB. So `measure` starts each command from a small launcher process
+(a bare interpreter, about 11 MB), which reads the command's `ru_maxrss` and hands it back; the
+benchmark's own size (893 MB once `benchmarks.common` has imported AllenNLP) no longer sets a
+floor under its figures."""
 
 import json
 import os
@@ -15,22 +16,38 @@ import tempfile
 import time
 from typing import Dict, List, Tuple
 
+# Runs argv[2:] with stdout discarded, then writes [exit code, ru_maxrss in KB] to argv[1].
+_LAUNCHER = (
+    "import json, os, subprocess, sys\n"
+    "child = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL)\n"
+    "_, status, usage = os.wait4(child.pid, 0)\n"
+    "with open(sys.argv[1], 'w') as out:\n"
+    "    json.dump([os.waitstatus_to_exitcode(status), usage.ru_maxrss], out)\n"
+)
+
 
 def measure(command: List[str]) -> Tuple[float, float]:
-    """Run `command` to its end: its wall seconds and peak RSS (MB, `wait4`'s `ru_maxrss`).
+    """Run `command` to its end: its wall seconds and peak RSS (MB, `wait4`'s `ru_maxrss`),
+    started from the launcher (see the module's docstring; the wall time includes its start,
+    some 20 ms).
 
     Its stderr (progress bars included) goes to a file, not a pipe: a pipe read only at the end
     fills up and stalls the child. A failure raises RuntimeError with the end of that stderr."""
-    with tempfile.TemporaryFile() as errors:
+    with tempfile.TemporaryFile() as errors, tempfile.TemporaryDirectory() as folder:
+        report = os.path.join(folder, "report.json")
         start = time.perf_counter()
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors)
-        _, status, usage = os.wait4(process.pid, 0)
+        launcher = [sys.executable, "-S", "-c", _LAUNCHER, report, *command]
+        launched = subprocess.run(launcher, stdout=subprocess.DEVNULL, stderr=errors)
         seconds = time.perf_counter() - start
-        if os.waitstatus_to_exitcode(status) != 0:
+        code, max_rss_kb = launched.returncode, 0
+        if os.path.exists(report):  # not there: the launcher could not start the command
+            with open(report) as handle:
+                code, max_rss_kb = json.load(handle)
+        if code != 0 or launched.returncode != 0:
             errors.seek(0)
             tail = errors.read().decode(errors="replace")[-2000:]
             raise RuntimeError(f"{' '.join(command)} failed:\n{tail}")
-    return seconds, usage.ru_maxrss / 1024.0
+    return seconds, max_rss_kb / 1024.0
 
 
 def peak(command: List[str]) -> Dict[str, float]:
@@ -41,7 +58,7 @@ def peak(command: List[str]) -> Dict[str, float]:
 
 def random_weights(config: str) -> Dict[str, str]:
     """`benchmarks.common.random_bilm_tf(config)`'s files, made (or found in the cache) by a
-    child process, so that this one stays without torch."""
+    child process: a benchmark that only runs commands need not import torch and AllenNLP."""
     code = (
         "import json, sys; from benchmarks.common import random_bilm_tf; "
         "print(json.dumps(random_bilm_tf(sys.argv[1])))"
