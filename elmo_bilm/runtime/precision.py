@@ -243,13 +243,12 @@ class LstmProducts:
         prepared now (bfloat16 results in bfloat16, else float32)."""
         weight, rows = stack.input_weights[layer], onednn.INPUT_BATCH_HINT
         if self.precision == "bfloat16":
+            weights = [
+                self._weight("bfloat16", "input", layer, d, weight[d].T, rows) for d in directions
+            ]
             return [
-                lambda x,
-                w=self._weight(  # type: ignore[misc]
-                    "bfloat16", "input", layer, d, weight[d].T, rows
-                ),
-                b=bias[d, 0].bfloat16(): w.linear(x, b)
-                for d in directions
+                lambda x, w=w, b=bias[d, 0].bfloat16(): w.linear(x, b)  # type: ignore[misc]
+                for d, w in zip(directions, weights)
             ]
         # int8: the bias goes into fbgemm's pack (its product adds it)
         packs = [
