@@ -17,7 +17,6 @@ to put this hook back in front.
 """
 
 import argparse
-import contextlib
 import logging
 import os
 import re
@@ -321,20 +320,21 @@ def main() -> None:
         return
     import elmo_plugin
 
+    argv = sys.argv[1:]
+    plugins_logger = logging.getLogger("allennlp.common.plugins")
+    level = plugins_logger.level
+    if argv[:1] == ["elmo-table1"] and "--verbose" not in argv:
+        # AllenNLP's plugin discovery logs before the command runs; the command keeps third
+        # parties' INFO lines off its console unless asked for (`--verbose`)
+        plugins_logger.setLevel(logging.WARNING)
     elmo_plugin.register()  # the subcommands and components, before AllenNLP's logging set-up
     import allennlp.__main__  # noqa: F401  # AllenNLP's logging set-up, as under `allennlp`
     from allennlp.commands import main as allennlp_main
-
-    from elmo_plugin.commands.elmo_table1 import quiet_loggers
-
-    argv = sys.argv[1:]
-    # elmo-table1 keeps third parties' INFO lines off its console unless `--verbose`; AllenNLP's
-    # plugin discovery logs before the command runs, so that logger is quieted from here
-    quiet = argv[:1] == ["elmo-table1"] and "--verbose" not in argv
     from allennlp.common.util import install_sigterm_handler
 
     install(force=True)
     install_sigterm_handler()
-    # the level is restored afterwards, for a program that runs commands in turn (a test does)
-    with quiet_loggers(("allennlp.common.plugins",)) if quiet else contextlib.nullcontext():
+    try:
         allennlp_main(prog=PROG)
+    finally:  # as it was, for a program that runs commands in turn (the start-up test does)
+        plugins_logger.setLevel(level)
