@@ -237,21 +237,32 @@ def trim_vectors(source: str, output: Path, words: Set[str]) -> int:
     return kept
 
 
-def table1_payload(tasks: Sequence[str], budget: int) -> List[List[Path]]:
-    """`.devbilm/` (the `wikipedia_1024` biLM, read from git) and `.devvecK/` folders of each
+# the shipped biLMs a Table 1 lease can carry: `--bilm` name -> its folder in this checkout
+BILMS = {
+    "wikipedia_1024": "packaging/elmo-bilm-wikipedia-1024/elmo_bilm_wikipedia_1024",
+    "wikipedia_1024_256": "packaging/elmo-bilm-wikipedia-1024-256/elmo_bilm_wikipedia_1024_256",
+}
+
+
+def table1_payload(
+    tasks: Sequence[str], budget: int, bilm: str = "wikipedia_1024_256"
+) -> List[List[Path]]:
+    """`.devbilm/` (the shipped biLM `bilm`, read from git) and `.devvecK/` folders of each
     task's word vectors trimmed to its words, each folder within `budget` bytes."""
     from elmo_plugin.analysis import table1
     from elmo_plugin.data.word_vectors import vector_defaults
 
-    bilm = REPO_ROOT / ".devbilm"
-    shutil.rmtree(bilm, ignore_errors=True)
-    bilm.mkdir()
-    source = "packaging/elmo-bilm-wikipedia-1024/elmo_bilm_wikipedia_1024"
+    carried = REPO_ROOT / ".devbilm"
+    shutil.rmtree(carried, ignore_errors=True)
+    carried.mkdir()
     for name in ("options.json", "weights.hdf5"):
         blob = subprocess.run(
-            ["git", "show", f"HEAD:{source}/{name}"], cwd=REPO_ROOT, capture_output=True, check=True
+            ["git", "show", f"HEAD:{BILMS[bilm]}/{name}"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            check=True,
         ).stdout
-        (bilm / name).write_bytes(blob)
+        (carried / name).write_bytes(blob)
     staging = Path(tempfile.mkdtemp())
     for task in tasks:
         variable = table1.TASKS[task].word_vectors
@@ -269,8 +280,22 @@ def main() -> None:
         "--table1",
         nargs="+",
         metavar="TASK",
-        help="also carry what Table 1 runs of these tasks need (the wikipedia_1024 biLM, their "
+        help="also carry what Table 1 runs of these tasks need (the biLM `--bilm`, their "
         "word vectors trimmed to their words), and print the calls that train them",
+    )
+    parser.add_argument(
+        "--bilm",
+        choices=sorted(BILMS),
+        default="wikipedia_1024_256",
+        help="with --table1: the shipped biLM of the + ELMo row",
+    )
+    parser.add_argument(
+        "--runs-from",
+        nargs="+",
+        default=[],
+        metavar="TABLE1_JSON",
+        help="with --table1: elmo-table1 records in this checkout (they travel with it) whose runs "
+        "are not trained again and count in the tabulation, e.g. earlier leases' baselines",
     )
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3], help="with --table1")
     parser.add_argument(
@@ -281,7 +306,7 @@ def main() -> None:
         nargs="+",
         choices=["baseline", "elmo"],
         default=["elmo"],
-        help="with --table1: the rows to train (+ ELMo from wikipedia_1024, the baseline)",
+        help="with --table1: the rows to train (+ ELMo from `--bilm`, the baseline)",
     )
     parser.add_argument(
         "--run-seconds",
@@ -309,7 +334,7 @@ def main() -> None:
             large.unlink()
             print(f"removed {large.relative_to(REPO_ROOT)} from the working tree")
     tree = travelling_bytes()
-    payload = table1_payload(args.table1, LIMIT - tree - 2**20) if args.table1 else []
+    payload = table1_payload(args.table1, LIMIT - tree - 2**20, args.bilm) if args.table1 else []
     data = pack_data(REPO_ROOT / ".devdata" / "data.tar.xz")
     packages = needed(pins())
     download_dir = Path(tempfile.mkdtemp())
@@ -338,7 +363,13 @@ def main() -> None:
     )
     if args.table1:
         print_table1_calls(
-            args.table1, args.seeds, len(payload), args.scale, args.rows, args.run_seconds
+            args.table1,
+            args.seeds,
+            len(payload),
+            args.scale,
+            args.rows,
+            args.run_seconds,
+            args.runs_from,
         )
     print("  here: git checkout -- elmo_bilm/pretrained (the task configs' default biLM), then")
     vectors = " ".join(f"{task}_WORD_VECTORS=" for task in TASK_PREFIXES)
@@ -348,8 +379,9 @@ def main() -> None:
         sys.exit("the tree alone leaves under 8 MiB for wheels: leave more files behind")
 
 
-def _table1_parts(tasks: Sequence[str], scale: str):
-    """The environment every Table 1 device call sets, and its `elmo-table1` command."""
+def _table1_parts(tasks: Sequence[str], scale: str, runs_from: Sequence[str] = ()):
+    """The environment every Table 1 device call sets, and its `elmo-table1` command (with the
+    `runs_from` records: their runs are skipped and tabulated)."""
     from elmo_plugin.analysis import table1
 
     variables = " ".join(
@@ -363,7 +395,7 @@ def _table1_parts(tasks: Sequence[str], scale: str):
     )
     table = (
         f"python3 -m allennlp elmo-table1 -s /tmp/runs_{scale} --scale {scale} "
-        "--include-package elmo_plugin"
+        "--include-package elmo_plugin" + "".join(f" --runs-from {path}" for path in runs_from)
     )
     return env, table
 
@@ -378,10 +410,12 @@ def _table1_wait(tasks: Sequence[str], seeds: Sequence[int], table: str) -> str:
     )
 
 
-def table1_wait_call(tasks: Sequence[str], seeds: Sequence[int], scale: str = "cpu") -> str:
+def table1_wait_call(
+    tasks: Sequence[str], seeds: Sequence[int], scale: str = "cpu", runs_from: Sequence[str] = ()
+) -> str:
     """A device call that waits for the runs `table1_call` started and writes the finished runs'
     records for `elmo-table1 --runs-from` here: call it again, within 30 s, while runs go on."""
-    env, table = _table1_parts(tasks, scale)
+    env, table = _table1_parts(tasks, scale, runs_from)
     return f"{env}; {_table1_wait(tasks, seeds, table)}"
 
 
@@ -391,12 +425,14 @@ def table1_call(
     scale: str = "cpu",
     rows: Sequence[str] = ("elmo",),
     seconds: int = 520,
+    runs_from: Sequence[str] = (),
 ) -> str:
     """The device call that starts these Table 1 runs all at once (one `elmo-table1` per task,
     row and seed, each stopped after `seconds`) in a new process session, which outlives the
     call while the machine stays warm, then does what `table1_wait_call` does. Runs longer
-    than one call's 600 s go on through repeated wait calls."""
-    env, table = _table1_parts(tasks, scale)
+    than one call's 600 s go on through repeated wait calls. A run that the `runs_from` records
+    hold ends at once, without training."""
+    env, table = _table1_parts(tasks, scale, runs_from)
     threads = max(1, DEVICE_CORES // (len(tasks) * len(rows) * len(seeds)))  # a share each
     launch = (
         f"for t in {' '.join(tasks)}; do for r in {' '.join(rows)}; do "
@@ -420,15 +456,16 @@ def print_table1_calls(
     scale: str,
     rows: Sequence[str],
     seconds: int,
+    runs_from: Sequence[str] = (),
 ) -> None:
     """The calls that carry the biLM and the vectors into /tmp, then `table1_call` and
     `table1_wait_call`."""
     print('  carry [".devbilm"]: mkdir -p /tmp/bilm && cp .devbilm/* /tmp/bilm/')
     for k in range(1, vector_folders + 1):
         print(f'  carry [".devvec{k}"]: mkdir -p /tmp/vec && cp .devvec{k}/* /tmp/vec/')
-    print("  carry []: " + table1_call(tasks, seeds, scale, rows, seconds))
+    print("  carry []: " + table1_call(tasks, seeds, scale, rows, seconds, runs_from))
     print("  while runs go on (the last call's output lists them), each within 30 s of the last:")
-    print("  carry []: " + table1_wait_call(tasks, seeds, scale))
+    print("  carry []: " + table1_wait_call(tasks, seeds, scale, runs_from))
 
 
 if __name__ == "__main__":

@@ -126,25 +126,43 @@ def test_the_printed_table1_calls_train_the_scale_rows_and_seeds_asked_within_th
     default = device_prep.table1_call(["sst"], [3], seconds=700)
     assert "--scale cpu " in default and "for r in elmo;" in default
     assert "OMP_NUM_THREADS=16 " in default and "timeout 700 " in default
+    assert "--runs-from" not in default
+    # earlier records reach every run (which then skips a recorded run) and the tabulation
+    recorded = "docs/table1_long/snli_coref_baselines_h200.json"
+    for command in (
+        device_prep.table1_call(["coref"], [4], "cpu_long", ["baseline"], runs_from=[recorded]),
+        device_prep.table1_wait_call(["coref"], [4], "cpu_long", runs_from=[recorded]),
+    ):
+        assert command.count(f"--include-package elmo_plugin --runs-from {recorded}") == (
+            2 if "setsid" in command else 1
+        )
 
 
 def test_device_prep_passes_its_table1_options_to_the_printed_calls(tmp_path, monkeypatch, capsys):
-    """`--scale`, `--rows`, `--seeds` and `--run-seconds` reach the calls `main` prints (the
-    downloads, the packing and the trimming stubbed: their parts are tested above)."""
+    """`--scale`, `--rows`, `--seeds`, `--run-seconds`, `--runs-from` and `--bilm` reach the
+    calls `main` prints or the payload (the downloads, the packing and the trimming stubbed: their
+    parts are tested above)."""
     (tmp_path / ".git").mkdir()
     monkeypatch.setattr(device_prep, "REPO_ROOT", tmp_path)  # .git/info/exclude goes there
     monkeypatch.setattr(device_prep, "pins", lambda: {})
     monkeypatch.setattr(device_prep, "travelling_bytes", lambda: 0)
-    monkeypatch.setattr(device_prep, "table1_payload", lambda tasks, budget: [["vectors"]])
+    carried = []
+    monkeypatch.setattr(
+        device_prep,
+        "table1_payload",
+        lambda tasks, budget, bilm: carried.append(bilm) or [["vectors"]],
+    )
     monkeypatch.setattr(device_prep, "pack_data", lambda target: 0)
     monkeypatch.setattr(device_prep, "needed", lambda pins: {})
     monkeypatch.setattr(device_prep, "download", lambda packages, folder: set())
     monkeypatch.setattr(device_prep, "into_folders", lambda files, budget, prefix: [[]])
     argv = ["device_prep", "--keep-large-weights", "--table1", "snli", "--seeds", "2"]
     argv += ["--scale", "cpu_long", "--rows", "baseline", "--run-seconds", "700"]
+    argv += ["--bilm", "wikipedia_1024", "--runs-from", "old.json"]
     monkeypatch.setattr("sys.argv", argv)
     device_prep.main()
     printed = capsys.readouterr().out
+    assert carried == ["wikipedia_1024"] and printed.count("--runs-from old.json") == 3
     assert (
         "timeout 700 python3 -m allennlp elmo-table1 -s /tmp/runs_cpu_long --scale cpu_long"
         in printed
