@@ -3,15 +3,14 @@
 import argparse
 import contextlib
 import json
-import logging
 import os
 from pathlib import Path
-from typing import Dict, Iterator, Sequence
 
 from allennlp.commands.subcommand import Subcommand
 
 from elmo_bilm.utils.files import UsageError, reports_errors
 from elmo_plugin.analysis import report, table1
+from elmo_plugin.common.command_line import quiet_loggers
 from elmo_plugin.common.parsers import COMMANDS
 
 
@@ -27,28 +26,6 @@ class ElmoTable1(Subcommand):
         subparser = COMMANDS[self.name].add_parser(parser, self.name)
         subparser.set_defaults(func=_run)
         return subparser
-
-
-# other libraries' loggers whose INFO lines the command keeps off the console without --verbose:
-# gensim (word2vec of the smoke vectors, in this process), Ray, AllenNLP's (plugin discovery, and
-# every parameter of the readers that count the finished runs' training instances), and the file
-# and download helpers beneath them; each run's `allennlp train` output goes to its own log
-QUIET_LOGGERS = ("gensim", "ray", "allennlp", "smart_open", "filelock", "urllib3")
-
-
-@contextlib.contextmanager
-def quiet_loggers(names: Sequence[str] = QUIET_LOGGERS) -> Iterator[None]:
-    """The loggers `names` (and their children) at WARNING while the block runs, their levels
-    restored afterwards (the command may run inside another program, e.g. a test)."""
-    loggers = [logging.getLogger(name) for name in names]
-    levels: Dict[logging.Logger, int] = {logger: logger.level for logger in loggers}
-    for logger in loggers:
-        logger.setLevel(max(logger.getEffectiveLevel(), logging.WARNING))
-    try:
-        yield
-    finally:
-        for logger, level in levels.items():
-            logger.setLevel(level)
 
 
 @reports_errors("elmo-table1")

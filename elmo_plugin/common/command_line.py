@@ -17,6 +17,7 @@ to put this hook back in front.
 """
 
 import argparse
+import contextlib
 import logging
 import os
 import re
@@ -24,7 +25,7 @@ import shlex
 import sys
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Callable, Dict, List, Optional, Sequence, Type
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Type
 
 from elmo_plugin.common.config_names import config_names, find_config
 from elmo_plugin.common.parsers import COMMANDS
@@ -35,6 +36,28 @@ PROG = "allennlp"
 ExceptHook = Callable[[Type[BaseException], BaseException, Optional[TracebackType]], Any]
 
 _CHECKPOINT = re.compile(r"training_state_e(\d+)_b(\d+)")
+
+
+# other libraries' loggers whose INFO lines the command keeps off the console without --verbose:
+# gensim (word2vec of the smoke vectors, in this process), Ray, AllenNLP's (plugin discovery, and
+# every parameter of the readers that count the finished runs' training instances), and the file
+# and download helpers beneath them; each run's `allennlp train` output goes to its own log
+QUIET_LOGGERS = ("gensim", "ray", "allennlp", "smart_open", "filelock", "urllib3")
+
+
+@contextlib.contextmanager
+def quiet_loggers(names: Sequence[str] = QUIET_LOGGERS) -> Iterator[None]:
+    """The loggers `names` (and their children) at WARNING while the block runs, their levels
+    restored afterwards (the command may run inside another program, e.g. a test)."""
+    loggers = [logging.getLogger(name) for name in names]
+    levels: Dict[logging.Logger, int] = {logger: logger.level for logger in loggers}
+    for logger in loggers:
+        logger.setLevel(max(logger.getEffectiveLevel(), logging.WARNING))
+    try:
+        yield
+    finally:
+        for logger, level in levels.items():
+            logger.setLevel(level)
 
 
 def is_allennlp_command() -> bool:
@@ -321,20 +344,16 @@ def main() -> None:
     import elmo_plugin
 
     argv = sys.argv[1:]
-    plugins_logger = logging.getLogger("allennlp.common.plugins")
-    level = plugins_logger.level
-    if argv[:1] == ["elmo-table1"] and "--verbose" not in argv:
-        # AllenNLP's plugin discovery logs before the command runs; the command keeps third
-        # parties' INFO lines off its console unless asked for (`--verbose`)
-        plugins_logger.setLevel(logging.WARNING)
-    elmo_plugin.register()  # the subcommands and components, before AllenNLP's logging set-up
-    import allennlp.__main__  # noqa: F401  # AllenNLP's logging set-up, as under `allennlp`
-    from allennlp.commands import main as allennlp_main
-    from allennlp.common.util import install_sigterm_handler
+    # AllenNLP's plugin discovery logs before the command runs; elmo-table1 keeps third parties'
+    # INFO lines off its console unless asked for (`--verbose`); the level is restored after, for
+    # a program that runs commands in turn (the start-up test does)
+    quiet = argv[:1] == ["elmo-table1"] and "--verbose" not in argv
+    with quiet_loggers(("allennlp.common.plugins",)) if quiet else contextlib.nullcontext():
+        elmo_plugin.register()  # the subcommands and components, before AllenNLP's logging set-up
+        import allennlp.__main__  # noqa: F401  # AllenNLP's logging set-up, as under `allennlp`
+        from allennlp.commands import main as allennlp_main
+        from allennlp.common.util import install_sigterm_handler
 
-    install(force=True)
-    install_sigterm_handler()
-    try:
+        install(force=True)
+        install_sigterm_handler()
         allennlp_main(prog=PROG)
-    finally:  # as it was, for a program that runs commands in turn (the start-up test does)
-        plugins_logger.setLevel(level)
