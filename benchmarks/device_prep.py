@@ -14,19 +14,22 @@ warm (30 s after a call), a folder in the tree does not. This script:
    KINDS.md, 2026-11-17) or holds in another version that matters (`DEVICE_VERSIONS`), except
    what no GPU check needs (`NOT_ON_DEVICE`), and splits them into folders `.whl1/`, `.whl2/`, ...
    (ignored by git through `.git/info/exclude`) that each travel within the limit;
-3. packs the bundled data the checks and the task configs read into `.devdata/data.tar.xz`;
+3. packs the bundled data the checks and the task configs read (with `--table1`, the tasks'
+   data alone) into `.devdata/data.tar.xz`;
 4. prints the device calls: each installs one folder into `/tmp/siteK` and merges it into
    `/tmp/site` (`pip --target` skips a folder that exists, so two installs into one target lose
    the second's part of a namespace package such as `google`); the last also runs `gpu_check`
-   and the sweeps; then, with the shipped weights restored here, `gpu_tasks`. With `--table1`:
-   the calls that carry the biLM and the vectors, the one that starts the runs (in a new process
-   session, which outlives a call while the machine stays warm) and the one that waits for them.
+   and the sweeps; then, with the shipped weights restored here, `gpu_tasks`. With `--table1`
+   instead: the wheels, the data, the biLM and the vectors in as few calls as fit the limit, the
+   last one starting the runs (in a new process session, which outlives a call while the
+   machine stays warm) and waiting for them, then the call that waits again if they go on.
 
     python -m benchmarks.device_prep            # then call the device tool with the printed commands
 """
 
 import argparse
 import gzip
+import json
 import re
 import shutil
 import subprocess
@@ -35,7 +38,7 @@ import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Dict, Iterable, List, Sequence, Set
+from typing import Callable, Dict, Iterable, List, Sequence, Set, Tuple
 
 from benchmarks.common import DATA, REPO_ROOT
 
@@ -95,6 +98,16 @@ DATA_FOLDERS = (
 ENV = (
     "export PYTHONPATH=/tmp/site:$PWD HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 NLTK_DATA=/tmp/nltk "
     "ELMO_PLUGIN_DATA=/tmp/d PYTHONUNBUFFERED=1"
+)
+
+# a device call's step that installs the wheel folder `.whl{k}` (pip's --target skips a folder
+# that exists, so each folder goes to its own target, merged into /tmp/site)
+INSTALL = (
+    "python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site{k} "
+    ".whl{k}/*.whl && cp -a -n /tmp/site{k}/. /tmp/site/"
+)
+UNPACK_DATA = (
+    "mkdir -p /tmp/d /tmp/nltk/tokenizers/punkt && tar -xJf .devdata/data.tar.xz -C /tmp/d"
 )
 
 
@@ -170,11 +183,17 @@ def travelling_bytes() -> int:
     return sum(p.stat().st_size for p in paths if p.is_file())
 
 
-def split(wheels, budget: int):
-    """Groups of wheels (largest first, first fit) of at most `budget` bytes each."""
+def folder_bytes(folder: Path) -> int:
+    """Bytes of the files under `folder`."""
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+
+
+def split(wheels, budget: int, size_of: Callable[[Path], int] = lambda path: path.stat().st_size):
+    """Groups of wheels (or other paths, sized by `size_of`; largest first, first fit) of at most
+    `budget` bytes each."""
     groups: list = []
-    for wheel in sorted(wheels, key=lambda w: -w.stat().st_size):
-        size = wheel.stat().st_size
+    for wheel in sorted(wheels, key=lambda w: -size_of(w)):
+        size = size_of(wheel)
         for group in groups:
             if group[0] + size <= budget:
                 group[0] += size
@@ -185,11 +204,48 @@ def split(wheels, budget: int):
     return [files for _, files in groups]
 
 
-def pack_data(target: Path) -> int:
-    """The data folders the GPU checks read, as one xz tarball (about 6 MB); returns its size."""
+def pack_data(target: Path, folders: Sequence[str] = DATA_FOLDERS) -> int:
+    """The bundled data `folders` (by default those the GPU checks read, about 6 MB) as one xz
+    tarball; returns its size."""
     target.parent.mkdir(exist_ok=True)
-    subprocess.run(["tar", "-cJf", str(target), "-C", str(DATA), *DATA_FOLDERS], check=True)
+    subprocess.run(["tar", "-cJf", str(target), "-C", str(DATA), *folders], check=True)
     return target.stat().st_size
+
+
+def task_data_folders(tasks: Sequence[str]) -> List[str]:
+    """The bundled data folders that the Table 1 runs of `tasks` read: the first part of their
+    `PREFIX_TRAIN`, `_DEV` and `_TEST` defaults (e.g. `litbank` for coreference)."""
+    from elmo_plugin.analysis import table1
+    from elmo_plugin.common.config_env import data_defaults
+
+    root = Path("/data")
+    defaults = data_defaults(root)
+    folders = set()
+    for task in tasks:
+        prefix = table1.TASKS[task].word_vectors[: -len("_WORD_VECTORS")]
+        for split_name in ("TRAIN", "DEV", "TEST"):
+            path = Path(defaults[f"{prefix}_{split_name}"].split("#")[0])
+            folders.add(path.relative_to(root).parts[0])
+    return sorted(folders)
+
+
+def merged_calls(
+    steps: Dict[Path, str], budget: int, last: str, size_of: Callable[[Path], int] = folder_bytes
+) -> List[Tuple[List[str], str]]:
+    """The folders of `steps` (each with the command that puts it in place on the device) carried
+    in the fewest calls of at most `budget` bytes each (`split`), as `(carry, command)` pairs; the
+    command `last`, which needs them all, ends the last call, or is a call of its own where it
+    would take that call past the tool's 2,000 characters. A failed step ends its call there."""
+    calls = [
+        ([folder.name for folder in group], " && ".join(steps[folder] for folder in group))
+        for group in split(list(steps), budget, size_of)
+    ]
+    if calls and len(calls[-1][1]) + len(last) + 12 <= 2000:
+        carry, command = calls.pop()
+        calls.append((carry, f"{command} || exit 1; {last}"))
+    else:
+        calls.append(([], last))
+    return calls
 
 
 def into_folders(files: List[Path], budget: int, prefix: str) -> List[List[Path]]:
@@ -334,48 +390,55 @@ def main() -> None:
             large.unlink()
             print(f"removed {large.relative_to(REPO_ROOT)} from the working tree")
     tree = travelling_bytes()
-    payload = table1_payload(args.table1, LIMIT - tree - 2**20, args.bilm) if args.table1 else []
-    data = pack_data(REPO_ROOT / ".devdata" / "data.tar.xz")
+    budget = LIMIT - tree - 2**20  # what one call carries beside the tree
+    target = REPO_ROOT / ".devdata" / "data.tar.xz"
+    if args.table1:
+        payload = table1_payload(args.table1, budget, args.bilm)
+        data = pack_data(target, task_data_folders(args.table1))
+        wheel_budget = budget
+    else:
+        payload, data = [], pack_data(target)
+        wheel_budget = budget - data  # the last wheel folder travels with the data
     packages = needed(pins())
     download_dir = Path(tempfile.mkdtemp())
     missing = download(packages, download_dir)
-    budget = LIMIT - tree - data - 2**20
-    groups = into_folders(list(download_dir.glob("*.whl")), budget, ".whl")
+    groups = into_folders(list(download_dir.glob("*.whl")), wheel_budget, ".whl")
     print(f"{len(packages)} packages, {len(missing)} without a wheel: {sorted(missing)}")
     print(
         f"tree {tree / 2**20:.1f} MiB, data {data / 2**20:.1f} MiB; {len(groups)} wheel folder(s) "
-        f"within {budget / 2**20:.1f} MiB each"
+        f"within {wheel_budget / 2**20:.1f} MiB each"
     )
     print(f"prepared in {time.perf_counter() - start:.0f} s; the device calls, in order, each")
     print("within 30 s of the last (the machine and its /tmp go back when idle):")
-    install = "python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site{k} "
-    install += ".whl{k}/*.whl && cp -a -n /tmp/site{k}/. /tmp/site/"
-    for k in range(1, len(groups)):
-        print(f'  carry [".whl{k}"]: ' + install.format(k=k))
-    last = len(groups)
-    print(
-        f'  carry [".whl{last}", ".devdata"]: '
-        + install.format(k=last)
-        + " && mkdir -p /tmp/d /tmp/nltk/tokenizers/punkt && tar -xJf .devdata/data.tar.xz -C "
-        f"/tmp/d && {ENV} && python3 -m benchmarks.gpu_check --device cuda; "
-        "python3 -m benchmarks.gpu_sweep --device cuda; "
-        "python3 -m benchmarks.gpu_sweep --device cuda --dtype bfloat16"
-    )
     if args.table1:
         print_table1_calls(
+            len(groups),
+            len(payload),
+            budget,
             args.table1,
             args.seeds,
-            len(payload),
             args.scale,
             args.rows,
             args.run_seconds,
             args.runs_from,
         )
-    print("  here: git checkout -- elmo_bilm/pretrained (the task configs' default biLM), then")
-    vectors = " ".join(f"{task}_WORD_VECTORS=" for task in TASK_PREFIXES)
-    print(f"  carry []: {ENV} {vectors} && python3 -m benchmarks.gpu_tasks --device cuda")
-    print("  here, after the lease: git checkout -- packaging")
-    if budget < 8 * 2**20:
+        print("  here, after the lease: git checkout -- packaging elmo_bilm/pretrained")
+    else:
+        for k in range(1, len(groups)):
+            print(f'  carry [".whl{k}"]: ' + INSTALL.format(k=k))
+        last = len(groups)
+        print(
+            f'  carry [".whl{last}", ".devdata"]: '
+            + INSTALL.format(k=last)
+            + f" && {UNPACK_DATA} && {ENV} && python3 -m benchmarks.gpu_check --device cuda; "
+            "python3 -m benchmarks.gpu_sweep --device cuda; "
+            "python3 -m benchmarks.gpu_sweep --device cuda --dtype bfloat16"
+        )
+        print("  here: git checkout -- elmo_bilm/pretrained (the task configs' default biLM), then")
+        vectors = " ".join(f"{task}_WORD_VECTORS=" for task in TASK_PREFIXES)
+        print(f"  carry []: {ENV} {vectors} && python3 -m benchmarks.gpu_tasks --device cuda")
+        print("  here, after the lease: git checkout -- packaging")
+    if wheel_budget < 8 * 2**20:
         sys.exit("the tree alone leaves under 8 MiB for wheels: leave more files behind")
 
 
@@ -450,20 +513,27 @@ def table1_call(
 
 
 def print_table1_calls(
+    wheel_folders: int,
+    vector_folders: int,
+    budget: int,
     tasks: Sequence[str],
     seeds: Sequence[int],
-    vector_folders: int,
     scale: str,
     rows: Sequence[str],
     seconds: int,
     runs_from: Sequence[str] = (),
 ) -> None:
-    """The calls that carry the biLM and the vectors into /tmp, then `table1_call` and
-    `table1_wait_call`."""
-    print('  carry [".devbilm"]: mkdir -p /tmp/bilm && cp .devbilm/* /tmp/bilm/')
+    """The calls that install the wheels and carry the data, the biLM and the vectors into /tmp,
+    merged into as few calls of `budget` bytes as they fit (`merged_calls`), the last one ending
+    with `table1_call`; then `table1_wait_call`."""
+    steps = {REPO_ROOT / f".whl{k}": INSTALL.format(k=k) for k in range(1, wheel_folders + 1)}
+    steps[REPO_ROOT / ".devdata"] = UNPACK_DATA
+    steps[REPO_ROOT / ".devbilm"] = "mkdir -p /tmp/bilm && cp .devbilm/* /tmp/bilm/"
     for k in range(1, vector_folders + 1):
-        print(f'  carry [".devvec{k}"]: mkdir -p /tmp/vec && cp .devvec{k}/* /tmp/vec/')
-    print("  carry []: " + table1_call(tasks, seeds, scale, rows, seconds, runs_from))
+        steps[REPO_ROOT / f".devvec{k}"] = f"mkdir -p /tmp/vec && cp .devvec{k}/* /tmp/vec/"
+    launch = table1_call(tasks, seeds, scale, rows, seconds, runs_from)
+    for carry, command in merged_calls(steps, budget, launch):
+        print(f"  carry {json.dumps(carry)}: {command}")
     print("  while runs go on (the last call's output lists them), each within 30 s of the last:")
     print("  carry []: " + table1_wait_call(tasks, seeds, scale, runs_from))
 

@@ -140,39 +140,65 @@ def test_the_printed_table1_calls_train_the_scale_rows_and_seeds_asked_within_th
 
 def test_device_prep_passes_its_table1_options_to_the_printed_calls(tmp_path, monkeypatch, capsys):
     """`--scale`, `--rows`, `--seeds`, `--run-seconds`, `--runs-from` and `--bilm` reach the
-    calls `main` prints or the payload (the downloads, the packing and the trimming stubbed: their
-    parts are tested above)."""
+    calls `main` prints or the payload, and only the tasks' data is packed (the downloads, the
+    packing and the trimming stubbed: their parts are tested above)."""
     (tmp_path / ".git").mkdir()
     monkeypatch.setattr(device_prep, "REPO_ROOT", tmp_path)  # .git/info/exclude goes there
     monkeypatch.setattr(device_prep, "pins", lambda: {})
     monkeypatch.setattr(device_prep, "travelling_bytes", lambda: 0)
-    carried = []
+    carried, packed = [], []
     monkeypatch.setattr(
         device_prep,
         "table1_payload",
         lambda tasks, budget, bilm: carried.append(bilm) or [["vectors"]],
     )
-    monkeypatch.setattr(device_prep, "pack_data", lambda target: 0)
+    monkeypatch.setattr(
+        device_prep, "pack_data", lambda target, folders=("all",): packed.append(folders) or 0
+    )
     monkeypatch.setattr(device_prep, "needed", lambda pins: {})
     monkeypatch.setattr(device_prep, "download", lambda packages, folder: set())
     monkeypatch.setattr(device_prep, "into_folders", lambda files, budget, prefix: [[]])
+    monkeypatch.setattr(device_prep, "folder_bytes", lambda folder: 2**20)
     argv = ["device_prep", "--keep-large-weights", "--table1", "snli", "--seeds", "2"]
     argv += ["--scale", "cpu_long", "--rows", "baseline", "--run-seconds", "700"]
     argv += ["--bilm", "wikipedia_1024", "--runs-from", "old.json"]
     monkeypatch.setattr("sys.argv", argv)
     device_prep.main()
     printed = capsys.readouterr().out
-    assert carried == ["wikipedia_1024"] and printed.count("--runs-from old.json") == 3
+    assert carried == ["wikipedia_1024"] and packed == [["snli_eval"]]
+    assert printed.count("--runs-from old.json") == 3
     assert (
         "timeout 700 python3 -m allennlp elmo-table1 -s /tmp/runs_cpu_long --scale cpu_long"
         in printed
     )
     assert "for t in snli; do for r in baseline; do for s in 2;" in printed
-    assert 'carry [".devvec1"]' in printed and 'carry [".devvec2"]' not in printed
+    # 4 MiB fit one call: the wheels, data, biLM and vectors travel with the launch
+    (call,) = [line for line in printed.splitlines() if "setsid" in line]
+    assert call.startswith('  carry [".whl1", ".devdata", ".devbilm", ".devvec1"]: ')
+    assert ".devvec2" not in printed and "gpu_check" not in printed
     monkeypatch.setattr("sys.argv", argv[:-4] + ["--scale", "huge"])
     with pytest.raises(SystemExit):
         device_prep.main()
     assert "--scale huge: not one of" in capsys.readouterr().err
+
+
+def test_carried_folders_travel_in_the_fewest_calls_the_launch_last(tmp_path):
+    """First fit, largest first, within the budget; the launch ends the last call unless that
+    call would pass the tool's 2,000 characters; a failed step ends its call before the launch."""
+    sizes = {".whl1": 50, ".whl2": 48, ".devdata": 1, ".devbilm": 45, ".devvec1": 11}
+    steps = {tmp_path / name: f"put {name}" for name in sizes}
+    calls = device_prep.merged_calls(steps, 64, "launch", lambda folder: sizes[folder.name])
+    assert [carry for carry, _ in calls] == [
+        [".whl1", ".devvec1", ".devdata"], [".whl2"], [".devbilm"]
+    ]  # fmt: skip
+    assert calls[-1][1] == "put .devbilm || exit 1; launch"
+    assert calls[0][1] == "put .whl1 && put .devvec1 && put .devdata"
+    long = device_prep.merged_calls(steps, 64, "x" * 1990, lambda folder: sizes[folder.name])
+    assert len(long) == 4 and long[-1] == ([], "x" * 1990)
+    for _, command in calls:
+        assert subprocess.run(["bash", "-n", "-c", command]).returncode == 0
+    assert device_prep.task_data_folders(["coref", "squad"]) == ["litbank", "squad"]
+    assert device_prep.task_data_folders(["ner", "srl"]) == ["conll2003", "propbank_ewt"]
 
 
 def test_the_table1_launch_call_runs_and_tabulates_with_its_environment(tmp_path):
