@@ -353,6 +353,12 @@ def main() -> None:
         help="with --table1: elmo-table1 records in this checkout (they travel with it) whose runs "
         "are not trained again and count in the tabulation, e.g. earlier leases' baselines",
     )
+    parser.add_argument(
+        "--at-once",
+        type=int,
+        default=0,
+        help="with --table1: the runs trained at a time on the GPU (default 0: all at once)",
+    )
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3], help="with --table1")
     parser.add_argument(
         "--scale", default="cpu", help="with --table1: elmo-table1's scale (cpu, cpu_long, full)"
@@ -421,6 +427,7 @@ def main() -> None:
             args.rows,
             args.run_seconds,
             args.runs_from,
+            args.at_once,
         )
         print("  here, after the lease: git checkout -- packaging elmo_bilm/pretrained")
     else:
@@ -482,6 +489,19 @@ def table1_wait_call(
     return f"{env}; {_table1_wait(tasks, seeds, table)}"
 
 
+def recorded_runs(runs_from: Sequence[str]) -> Set[Tuple[str, str, int]]:
+    """`(task, row, seed)` of every run the `elmo-table1` records `runs_from` hold (row
+    `baseline` or `elmo`)."""
+    from elmo_plugin.analysis.sweep import BASELINE
+
+    return {
+        (task, "baseline" if record["placement"] == BASELINE else "elmo", record["seed"])
+        for path in runs_from
+        for task, records in json.loads(Path(path).read_text())["runs"].items()
+        for record in records
+    }
+
+
 def table1_call(
     tasks: Sequence[str],
     seeds: Sequence[int],
@@ -489,19 +509,26 @@ def table1_call(
     rows: Sequence[str] = ("elmo",),
     seconds: int = 520,
     runs_from: Sequence[str] = (),
+    at_once: int = 0,
 ) -> str:
-    """The device call that starts these Table 1 runs all at once (one `elmo-table1` per task,
-    row and seed, each stopped after `seconds`) in a new process session, which outlives the
-    call while the machine stays warm, then does what `table1_wait_call` does. Runs longer
-    than one call's 600 s go on through repeated wait calls. A run that the `runs_from` records
-    hold ends at once, without training."""
+    """The device call that starts the Table 1 runs of `tasks`, `rows` and `seeds` that the
+    `runs_from` records do not hold (one `elmo-table1` each, stopped after `seconds`), `at_once`
+    at a time (0: all; each with its share of the cores), in a new process session, which
+    outlives the call while the machine stays warm, then does what `table1_wait_call` does. Runs
+    longer than one call's 600 s go on through repeated wait calls. Runs that share a saturated
+    GPU all slow down alike, so fewer at a time finish more runs before a lease ends."""
     env, table = _table1_parts(tasks, scale, runs_from)
-    threads = max(1, DEVICE_CORES // (len(tasks) * len(rows) * len(seeds)))  # a share each
+    done = recorded_runs(runs_from)
+    todo = [
+        f"{t}:{r}:{s}" for t in tasks for r in rows for s in seeds if (t, r, s) not in done
+    ]  # fmt: skip
+    at_once = min(at_once or len(todo), len(todo)) or 1
+    threads = max(1, DEVICE_CORES // at_once)  # a share each
     launch = (
-        f"for t in {' '.join(tasks)}; do for r in {' '.join(rows)}; do "
-        f"for s in {' '.join(map(str, seeds))}; do OMP_NUM_THREADS={threads} timeout {seconds} "
-        f"{table} --cuda-device 0 "
-        "--rows $r --tasks $t --seeds $s > /tmp/t1_$t$r$s.log 2>&1 & done; done; done; wait; "
+        f"for run in {' '.join(todo)}; do IFS=: read t r s <<< $run; "
+        f"while [ $(jobs -rp | wc -l) -ge {at_once} ]; do wait -n; done; "
+        f"OMP_NUM_THREADS={threads} timeout {seconds} {table} --cuda-device 0 "
+        "--rows $r --tasks $t --seeds $s > /tmp/t1_$t$r$s.log 2>&1 & done; wait; "
         "touch /tmp/t1_done"
     )
     return (
@@ -522,6 +549,7 @@ def print_table1_calls(
     rows: Sequence[str],
     seconds: int,
     runs_from: Sequence[str] = (),
+    at_once: int = 0,
 ) -> None:
     """The calls that install the wheels and carry the data, the biLM and the vectors into /tmp,
     merged into as few calls of `budget` bytes as they fit (`merged_calls`), the last one ending
@@ -531,7 +559,7 @@ def print_table1_calls(
     steps[REPO_ROOT / ".devbilm"] = "mkdir -p /tmp/bilm && cp .devbilm/* /tmp/bilm/"
     for k in range(1, vector_folders + 1):
         steps[REPO_ROOT / f".devvec{k}"] = f"mkdir -p /tmp/vec && cp .devvec{k}/* /tmp/vec/"
-    launch = table1_call(tasks, seeds, scale, rows, seconds, runs_from)
+    launch = table1_call(tasks, seeds, scale, rows, seconds, runs_from, at_once)
     for carry, command in merged_calls(steps, budget, launch):
         print(f"  carry {json.dumps(carry)}: {command}")
     print("  while runs go on (the last call's output lists them), each within 30 s of the last:")

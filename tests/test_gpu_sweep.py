@@ -117,14 +117,15 @@ def test_the_printed_table1_calls_train_the_scale_rows_and_seeds_asked_within_th
         )
         assert "-s /tmp/runs_cpu_long --scale cpu_long" in command
         assert "--no-train --tasks snli coref --seeds 1 2 3 --output-dir $OUT/table1" in command
-    assert "for r in baseline elmo; do for s in 1 2 3;" in call and "--rows $r" in call
+    runs = [f"{t}:{r}:{s}" for t in ("snli", "coref") for r in ("baseline", "elmo") for s in "123"]
+    assert f"for run in {' '.join(runs)}; do" in call and "--rows $r" in call
     assert "OMP_NUM_THREADS=1 " in call  # 12 runs share 16 cores
     # the runs outlive the call (a new session), each bounded; the call waits for them
-    assert "setsid bash -c 'for t in snli coref;" in call and "timeout 520 " in call
+    assert "setsid bash -c 'for run in snli:" in call and "timeout 520 " in call
     assert call.index("touch /tmp/t1_done") < call.index("[ -e /tmp/t1_done ]")
     assert "--cuda-device 0" not in wait and "setsid" not in wait
     default = device_prep.table1_call(["sst"], [3], seconds=700)
-    assert "--scale cpu " in default and "for r in elmo;" in default
+    assert "--scale cpu " in default and "for run in sst:elmo:3;" in default
     assert "OMP_NUM_THREADS=16 " in default and "timeout 700 " in default
     assert "--runs-from" not in default
     # earlier records reach every run (which then skips a recorded run) and the tabulation
@@ -161,17 +162,19 @@ def test_device_prep_passes_its_table1_options_to_the_printed_calls(tmp_path, mo
     monkeypatch.setattr(device_prep, "folder_bytes", lambda folder: 2**20)
     argv = ["device_prep", "--keep-large-weights", "--table1", "snli", "--seeds", "2"]
     argv += ["--scale", "cpu_long", "--rows", "baseline", "--run-seconds", "700"]
-    argv += ["--bilm", "wikipedia_1024", "--runs-from", "old.json"]
+    old = tmp_path / "old.json"
+    old.write_text('{"runs": {"snli": [{"placement": "none", "seed": 1}]}}')
+    argv += ["--bilm", "wikipedia_1024", "--runs-from", str(old)]
     monkeypatch.setattr("sys.argv", argv)
     device_prep.main()
     printed = capsys.readouterr().out
     assert carried == ["wikipedia_1024"] and packed == [["snli_eval"]]
-    assert printed.count("--runs-from old.json") == 3
+    assert printed.count(f"--runs-from {old}") == 3
     assert (
         "timeout 700 python3 -m allennlp elmo-table1 -s /tmp/runs_cpu_long --scale cpu_long"
         in printed
     )
-    assert "for t in snli; do for r in baseline; do for s in 2;" in printed
+    assert "for run in snli:baseline:2; do" in printed
     # 4 MiB fit one call: the wheels, data, biLM and vectors travel with the launch
     (call,) = [line for line in printed.splitlines() if "setsid" in line]
     assert call.startswith('  carry [".whl1", ".devdata", ".devbilm", ".devvec1"]: ')
@@ -205,26 +208,39 @@ def test_the_table1_launch_call_runs_and_tabulates_with_its_environment(tmp_path
     """The launch call, run by bash with a stand-in `python3` that records what it was given:
     every run and the tabulation after them see the exports (an and-list before the call's `&`
     once sent the exports into the background with the runs, and the tabulation found no
-    AllenNLP on the device)."""
+    AllenNLP on the device); a run on record is not started; `at_once=1` starts each run after
+    the last one ended, with all the cores."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     record = tmp_path / "calls.txt"
     fake = bin_dir / "python3"
-    fake.write_text(f'#!/bin/sh\necho "$PYTHONPATH|$ELMO_OPTIONS_FILE|$*" >> {record}\n')
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'echo "start $PYTHONPATH|$ELMO_OPTIONS_FILE|$OMP_NUM_THREADS|$*" >> {record}\n'
+        f'sleep 0.2; echo "end $*" >> {record}\n'
+    )
     fake.chmod(0o755)
     out = tmp_path / "out"
     out.mkdir()
-    call = device_prep.table1_call(["snli"], [4], "cpu_long", ["baseline"], seconds=30)
+    old = tmp_path / "old.json"
+    old.write_text('{"runs": {"snli": [{"placement": "none", "seed": 5}]}}')
+    call = device_prep.table1_call(
+        ["snli"], [4, 5, 6], "cpu_long", ["baseline"], seconds=30, runs_from=[str(old)], at_once=1
+    )
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "OUT": str(out), "HOME": str(tmp_path)}
     try:
         subprocess.run(["bash", "-c", call], env=env, cwd=tmp_path, timeout=60, check=False)
         calls = record.read_text().splitlines()
     finally:
-        for name in ("t1_done", "t1_snlibaseline4.log"):
+        for name in ("t1_done", "t1_snlibaseline4.log", "t1_snlibaseline6.log"):
             Path("/tmp", name).unlink(missing_ok=True)
     runs = [line for line in calls if "--cuda-device 0" in line]
-    tables = [line for line in calls if "--no-train" in line]
-    assert len(runs) == 1 and "--rows baseline --tasks snli --seeds 4" in runs[0]
+    starts = [line for line in runs if line.startswith("start")]
+    tables = [line for line in calls if line.startswith("start") and "--no-train" in line]
+    assert len(starts) == 2 and "--rows baseline --tasks snli --seeds 4" in starts[0]
+    assert "--seeds 6" in starts[1]
+    assert [line.split()[0] for line in runs] == ["start", "end", "start", "end"]
     assert len(tables) == 1 and f"--output-dir {out}/table1" in tables[0]
-    for line in runs + tables:
-        assert line.startswith("/tmp/site:") and "|/tmp/bilm/options.json|" in line
+    for line in starts + tables:
+        assert line.startswith("start /tmp/site:") and "|/tmp/bilm/options.json|" in line
+    assert all("|16|" in line for line in starts)
