@@ -15,6 +15,8 @@ AllenNLP and its dependencies as wheels need several calls (`benchmarks.device_p
    seconds the weights go to `--out` as float16 parts of at most 15 MiB (the device returns
    files of at most 16 MiB), so a cut-off still returns the newest; at the end, held-out and
    WikiText-test perplexity with the float32 weights and with the float16-rounded ones.
+   With `--init-from DIR` the run starts from a shipped biLM's weights and softmax (bilm-tf
+   files, e.g. `wikipedia_1024_256`) and trains it on.
 3. `ship` (here): the parts back into bilm-tf `options.json` + `weights.hdf5` (with the softmax;
    the float16 values as float32, gzip-compressed to about half, readable by any bilm-tf reader)
    + `vocab.txt` + `training_metrics.json`, for `benchmarks.shipped_bilm` to re-measure.
@@ -41,7 +43,7 @@ from typing import Any, Dict, Iterator, List, Sequence, Tuple
 import numpy
 import torch
 
-from elmo_bilm.formats.bilm_tf import export_bilm_tf
+from elmo_bilm.formats.bilm_tf import export_bilm_tf, load_bilm_tf, read_options, read_softmax
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.model.characters import word_char_ids
 from elmo_bilm.model.lm import bidirectional_nll, chunked_nll, softmax_nll
@@ -220,6 +222,28 @@ class Trainer:
         }
 
 
+def init_from(model: Trainer, folder: Path) -> None:
+    """The biLM and softmax weights of the bilm-tf files in `folder` (a shipped biLM such as
+    `wikipedia_1024_256`, whose `weights.hdf5` holds `softmax/W` and `softmax/b` over the shipped
+    `vocab.txt`) in place of `model`'s initial ones, to train that biLM on. Adam's moments start
+    from zero (the shipped files do not hold them): give the run a warm-up."""
+    weights = folder / "weights.hdf5"
+    softmax = read_softmax(weights)
+    if softmax is None:
+        raise SystemExit(f"{weights}: no softmax/W and softmax/b, so nothing to train on from")
+    w, b = (torch.from_numpy(array).float() for array in softmax)
+    if w.shape != model.softmax_w.shape:
+        raise SystemExit(
+            f"{weights}: softmax {tuple(w.shape)}, but the shipped vocabulary and the biLM's "
+            f"projection make {tuple(model.softmax_w.shape)}"
+        )
+    bilm = load_bilm_tf(folder / "options.json", weights)
+    with torch.no_grad():
+        model.bilm.load_state_dict(bilm.state_dict())
+        model.softmax_w.copy_(w)
+        model.softmax_b.copy_(b)
+
+
 def save_parts(state: Dict[str, torch.Tensor], out: Path) -> List[str]:
     """float16 copies of `state` as `weights.part<k>` files of at most `PART_BYTES`, written
     beside and renamed over the previous ones (a cut-off leaves a whole set)."""
@@ -265,16 +289,22 @@ def train(args: argparse.Namespace) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with numpy.load(io.BytesIO(lzma.decompress(Path(args.data).read_bytes()))) as npz:
         data = {k: npz[k] for k in npz.files}
-    options = json.loads((SHIPPED_DIR / "options.json").read_text())
-    options["lstm"].update(dim=args.dim, projection_dim=args.projection_dim)
+    if args.init_from:  # its sizes, not --dim and --projection-dim
+        options = read_options(args.init_from / "options.json")
+    else:
+        options = json.loads((SHIPPED_DIR / "options.json").read_text())
+        options["lstm"].update(dim=args.dim, projection_dim=args.projection_dim)
     vocab = read_vocab_file(str(SHIPPED_DIR / "vocab.txt"))
     options["n_tokens_vocab"] = len(vocab)
     model = Trainer(data, options, vocab, args, device)
+    if args.init_from:
+        init_from(model, args.init_from)
     write_json(out / "options.json", options)
     params = model.parameters()
     optimizer = torch.optim.Adam(params, lr=args.lr, fused=device.type == "cuda")
     record: Dict[str, Any] = {
         "command": " ".join(sys.argv),
+        "init_from": str(args.init_from or ""),
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "parameters": sum(p.numel() for p in params),
         "options": options,
@@ -433,6 +463,12 @@ def main() -> None:
         default=0,
         help="train exactly this many steps (warm-up included; the cosine decay over them), "
         "whatever the machine's speed, instead of planning them from --seconds (0: plan)",
+    )
+    t.add_argument(
+        "--init-from",
+        type=Path,
+        help="a folder of bilm-tf files with the softmax (a shipped biLM) to train on from; its "
+        "sizes replace --dim and --projection-dim",
     )
     t.add_argument("--dim", type=int, default=1024)
     t.add_argument("--projection-dim", type=int, default=256)

@@ -71,3 +71,33 @@ def test_pack_train_ship_round_trip(tmp_path, monkeypatch, capsys):
     for key in ("perplexity", "perplexity_forward", "perplexity_backward"):
         # float32 sums of ~100 log-probabilities in another order: relative 1e-5 is ~100 units
         assert record[f"dev_{key}"] == pytest.approx(reported[key], rel=1e-5)
+
+    # trained on from the shipped files (issue 71 item 2): with a learning rate of 0 the run
+    # starts and ends at the shipped weights, so it reports the first run's perplexity and
+    # saves the same float16 values; its options are the shipped ones, not --dim's
+    again = tmp_path / "again"
+    argv[argv.index("--out") + 1] = str(again)
+    argv[argv.index("--dim") + 1] = "32"
+    argv += ["--init-from", str(shipped), "--lr", "0", "--steps", "1", "--warmup", "1"]
+    monkeypatch.setattr(sys, "argv", argv)
+    gpu_pretrain.main()
+    continued = json.loads((again / "metrics.json").read_text())
+    assert continued["init_from"] == str(shipped) and continued["options"]["lstm"]["dim"] == 16
+    for split in ("heldout", "wikitext"):
+        assert continued["float16"][split]["perplexity"] == pytest.approx(
+            metrics["float16"][split]["perplexity"], rel=1e-6
+        )  # the same weights and batches: only float32 summation order differs
+    saved = torch.load(BytesIO((run / "weights.part0").read_bytes()), weights_only=True)
+    resumed = torch.load(BytesIO((again / "weights.part0").read_bytes()), weights_only=True)
+    assert saved.keys() == resumed.keys()
+    assert all(torch.equal(saved[k], resumed[k]) for k in saved)
+    without_softmax = tmp_path / "no_softmax"
+    without_softmax.mkdir()
+    bilm = gpu_pretrain.load_bilm_tf(shipped / "options.json", shipped / "weights.hdf5")
+    gpu_pretrain.export_bilm_tf(
+        bilm, without_softmax / "options.json", without_softmax / "weights.hdf5"
+    )
+    argv[argv.index("--init-from") + 1] = str(without_softmax)
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit, match="no softmax/W and softmax/b"):
+        gpu_pretrain.main()
