@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Sequence, Set, Tuple
 
 from benchmarks.common import DATA, REPO_ROOT
+from elmo_bilm.sources import published
 
 # the task configs' word-vector variables: empty there (random vectors of the same shapes)
 TASK_PREFIXES = ("CONLL2003", "SST", "SNLI", "SQUAD", "SRL", "COREF")
@@ -293,11 +294,14 @@ def trim_vectors(source: str, output: Path, words: Set[str]) -> int:
     return kept
 
 
-# the shipped biLMs a Table 1 lease can carry: `--bilm` name -> its folder in this checkout
-BILMS = {
-    "wikipedia_1024": "packaging/elmo-bilm-wikipedia-1024/elmo_bilm_wikipedia_1024",
-    "wikipedia_1024_256": "packaging/elmo-bilm-wikipedia-1024-256/elmo_bilm_wikipedia_1024_256",
-}
+def bilm_paths(name: str) -> List[str]:
+    """The options and weights of the project's biLM `name` (`published.LOCAL`, through the
+    resolver), as paths in this checkout, for `git show` while the weights are out of the tree."""
+    from elmo_bilm.sources.resolver import resolve_bilm
+
+    resolved = resolve_bilm(name)
+    files = (str(resolved.options_file), str(resolved.weight_file))
+    return [Path(file).resolve().relative_to(REPO_ROOT.resolve()).as_posix() for file in files]
 
 
 def table1_payload(
@@ -311,9 +315,9 @@ def table1_payload(
     carried = REPO_ROOT / ".devbilm"
     shutil.rmtree(carried, ignore_errors=True)
     carried.mkdir()
-    for name in ("options.json", "weights.hdf5"):
+    for name, path in zip(("options.json", "weights.hdf5"), bilm_paths(bilm)):
         blob = subprocess.run(
-            ["git", "show", f"HEAD:{BILMS[bilm]}/{name}"],
+            ["git", "show", f"HEAD:{path}"],
             cwd=REPO_ROOT,
             capture_output=True,
             check=True,
@@ -341,7 +345,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--bilm",
-        choices=sorted(BILMS),
+        choices=sorted(published.LOCAL),
         default="wikipedia_1024_256",
         help="with --table1: the shipped biLM of the + ELMo row",
     )

@@ -43,11 +43,12 @@ from typing import Any, Dict, Iterator, List, Sequence, Tuple
 import numpy
 import torch
 
-from elmo_bilm.formats.bilm_tf import export_bilm_tf, load_bilm_tf, read_options, read_softmax
+from elmo_bilm.formats.bilm_tf import export_bilm_tf, read_options, read_softmax
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.model.characters import word_char_ids
 from elmo_bilm.model.lm import bidirectional_nll, chunked_nll, softmax_nll
 from elmo_bilm.model.vocab import BOS, EOS, UNK, read_vocab_file
+from elmo_bilm.sources.resolver import ResolvedBilm, resolve_bilm
 from elmo_bilm.sources.shipped import SHIPPED_DIR
 from elmo_bilm.utils.files import atomic_output
 
@@ -222,12 +223,12 @@ class Trainer:
         }
 
 
-def init_from(model: Trainer, folder: Path) -> None:
-    """The biLM and softmax weights of the bilm-tf files in `folder` (a shipped biLM such as
-    `wikipedia_1024_256`, whose `weights.hdf5` holds `softmax/W` and `softmax/b` over the shipped
+def init_from(model: Trainer, start: ResolvedBilm) -> None:
+    """The biLM and softmax weights of `start` (bilm-tf files, e.g. the shipped
+    `wikipedia_1024_256`, whose weights hold `softmax/W` and `softmax/b` over the shipped
     `vocab.txt`) in place of `model`'s initial ones, to train that biLM on. Adam's moments start
     from zero (the shipped files do not hold them): give the run a warm-up."""
-    weights = folder / "weights.hdf5"
+    weights = str(start.weight_file)
     softmax = read_softmax(weights)
     if softmax is None:
         raise SystemExit(f"{weights}: no softmax/W and softmax/b, so nothing to train on from")
@@ -237,9 +238,8 @@ def init_from(model: Trainer, folder: Path) -> None:
             f"{weights}: softmax {tuple(w.shape)}, but the shipped vocabulary and the biLM's "
             f"projection make {tuple(model.softmax_w.shape)}"
         )
-    bilm = load_bilm_tf(folder / "options.json", weights)
     with torch.no_grad():
-        model.bilm.load_state_dict(bilm.state_dict())
+        model.bilm.load_state_dict(start.load().state_dict())
         model.softmax_w.copy_(w)
         model.softmax_b.copy_(b)
 
@@ -289,16 +289,17 @@ def train(args: argparse.Namespace) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with numpy.load(io.BytesIO(lzma.decompress(Path(args.data).read_bytes()))) as npz:
         data = {k: npz[k] for k in npz.files}
-    if args.init_from:  # its sizes, not --dim and --projection-dim
-        options = read_options(args.init_from / "options.json")
+    start = resolve_bilm(args.init_from).as_bilm_tf() if args.init_from else None
+    if start:  # its sizes, not --dim and --projection-dim
+        options = read_options(str(start.options_file))
     else:
         options = json.loads((SHIPPED_DIR / "options.json").read_text())
         options["lstm"].update(dim=args.dim, projection_dim=args.projection_dim)
     vocab = read_vocab_file(str(SHIPPED_DIR / "vocab.txt"))
     options["n_tokens_vocab"] = len(vocab)
     model = Trainer(data, options, vocab, args, device)
-    if args.init_from:
-        init_from(model, args.init_from)
+    if start:
+        init_from(model, start)
     write_json(out / "options.json", options)
     params = model.parameters()
     optimizer = torch.optim.Adam(params, lr=args.lr, fused=device.type == "cuda")
@@ -466,9 +467,9 @@ def main() -> None:
     )
     t.add_argument(
         "--init-from",
-        type=Path,
-        help="a folder of bilm-tf files with the softmax (a shipped biLM) to train on from; its "
-        "sizes replace --dim and --projection-dim",
+        help="a biLM with its softmax to train on from, named as anywhere else (a shipped name "
+        "such as wikipedia_1024_256, a folder of bilm-tf files, ...); its sizes replace --dim "
+        "and --projection-dim",
     )
     t.add_argument("--dim", type=int, default=1024)
     t.add_argument("--projection-dim", type=int, default=256)

@@ -93,7 +93,7 @@ def test_pack_train_ship_round_trip(tmp_path, monkeypatch, capsys):
     assert all(torch.equal(saved[k], resumed[k]) for k in saved)
     without_softmax = tmp_path / "no_softmax"
     without_softmax.mkdir()
-    bilm = gpu_pretrain.load_bilm_tf(shipped / "options.json", shipped / "weights.hdf5")
+    bilm = gpu_pretrain.resolve_bilm(str(shipped)).load()
     gpu_pretrain.export_bilm_tf(
         bilm, without_softmax / "options.json", without_softmax / "weights.hdf5"
     )
