@@ -189,19 +189,19 @@ def folder_bytes(folder: Path) -> int:
     return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
 
 
-def split(wheels, budget: int, size_of: Callable[[Path], int] = lambda path: path.stat().st_size):
-    """Groups of wheels (or other paths, sized by `size_of`; largest first, first fit) of at most
-    `budget` bytes each."""
+def split(paths, budget: int, size_of: Callable[[Path], int] = lambda path: path.stat().st_size):
+    """Groups of paths (wheels, or folders sized by `size_of`; largest first, first fit) of at
+    most `budget` bytes each."""
     groups: list = []
-    for wheel in sorted(wheels, key=lambda w: -size_of(w)):
-        size = size_of(wheel)
+    for path in sorted(paths, key=lambda p: -size_of(p)):
+        size = size_of(path)
         for group in groups:
             if group[0] + size <= budget:
                 group[0] += size
-                group[1].append(wheel)
+                group[1].append(path)
                 break
         else:
-            groups.append([size, [wheel]])
+            groups.append([size, [path]])
     return [files for _, files in groups]
 
 
@@ -493,19 +493,6 @@ def table1_wait_call(
     return f"{env}; {_table1_wait(tasks, seeds, table)}"
 
 
-def recorded_runs(runs_from: Sequence[str]) -> Set[Tuple[str, str, int]]:
-    """`(task, row, seed)` of every run the `elmo-table1` records `runs_from` hold (row
-    `baseline` or `elmo`)."""
-    from elmo_plugin.analysis.sweep import BASELINE
-
-    return {
-        (task, "baseline" if record["placement"] == BASELINE else "elmo", record["seed"])
-        for path in runs_from
-        for task, records in json.loads(Path(path).read_text())["runs"].items()
-        for record in records
-    }
-
-
 def table1_call(
     tasks: Sequence[str],
     seeds: Sequence[int],
@@ -522,7 +509,10 @@ def table1_call(
     longer than one call's 600 s go on through repeated wait calls. Runs that share a saturated
     GPU all slow down alike, so fewer at a time finish more runs before a lease ends."""
     env, table = _table1_parts(tasks, scale, runs_from)
-    done = recorded_runs(runs_from)
+    from elmo_plugin.analysis import sweep, table1
+
+    rows_of = {sweep.BASELINE: "baseline", None: "elmo"}  # a record's placement -> its row
+    done = {(t, rows_of[p], s) for t, p, s in table1.recorded_runs(runs_from)}
     todo = [
         f"{t}:{r}:{s}" for t in tasks for r in rows for s in seeds if (t, r, s) not in done
     ]  # fmt: skip

@@ -517,12 +517,7 @@ def run_table(
             if r.placement in {placements[row] for row in rows}
         ]
 
-    recorded = {
-        (task, record["placement"], record["seed"])
-        for path in runs_from
-        for task, task_records in json.loads(Path(path).read_text())["runs"].items()
-        for record in task_records
-    }
+    recorded = recorded_runs(runs_from)
     out = Path(serialization_dir)
     todo = [
         (task, run)
@@ -565,6 +560,16 @@ def run_table(
     finally:
         progress.close()  # also after a failed run: its log's follower stops
     return collect(serialization_dir, scale, seeds, baselines_from, runs_from)
+
+
+def recorded_runs(runs_from: Sequence[str]) -> Set[Tuple[str, Optional[str], int]]:
+    """`(task, placement, seed)` of every run the `table1.json` files `runs_from` record."""
+    return {
+        (task, record["placement"], record["seed"])
+        for path in runs_from
+        for task, task_records in json.loads(Path(path).read_text())["runs"].items()
+        for record in task_records
+    }
 
 
 def collect(
