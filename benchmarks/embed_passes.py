@@ -9,7 +9,13 @@ loop, so both meet the same machine state:
     PYTHONPATH=/path/to/before python -m benchmarks.embed_passes --threads 1 2 --sentences 200
 
 The word cache is emptied before each pass (a first pass over new text); the first pass also
-packs the weights for oneDNN.
+packs the weights for oneDNN. `--precision` sets an inference precision after loading, and
+`--cell eager` keeps the LSTM step's pointwise work as eager ops (`elmo_bilm.model.fused_cell`
+off), so the fused cell compares with the ops it replaces in one shell loop:
+
+    for cell in fused eager fused eager; do
+      python -m benchmarks.embed_passes --threads 2 --precision bfloat16 --cell $cell
+    done
 """
 
 import argparse
@@ -20,17 +26,24 @@ import torch
 
 import elmo_bilm
 from benchmarks.common import conll_dev_sentences, emit, random_bilm_tf
+from elmo_bilm.model import fused_cell
 from elmo_bilm.runtime.engine import BULK_BATCH_SIZE, embed_sorted
+from elmo_bilm.runtime.precision import PRECISIONS, set_precision
 from elmo_bilm.sources.resolver import load_bilm
 
 
 def passes(
-    threads: int, sentences: List[List[str]], files: Dict[str, str], count: int, batch_size: int
+    threads: int,
+    sentences: List[List[str]],
+    files: Dict[str, str],
+    count: int,
+    batch_size: int,
+    precision: str = "float32",
 ) -> Dict[str, Any]:
     """Load the biLM and time `count` passes over `sentences` at `threads` intra-op threads."""
     torch.set_num_threads(threads)
     start = time.perf_counter()
-    bilm = load_bilm(files["options_file"], files["weight_file"])
+    bilm = set_precision(load_bilm(files["options_file"], files["weight_file"]), precision)
     load_s = time.perf_counter() - start
     seconds = []
     for _ in range(count):
@@ -55,13 +68,30 @@ def main(argv: Optional[List[str]] = None) -> List[Dict[str, Any]]:
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=BULK_BATCH_SIZE)
+    parser.add_argument("--precision", choices=PRECISIONS, default="float32")
+    parser.add_argument(
+        "--cell",
+        choices=["fused", "eager"],
+        default="fused",
+        help="the LSTM step's pointwise work: compiled where it builds (the default) or eager ops",
+    )
     args = parser.parse_args(argv)
+    if args.cell == "eager":
+        fused_cell.MAX_THREADS = 0  # no thread count qualifies: every step takes the eager ops
     files = random_bilm_tf(args.config)
     sentences = conll_dev_sentences(args.sentences)
     records = []
     for threads in args.threads:
-        record = passes(threads, sentences, files, args.passes, args.batch_size)
-        records.append({"benchmark": "embed_passes", "config": args.config, **record})
+        record = passes(threads, sentences, files, args.passes, args.batch_size, args.precision)
+        records.append(
+            {
+                "benchmark": "embed_passes",
+                "config": args.config,
+                "precision": args.precision,
+                "cell": args.cell,
+                **record,
+            }
+        )
         emit(records[-1])
     return records
 

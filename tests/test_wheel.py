@@ -87,6 +87,7 @@ def test_core_wheel_holds_the_core_and_the_shipped_biLM(wheels, repo_root):
             assert f"{package}/{name}" in larger
         assert "Requires-Dist: elmo-bilm==0.2.0" in metadata(wheels[key])
     assert "elmo_bilm/model/bilm.py" in names and "elmo_bilm/runtime/onnx.py" in names
+    assert "elmo_bilm/model/fused_cell.c" in names  # compiled on first use where a compiler is
     assert {
         "elmo_bilm/integrations/spacy_configs/ner_cnn.cfg",
         "elmo_bilm/integrations/spacy_configs/ner_elmo.cfg",

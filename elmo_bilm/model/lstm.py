@@ -9,7 +9,7 @@ from typing import Callable, List, Optional, Protocol, Sequence, Tuple, TypeVar
 import torch
 from torch import nn
 
-from elmo_bilm.model import onednn
+from elmo_bilm.model import fused_cell, onednn
 from elmo_bilm.model.onednn import Step
 
 # a layer stack's or one layer's carried LSTM states: (h, c), `[forward; backward]` on the last axis
@@ -42,10 +42,17 @@ class Products(Protocol):
 
 
 def lstm_cell(
-    gates: torch.Tensor, c: torch.Tensor, cell_clip: Optional[float]
+    gates: torch.Tensor, c: torch.Tensor, cell_clip: Optional[float], fused: bool = False
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """The pointwise part of one step: gates `i, j, f, o` and the previous cell -> the clipped cell
-    and `s(o) tanh(c)` (the input of the projection; `proj_clip` applies after the projection)."""
+    and `s(o) tanh(c)` (the input of the projection; `proj_clip` applies after the projection).
+
+    `fused`: in one compiled pass (`elmo_bilm.model.fused_cell`) where it applies, as the
+    per-direction CPU routes ask (float32 results, within a few float32 ulps of the eager ops)."""
+    if fused:
+        out = fused_cell.lstm_cell(gates, c, cell_clip)
+        if out is not None:
+            return out
     i, j, f, o = gates.chunk(4, dim=-1)
     c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(j)
     if cell_clip is not None:
@@ -354,6 +361,7 @@ class ProjectedLstmStack(nn.Module):
         first backward, as in AllenNLP).
         """
         cell_dtype = self.products.cell_dtype if route == "products" and self.products else None
+        fused = route != "bmm"  # one direction's (n, 4 dim) gates, no gradient
         if initial is None:
             h = [x.new_zeros(x.shape[:-2] + (active[0], self.projection_dim)) for x in streams]
             c = [
@@ -371,7 +379,7 @@ class ProjectedLstmStack(nn.Module):
         for t, n in enumerate(active):
             for k, (step_gates, project) in enumerate(steps):
                 gates = step_gates(per_step[k][t], h[k][..., :n, :])
-                c[k], m = lstm_cell(gates, c[k][..., :n, :], self.cell_clip)
+                c[k], m = lstm_cell(gates, c[k][..., :n, :], self.cell_clip, fused)
                 h[k] = project(m)
                 if self.proj_clip is not None:
                     h[k] = h[k].clamp(-self.proj_clip, self.proj_clip)

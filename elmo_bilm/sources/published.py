@@ -49,7 +49,7 @@ except ImportError:  # not on Windows: no lock between processes there
 from tqdm import tqdm
 
 from elmo_bilm.sources.archives import BILM_ARCHIVE_SUFFIXES
-from elmo_bilm.utils.files import UsageError, atomic_output, sha256_files
+from elmo_bilm.utils.files import UsageError, atomic_output, cache_dir, sha256_files
 
 logger = logging.getLogger(__name__)
 
@@ -108,11 +108,6 @@ def timed_out_tries(timeout: float) -> int:
     """How many tries a download whose every try times out gets: at most `ATTEMPTS`, and no
     more than keep their waits within `STALL_BUDGET_S` (at least one)."""
     return max(1, min(ATTEMPTS, int(STALL_BUDGET_S // timeout)))
-
-
-def cache_dir() -> Path:
-    """Where downloads are kept: `$ELMO_BILM_CACHE`, else `~/.cache/elmo_bilm`."""
-    return Path(os.environ.get("ELMO_BILM_CACHE", Path.home() / ".cache" / "elmo_bilm"))
 
 
 def is_url(path: Optional[str]) -> bool:

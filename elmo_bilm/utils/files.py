@@ -13,6 +13,7 @@ import signal
 import sys
 import threading
 import warnings
+from pathlib import Path
 from typing import (
     Any,
     BinaryIO,
@@ -200,6 +201,12 @@ def atomic_output(path: PathLike, overwrite: bool = False) -> Iterator[str]:
     finally:
         if os.path.exists(partial):
             os.remove(partial)
+
+
+def cache_dir() -> Path:
+    """The biLM cache: downloads, unpacked archives, converted formats, compiled kernels;
+    `$ELMO_BILM_CACHE`, else `~/.cache/elmo_bilm`."""
+    return Path(os.environ.get("ELMO_BILM_CACHE", Path.home() / ".cache" / "elmo_bilm"))
 
 
 def expand_paths(spec: PathLike) -> List[str]:

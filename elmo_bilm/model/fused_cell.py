@@ -1,0 +1,151 @@
+"""The LSTM step's pointwise work (`elmo_bilm.model.lstm.lstm_cell`) as one compiled loop on the CPU.
+
+Eager PyTorch spends a dozen element-wise ops on a step's gates (three sigmoids, two tanh, the
+cell update and clip), each a pass over memory with a tensor of its own; `fused_cell.c` does them
+in one vectorised pass. It is compiled on first use with the machine's C compiler (`$CC`, else
+`cc`) for the instruction set PyTorch runs at (`torch.backends.cpu.get_cpu_capability()`: AVX2
+or AVX-512, so that `ATEN_CPU_CAPABILITY=avx2` caps it too) and kept in the biLM cache
+(`elmo_bilm.utils.files.cache_dir()`, `kernels/`). Where there is no compiler, no glibc
+vector maths or another instruction set, `lstm_cell` returns None and the caller keeps the eager
+ops: the same arithmetic, rounded within a few float32 ulps of it. The measurements behind its use
+are in docs/performance.md ("The fused LSTM cell").
+"""
+
+import ctypes
+import hashlib
+import logging
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import torch
+
+from elmo_bilm.utils.files import cache_dir
+
+logger = logging.getLogger(__name__)
+
+SOURCE = Path(__file__).with_name("fused_cell.c")
+# the compiler's flags per PyTorch CPU capability; other capabilities keep the eager ops
+_ARCH_FLAGS: Dict[str, List[str]] = {
+    "AVX2": ["-mavx2", "-mfma"],
+    "AVX512": [
+        "-mavx2",
+        "-mfma",
+        "-mavx512f",
+        "-mavx512dq",
+        "-mavx512bw",
+        "-mavx512vl",
+        "-mprefer-vector-width=512",
+    ],
+}
+_FLAGS = ["-O3", "-fno-math-errno", "-fopenmp-simd", "-shared", "-fPIC"]
+_LIBRARIES = ["-lmvec", "-lm"]
+# a direction's intra-op threads up to which the one-thread loop beats the eager ops' threads
+MAX_THREADS = 2
+
+_lock = threading.Lock()
+_loaded: Dict[str, Optional[ctypes.CDLL]] = {}
+
+
+def _compiler() -> Optional[List[str]]:
+    """The C compiler's command (`$CC`, else `cc`), or None when it is not installed."""
+    command = shlex.split(os.environ.get("CC", "cc"))
+    if not command or shutil.which(command[0]) is None:
+        return None
+    return command
+
+
+def _build(capability: str) -> Optional[ctypes.CDLL]:
+    """The kernel library for `capability`, compiled into the cache unless it is there already;
+    None (and the reason logged) when it cannot be built or loaded here."""
+    compiler = _compiler()
+    if compiler is None:
+        logger.info(
+            "no C compiler (%s): the LSTM cell runs as eager ops", os.environ.get("CC", "cc")
+        )
+        return None
+    command = compiler + _FLAGS + _ARCH_FLAGS[capability]
+    source = SOURCE.read_bytes()
+    key = hashlib.sha256(source + " ".join(command + _LIBRARIES).encode()).hexdigest()[:16]
+    folder = cache_dir() / "kernels"
+    library = folder / f"fused_cell-{capability.lower()}-{key}.so"
+    try:
+        if not library.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            handle, partial = tempfile.mkstemp(
+                dir=folder, prefix=f"{library.name}.", suffix=".partial"
+            )
+            os.close(handle)
+            try:
+                subprocess.run(
+                    command + [str(SOURCE), "-o", partial] + _LIBRARIES,
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                )
+                os.replace(partial, library)  # complete or absent, whoever compiles at once
+            finally:
+                if os.path.exists(partial):
+                    os.remove(partial)
+        return ctypes.CDLL(str(library))
+    except (OSError, subprocess.CalledProcessError) as error:
+        detail = getattr(error, "stderr", None) or str(error)
+        logger.info("the fused LSTM cell was not built (%s): eager ops instead", detail.strip())
+        return None
+
+
+def _library() -> Optional[ctypes.CDLL]:
+    """The kernel library for PyTorch's CPU capability now, built once per process and
+    capability; None where it cannot be."""
+    capability = torch.backends.cpu.get_cpu_capability()
+    if capability not in _ARCH_FLAGS:
+        return None
+    with _lock:
+        if capability not in _loaded:
+            _loaded[capability] = _build(capability)
+        return _loaded[capability]
+
+
+def lstm_cell(
+    gates: torch.Tensor, c: torch.Tensor, cell_clip: Optional[float]
+) -> Optional[Tuple[torch.Tensor, torch.Tensor]]:
+    """`lstm.lstm_cell`'s `(c', m)` from the compiled loop, float32, for one direction's gates
+    (n, 4 d) (float32 or bfloat16) and cell (n, d) (float32), both contiguous on the CPU and
+    needing no gradient; None where it does not apply or cannot be built (the caller runs the
+    eager ops). The loop runs on the calling thread alone, so only up to `MAX_THREADS` intra-op
+    threads."""
+    if (
+        gates.device.type != "cpu"
+        or gates.dtype not in (torch.float32, torch.bfloat16)
+        or c.dtype != torch.float32
+        or gates.dim() != 2
+        or c.shape != (gates.shape[0], gates.shape[1] // 4)
+        or gates.shape[1] != 4 * c.shape[1]
+        or not (gates.is_contiguous() and c.is_contiguous())
+        or (torch.is_grad_enabled() and (gates.requires_grad or c.requires_grad))
+        or torch.get_num_threads() > MAX_THREADS
+    ):
+        return None
+    library = _library()
+    if library is None:
+        return None
+    c_out, m = torch.empty_like(c), torch.empty_like(c)
+    kernel = (
+        library.lstm_cell_float32 if gates.dtype == torch.float32 else library.lstm_cell_bfloat16
+    )
+    clip = float("inf") if cell_clip is None else float(cell_clip)
+    kernel(
+        ctypes.c_void_p(gates.data_ptr()),
+        ctypes.c_void_p(c.data_ptr()),
+        ctypes.c_void_p(c_out.data_ptr()),
+        ctypes.c_void_p(m.data_ptr()),
+        ctypes.c_long(c.shape[0]),
+        ctypes.c_long(c.shape[1]),
+        ctypes.c_float(clip),
+    )
+    return c_out, m

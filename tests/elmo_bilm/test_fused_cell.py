@@ -1,0 +1,130 @@
+import platform
+import subprocess
+
+import pytest
+import torch
+
+from elmo_bilm.model import fused_cell, lstm, onednn
+from tests.elmo_bilm.test_lstm import make_stack
+from tests.numerics import NETWORK, ONE_REDUCTION, assert_float32_close
+
+pytestmark = pytest.mark.numerics  # the AVX2 pass builds and checks the AVX2 loop
+
+needs_kernel = pytest.mark.skipif(
+    platform.system() != "Linux"
+    or platform.machine() != "x86_64"
+    or fused_cell._compiler() is None
+    or torch.backends.cpu.get_cpu_capability() not in fused_cell._ARCH_FLAGS,
+    reason="the fused cell is built with a C compiler and glibc on x86-64 Linux",
+)
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    """Each test builds into a cache of its own, from a clean slate of loaded libraries."""
+    monkeypatch.setenv("ELMO_BILM_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(fused_cell, "_loaded", {})
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    return tmp_path / "cache" / "kernels"
+
+
+def gates_and_cell(rows: int, dim: int, seed: int):
+    """Gates spread over saturated and linear regions, cells inside and outside the clip."""
+    generator = torch.Generator().manual_seed(seed)
+    gates = torch.randn(rows, 4 * dim, generator=generator) * 4
+    gates[0, :8] = torch.tensor([0.0, 1e-6, -1e-6, 30.0, -30.0, 88.0, -88.0, 0.5])
+    c = torch.randn(rows, dim, generator=generator) * 3
+    return gates, c
+
+
+@needs_kernel
+@pytest.mark.parametrize("gate_dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("clip", [3.0, None])
+def test_the_compiled_loop_computes_the_eager_cell(gate_dtype, clip):
+    gates, c = gates_and_cell(37, 300, seed=1)  # 300 cells: vector lanes plus a remainder
+    gates = gates.to(gate_dtype)
+    fused = fused_cell.lstm_cell(gates, c, clip)
+    assert fused is not None
+    expected = lstm.lstm_cell(gates.float(), c, clip)
+    for actual, wanted in zip(fused, expected):
+        assert actual.dtype == torch.float32
+        # a few ops per value (sigmoid, tanh, a product and a sum), each within a few units
+        assert_float32_close(actual, wanted, ONE_REDUCTION)
+    if clip is not None:
+        assert fused[0].abs().max() == clip  # the clip binds on these cells
+    else:
+        assert fused[0].abs().max() > 3.0
+
+
+@needs_kernel
+def test_the_library_is_compiled_once_and_then_loaded_from_the_cache(own_cache, monkeypatch):
+    gates, c = gates_and_cell(4, 16, seed=2)
+    assert fused_cell.lstm_cell(gates, c, 3.0) is not None
+    built = list(own_cache.iterdir())
+    assert len(built) == 1 and built[0].suffix == ".so"  # no partial file left behind
+    monkeypatch.setattr(fused_cell, "_loaded", {})
+
+    def no_compiler(*args, **kwargs):
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(subprocess, "run", no_compiler)
+    assert fused_cell.lstm_cell(gates, c, 3.0) is not None
+
+
+def test_without_a_compiler_the_eager_ops_run(own_cache, monkeypatch):
+    monkeypatch.setenv("CC", "elmo-no-such-compiler")
+    gates, c = gates_and_cell(4, 16, seed=3)
+    assert fused_cell.lstm_cell(gates, c, 3.0) is None
+    expected = lstm.lstm_cell(gates, c, 3.0)
+    for actual, wanted in zip(lstm.lstm_cell(gates, c, 3.0, fused=True), expected):
+        assert torch.equal(actual, wanted)
+    assert not own_cache.exists()
+
+
+@needs_kernel
+def test_a_failing_compiler_leaves_no_file_and_the_eager_ops_run(own_cache, monkeypatch):
+    monkeypatch.setenv("CC", "false")  # exits 1, like a compiler refusing the source
+    gates, c = gates_and_cell(4, 16, seed=4)
+    assert fused_cell.lstm_cell(gates, c, 3.0) is None
+    assert list(own_cache.iterdir()) == []
+
+
+@needs_kernel
+def test_where_it_does_not_apply_it_says_so(monkeypatch):
+    gates, c = gates_and_cell(4, 16, seed=5)
+    assert fused_cell.lstm_cell(gates, c, 3.0) is not None
+    assert fused_cell.lstm_cell(gates[:, :-4], c, 3.0) is None  # not 4 dim gates
+    assert fused_cell.lstm_cell(gates.t().contiguous().t(), c, 3.0) is None  # not contiguous
+    assert fused_cell.lstm_cell(gates, c.bfloat16(), 3.0) is None  # a bfloat16 cell state
+    assert fused_cell.lstm_cell(gates.requires_grad_(), c, 3.0) is None  # a gradient is needed
+    with torch.no_grad():
+        assert fused_cell.lstm_cell(gates, c, 3.0) is not None
+    monkeypatch.setattr(torch, "get_num_threads", lambda: fused_cell.MAX_THREADS + 1)
+    assert fused_cell.lstm_cell(gates.detach(), c, 3.0) is None
+
+
+@needs_kernel
+@pytest.mark.skipif(not onednn.AVAILABLE, reason="oneDNN is not available in this torch build")
+def test_the_packed_route_runs_the_compiled_loop_and_gives_the_eager_outputs(monkeypatch):
+    monkeypatch.setattr(onednn, "MIN_STEP_BYTES", 0)  # this small stack on the packed route
+    stack = make_stack(7)
+    lengths = [5, 3, 1]
+    inputs = torch.randn(3, 5, 6, generator=torch.Generator().manual_seed(7))
+    mask = torch.arange(5)[None, :] < torch.tensor(lengths)[:, None]
+    calls = []
+    compiled = fused_cell.lstm_cell
+
+    def counted(*args):
+        out = compiled(*args)
+        calls.append(out is not None)
+        return out
+
+    monkeypatch.setattr(fused_cell, "lstm_cell", counted)
+    with torch.no_grad():
+        fused = stack(inputs, mask)
+        assert calls and all(calls)  # every step of both layers and directions
+        monkeypatch.setattr(fused_cell, "MAX_THREADS", 0)
+        eager = stack(inputs, mask)
+    for a, b in zip(fused, eager):
+        assert_float32_close(a, b, NETWORK)
+        assert a.abs().max() > 0.1
