@@ -58,7 +58,7 @@ from elmo_bilm.model import onednn  # noqa: E402
 from elmo_bilm.model.bilm import BiLm  # noqa: E402
 from elmo_bilm.model.char_cnn import CharCnnEncoder  # noqa: E402
 from elmo_bilm.model.characters import batch_char_ids  # noqa: E402
-from elmo_bilm.model.lstm import ProjectedLstmStack, _Packing  # noqa: E402
+from elmo_bilm.model.lstm import InputBlocks, ProjectedLstmStack, _Packing  # noqa: E402
 from elmo_bilm.runtime.precision import PRECISIONS, set_precision  # noqa: E402
 from elmo_bilm.sources.resolver import load_bilm  # noqa: E402
 
@@ -68,7 +68,7 @@ _IMPORTED = time.perf_counter()
 STAGES = [
     ("char CNN: convolutions, highways, projection", "encode_words, distinct words only"),
     ("char CNN: distinct words, word cache, scatter", "torch.unique, cache look-ups, tokens"),
-    ("input products", "all positions at once, + bias"),
+    ("input products", "by blocks of steps (distinct words: at once), + bias"),
     ("packed-weight checks", "onednn.PackedWeights.get: fingerprints the weights each forward"),
     ("step: recurrent products", "h_{t-1} W_h + input gates, per step and direction"),
     ("step: gates + cell clip", "lstm_cell: sigmoid/tanh, c update, clip"),
@@ -146,16 +146,42 @@ def _wrap(timer: StageTimer, owner: Any, name: str, stage: str) -> Any:
 def instrumented(timer: StageTimer) -> Iterator[None]:
     """Every stage of the biLM's forward timed by `timer`, for the duration of the block."""
     input_products = ProjectedLstmStack._input_products
+    input_linears = ProjectedLstmStack._input_linears
+    gathered = InputBlocks.gathered.__func__  # type: ignore[attr-defined]
     step_products = ProjectedLstmStack._step_products
     clamp = torch.Tensor.clamp
 
     def timed_input_products(self: Any, x: torch.Tensor, layer: int, route: str) -> Any:
+        if route != "bmm":  # its per-direction linears are timed (timed_input_linears)
+            return input_products(self, x, layer, route)
         return timer.product(
             "input products",
             lambda: input_products(self, x, layer, route),
             x.shape[-2],
             x.shape[-1],
         )
+
+    def timed_input_linears(self: Any, layer: int, route: str, directions: Any = (0, 1)) -> Any:
+        with timer.stage("input products"):  # the weights' preparation (checks: their stage)
+            linears = input_linears(self, layer, route, directions)
+
+        def timed(linear: Callable) -> Callable:
+            return lambda x: timer.product(
+                "input products", lambda: linear(x), x.shape[-2], x.shape[-1]
+            )
+
+        return [timed(linear) for linear in linears]
+
+    def timed_gathered(cls: Any, gates: torch.Tensor, index: torch.Tensor, max_rows: int) -> Any:
+        blocks = gathered(cls, gates, index, max_rows)
+        gather = blocks.gates
+
+        def timed(start: int, end: int) -> torch.Tensor:
+            with timer.stage("packing"):  # the first layer's gather by word, a block at a time
+                return gather(start, end)
+
+        blocks.gates = timed
+        return blocks
 
     def timed_step_products(
         self: Any, layer: int, route: str, batch_size: int, directions: Any = (0, 1)
@@ -190,6 +216,8 @@ def instrumented(timer: StageTimer) -> Iterator[None]:
         _wrap(timer, CharCnnEncoder, "distinct_words", STAGES[1][0]),
         _wrap(timer, CharCnnEncoder, "tokens", STAGES[1][0]),
         mock.patch.object(ProjectedLstmStack, "_input_products", timed_input_products),
+        mock.patch.object(ProjectedLstmStack, "_input_linears", timed_input_linears),
+        mock.patch.object(InputBlocks, "gathered", classmethod(timed_gathered)),
         _wrap(timer, onednn.PackedWeights, "get", "packed-weight checks"),
         mock.patch.object(ProjectedLstmStack, "_step_products", timed_step_products),
         _wrap(timer, lstm_module, "lstm_cell", "step: gates + cell clip"),

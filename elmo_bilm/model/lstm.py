@@ -1,10 +1,11 @@
 """The biLM's contextual part: forward and backward stacks of LSTMs with a projection (Sec. 3.1)."""
 
 import functools
+import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, List, Optional, Protocol, Sequence, Tuple, TypeVar
+from typing import Callable, Iterator, List, Optional, Protocol, Sequence, Tuple, TypeVar, Union
 
 import torch
 from torch import nn
@@ -14,6 +15,59 @@ from elmo_bilm.model.onednn import Step
 
 # a layer stack's or one layer's carried LSTM states: (h, c), `[forward; backward]` on the last axis
 _Carried = Tuple[torch.Tensor, torch.Tensor]
+# bytes of one direction's input gates computed at once on the per-direction routes (`InputBlocks`)
+INPUT_BLOCK_BYTES = 16 * 2**20
+
+
+class InputBlocks:
+    """One direction's input-to-gate products for the packed positions, computed a block of
+    consecutive steps at a time as the recurrence reaches them, each block at most `max_rows`
+    rows (at least one step).
+
+    All positions at once made the gates of a whole batch one tensor (positions x 4 dim floats:
+    hundreds of MB at the paper size), freshly allocated, and so freshly paged in by the kernel,
+    for every layer and direction; blocks this size are reused by the allocator and bound that
+    memory by the block instead of the batch (docs/performance.md, "Input gates by blocks of
+    steps").
+
+    # Parameters
+
+    gates : `Callable[[int, int], torch.Tensor]`
+        `(start, end)` -> the gate inputs of packed rows `start:end`, `(end - start, 4 dim)`.
+    max_rows : `int`
+    """
+
+    def __init__(self, gates: Callable[[int, int], torch.Tensor], max_rows: int) -> None:
+        self.gates = gates
+        self.max_rows = max(1, max_rows)
+
+    @classmethod
+    def product(
+        cls, linear: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, max_rows: int
+    ) -> "InputBlocks":
+        """`linear` of each block's rows of the packed inputs `x` (N, in)."""
+        return cls(lambda start, end: linear(x[start:end]), max_rows)
+
+    @classmethod
+    def gathered(cls, gates: torch.Tensor, index: torch.Tensor, max_rows: int) -> "InputBlocks":
+        """Rows `index` (N,) of the distinct words' gates (U, 4 dim), a block at a time."""
+        return cls(lambda start, end: gates.index_select(0, index[start:end]), max_rows)
+
+    def per_step(self, active: Sequence[int]) -> Iterator[torch.Tensor]:
+        """Each step's `(active[t], 4 dim)` gate inputs, in step order."""
+        start = t = 0
+        while t < len(active):
+            end, rows = t + 1, active[t]
+            while end < len(active) and rows + active[end] <= self.max_rows:
+                rows += active[end]
+                end += 1
+            yield from self.gates(start, start + rows).split(list(active[t:end]))
+            start, t = start + rows, end
+
+
+# what the recurrence runs over: the `bmm` route's products of both directions stacked, or one
+# direction's blocks
+Stream = Union[torch.Tensor, InputBlocks]
 
 
 class Products(Protocol):
@@ -292,6 +346,11 @@ class ProjectedLstmStack(nn.Module):
             return [torch.baddbmm(bias, x, self.input_weights[layer])]
         return [linear(x[d]) for d, linear in enumerate(self._input_linears(layer, route))]
 
+    @property
+    def _block_rows(self) -> int:
+        """Rows of an `InputBlocks` block: `INPUT_BLOCK_BYTES` of float32 gates."""
+        return INPUT_BLOCK_BYTES // (4 * self.dim * 4)
+
     def _input_linears(
         self, layer: int, route: str, directions: Sequence[int] = (0, 1)
     ) -> List[Callable[[torch.Tensor], torch.Tensor]]:
@@ -340,7 +399,7 @@ class ProjectedLstmStack(nn.Module):
 
     def _recurrence(
         self,
-        streams: List[torch.Tensor],
+        streams: Sequence[Stream],
         layer: int,
         active: List[int],
         route: str,
@@ -350,8 +409,9 @@ class ProjectedLstmStack(nn.Module):
     ) -> torch.Tensor:
         """Run one layer over packed input gates -> packed outputs (2, N, proj).
 
-        `streams`: as `_input_products` returns them, or one direction's stream alone with its
-        `steps` (then the result is that direction's (N, proj)). Packed as a `PackedSequence`: the
+        `streams`: the `bmm` route's stacked products (`_input_products`), or one `InputBlocks`
+        per direction, or one direction's alone with its `steps` (then the result is that
+        direction's (N, proj)). Packed as a `PackedSequence`: the
         `active[t]` running rows of step `t` (rows sorted by length, descending) follow those of
         step `t - 1`; `N = sum(active)`, no padding.
 
@@ -362,23 +422,26 @@ class ProjectedLstmStack(nn.Module):
         """
         cell_dtype = self.products.cell_dtype if route == "products" and self.products else None
         fused = route != "bmm"  # one direction's (n, 4 dim) gates, no gradient
+        # One split per stacked stream, not a slice per step: the backward of a slice allocates a
+        # zero tensor of the whole stream, which made a layer's backward quadratic in the length.
+        per_step = [
+            x.per_step(active) if isinstance(x, InputBlocks) else iter(x.split(active, dim=-2))
+            for x in streams
+        ]
+        first = [next(steps_k) for steps_k in per_step]  # the states take their shape and dtype
+        per_step = [itertools.chain([x], steps_k) for x, steps_k in zip(first, per_step)]
         if initial is None:
-            h = [x.new_zeros(x.shape[:-2] + (active[0], self.projection_dim)) for x in streams]
-            c = [
-                x.new_zeros(x.shape[:-2] + (active[0], self.dim), dtype=cell_dtype) for x in streams
-            ]
+            h = [x.new_zeros(x.shape[:-2] + (active[0], self.projection_dim)) for x in first]
+            c = [x.new_zeros(x.shape[:-2] + (active[0], self.dim), dtype=cell_dtype) for x in first]
         else:
-            h, c = self._split_directions(initial, streams, cell_dtype)
+            h, c = self._split_directions(initial, first, cell_dtype)
         ended: List[Tuple[List[torch.Tensor], List[torch.Tensor]]] = []
         outputs: List[List[torch.Tensor]] = [[] for _ in streams]
-        # One split per stream, not a slice per step: the backward of a slice allocates a zero
-        # tensor of the whole stream, which made a layer's backward quadratic in the length.
-        per_step = [x.split(active, dim=-2) for x in streams]
         if steps is None:
             steps = self._step_products(layer, route, active[0])
         for t, n in enumerate(active):
             for k, (step_gates, project) in enumerate(steps):
-                gates = step_gates(per_step[k][t], h[k][..., :n, :])
+                gates = step_gates(next(per_step[k]), h[k][..., :n, :])
                 c[k], m = lstm_cell(gates, c[k][..., :n, :], self.cell_clip, fused)
                 h[k] = project(m)
                 if self.proj_clip is not None:
@@ -487,12 +550,21 @@ class ProjectedLstmStack(nn.Module):
         finals: Optional[List[_Carried]] = [] if self.stateful else None
         layers = []
         for layer, route in enumerate(routes):
+            streams: Sequence[Stream]
             if layer == 0 and by_word:
                 assert distinct is not None
                 streams = self._word_streams(distinct, packing, route)
-            else:
+            elif route == "bmm":
                 assert x is not None  # every layer but a by-word first has its packed input
                 streams = self._input_products(self.dropout(x), layer, route)
+            else:
+                assert x is not None
+                x_in = self.dropout(x)
+                linears = self._input_linears(layer, route)
+                streams = [
+                    InputBlocks.product(linear, x_in[d], self._block_rows)
+                    for d, linear in enumerate(linears)
+                ]
             start = None if initial is None else (initial[0][layer], initial[1][layer])
             out = self._recurrence(streams, layer, packing.active, route, start, finals)
             if layer > 0 and self.use_skip_connections:
@@ -537,10 +609,10 @@ class ProjectedLstmStack(nn.Module):
             (linear,) = self._input_linears(layer, route, (d,))
             (step,) = self._step_products(layer, route, active[0], (d,))
             if layer == 0 and word is not None:
-                stream = linear(word[0]).index_select(0, word[1])
+                stream = InputBlocks.gathered(linear(word[0]), word[1], self._block_rows)
             else:
                 assert x_d is not None
-                stream = linear(x_d)
+                stream = InputBlocks.product(linear, x_d, self._block_rows)
             out = self._recurrence([stream], layer, active, route, steps=[step])
             if layer > 0 and self.use_skip_connections:
                 assert x_d is not None
@@ -554,14 +626,17 @@ class ProjectedLstmStack(nn.Module):
         distinct: Tuple[torch.Tensor, torch.Tensor],
         packing: "_Packing",
         route: str,
-    ) -> List[torch.Tensor]:
+    ) -> List[Stream]:
         """The first layer's input gates from each distinct word's product, gathered into the
-        packed order of both directions."""
+        packed order of both directions (by blocks on the per-direction routes)."""
         vectors, index = distinct
         word_streams = self._input_products(vectors.expand(2, -1, -1), 0, route)
         word_index = packing.pack(index[..., None])[..., 0]  # (2, N)
         if route != "bmm":
-            return [g.index_select(0, word_index[d]) for d, g in enumerate(word_streams)]
+            return [
+                InputBlocks.gathered(g, word_index[d], self._block_rows)
+                for d, g in enumerate(word_streams)
+            ]
         gathered = [word_streams[0][d].index_select(0, word_index[d]) for d in range(2)]
         return [torch.stack(gathered)]
 

@@ -4,8 +4,9 @@ import threading
 import pytest
 import torch
 
+from elmo_bilm.model import lstm as lstm_module
 from elmo_bilm.model import onednn
-from elmo_bilm.model.lstm import ProjectedLstmStack, reverse_padded
+from elmo_bilm.model.lstm import InputBlocks, ProjectedLstmStack, reverse_padded
 from tests.numerics import NETWORK, assert_float32_close
 
 pytestmark = pytest.mark.numerics  # compared across rounding paths: make test reruns it on AVX2
@@ -324,3 +325,61 @@ def test_directions_run_in_the_calling_thread_where_a_gradient_is_needed(two_thr
     out = stack(inputs, torch.ones(2, 3, dtype=torch.bool))
     out[-1].sum().backward()  # the bmm path in this thread: the graph reaches the inputs
     assert inputs.grad is not None and inputs.grad.abs().sum() > 0
+
+
+def test_input_blocks_group_whole_steps_up_to_the_row_bound():
+    active = [3, 3, 2, 1, 1]
+    x = torch.arange(10.0)[:, None]
+    asked = []
+
+    def gates(start, end):
+        asked.append((start, end))
+        return x[start:end] * 2
+
+    steps = list(InputBlocks(gates, max_rows=4).per_step(active))
+    assert asked == [(0, 3), (3, 6), (6, 10)]  # 3 + 3 > 4; 2 + 1 + 1 = 4
+    for step, expected in zip(steps, (x * 2).split(active)):
+        assert torch.equal(step, expected)
+    asked.clear()
+    list(InputBlocks(gates, max_rows=1).per_step(active))  # a step larger than the bound: alone
+    assert asked == [(0, 3), (3, 6), (6, 8), (8, 9), (9, 10)]
+    asked.clear()
+    list(InputBlocks(gates, max_rows=100).per_step(active))
+    assert asked == [(0, 10)]
+
+
+@pytest.mark.skipif(not onednn.AVAILABLE, reason="oneDNN is not available in this torch build")
+@pytest.mark.parametrize("threads", [1, 2])  # one direction after the other; both at once
+@pytest.mark.parametrize("by_word", [False, True])
+def test_input_gates_by_blocks_equal_all_positions_at_once(monkeypatch, threads, by_word):
+    monkeypatch.setattr(onednn, "MIN_STEP_BYTES", 0)  # the per-direction packed route
+    stack = make_stack(8).requires_grad_(False)
+    generator = torch.Generator().manual_seed(8)
+    vectors = torch.randn(5, 6, generator=generator)
+    index = torch.randint(0, 5, (4, 7), generator=generator)
+    mask = torch.arange(7)[None, :] < torch.tensor([7, 4, 6, 2])[:, None]
+    inputs = vectors[index] * mask[..., None]
+    distinct = (vectors, index) if by_word else None
+    blocks = []
+    per_step = InputBlocks.per_step
+
+    def spy(self, active):
+        blocks.append(self.max_rows)
+        return per_step(self, active)
+
+    monkeypatch.setattr(InputBlocks, "per_step", spy)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with torch.no_grad():
+            whole = stack(inputs, mask, distinct)
+            assert blocks and min(blocks) > 19  # every layer's gates in one block
+            blocks.clear()
+            monkeypatch.setattr(lstm_module, "INPUT_BLOCK_BYTES", 3 * 4 * 10 * 4)  # 3 rows
+            blocked = stack(inputs, mask, distinct)
+    finally:
+        torch.set_num_threads(before)
+    assert blocks == [3] * 4  # both directions of both layers went by blocks of 3 rows
+    for a, b in zip(blocked, whole):
+        assert_float32_close(a, b, NETWORK)
+        assert a.abs().max() > 0.1
