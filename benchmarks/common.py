@@ -1,12 +1,13 @@
 """Shared pieces of the benchmarks: biLM configurations, random bilm-tf weights, data, measurements."""
 
+import contextlib
 import itertools
 import json
 import os
 import resource
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, Iterator, List
 
 import torch
 
@@ -92,6 +93,16 @@ def timed(function: Callable[[], Any]) -> float:
     start = time.perf_counter()
     function()
     return time.perf_counter() - start
+
+
+@contextlib.contextmanager
+def threads_restored() -> Iterator[None]:
+    """torch's intra-op thread count as it was before the block, whatever the block sets."""
+    threads = torch.get_num_threads()
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def emit(record: Dict[str, Any]) -> None:

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
-from benchmarks.common import emit
+from benchmarks.common import emit, threads_restored
 from elmo_bilm.model import fused_cell, lstm
 
 
@@ -31,10 +31,9 @@ def main(argv: Optional[List[str]] = None) -> List[Dict[str, Any]]:
     parser.add_argument("--number", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
-    threads_before = torch.get_num_threads()
     generator = torch.Generator().manual_seed(0)
     records = []
-    try:
+    with threads_restored():
         for dtype in (torch.float32, torch.bfloat16):
             for rows in args.rows:
                 gates = (torch.randn(rows, 4 * args.dim, generator=generator) * 3).to(dtype)
@@ -59,8 +58,6 @@ def main(argv: Optional[List[str]] = None) -> List[Dict[str, Any]]:
                     )
                 records.append(record)
                 emit(record)
-    finally:
-        torch.set_num_threads(threads_before)
     return records
 
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import torch
 
-from benchmarks.common import emit
+from benchmarks.common import emit, threads_restored
 from elmo_bilm.runtime.precision import Bf16Weight, _int8_linear, _int8_pack
 
 
@@ -37,14 +37,13 @@ def main(argv: Optional[List[str]] = None) -> List[Dict[str, Any]]:
     parser.add_argument("--gates", type=int, default=16384)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     generator = torch.Generator().manual_seed(0)
     weight = torch.randn(args.gates, args.inputs, generator=generator) * 0.05
     x = torch.randn(args.positions, args.inputs, generator=generator)
     flops = 2.0 * args.positions * args.inputs * args.gates
     records = []
-    try:
+    with threads_restored():
+        torch.set_num_threads(1)
         for precision, product in products(weight).items():
             for rows in args.rows:
                 best = float("inf")
@@ -63,8 +62,6 @@ def main(argv: Optional[List[str]] = None) -> List[Dict[str, Any]]:
                 }
                 records.append(record)
                 emit(record)
-    finally:
-        torch.set_num_threads(threads)
     return records
 
 
