@@ -7,7 +7,8 @@ in one vectorised pass. It is compiled on first use with the machine's C compile
 or AVX-512, so that `ATEN_CPU_CAPABILITY=avx2` caps it too) and kept in the biLM cache
 (`elmo_bilm.utils.files.cache_dir()`, `kernels/`). Where there is no compiler, no glibc
 vector maths or another instruction set, `lstm_cell` returns None and the caller keeps the eager
-ops: the same arithmetic, rounded within a few float32 ulps of it. The measurements behind its use
+ops: the same arithmetic, rounded within a few float32 ulps of it. A compiler's refusal is kept
+beside the library (`.so.failed`), so that it is asked once, not in every process. The measurements behind its use
 are in docs/performance.md ("The fused LSTM cell").
 """
 
@@ -74,6 +75,15 @@ def _build(capability: str) -> Optional[ctypes.CDLL]:
     key = hashlib.sha256(source + " ".join(command + _LIBRARIES).encode()).hexdigest()[:16]
     folder = cache_dir() / "kernels"
     library = folder / f"fused_cell-{capability.lower()}-{key}.so"
+    # a compiler that refused this source once refuses it again: later processes skip the try
+    failed = library.with_name(library.name + ".failed")
+    if failed.exists():
+        logger.info(
+            "the fused LSTM cell could not be built here (%s): eager ops instead; delete the file "
+            "to try again",
+            failed,
+        )
+        return None
     try:
         if not library.exists():
             folder.mkdir(parents=True, exist_ok=True)
@@ -82,12 +92,14 @@ def _build(capability: str) -> Optional[ctypes.CDLL]:
             )
             os.close(handle)
             try:
-                subprocess.run(
+                compiled = subprocess.run(
                     command + [str(SOURCE), "-o", partial] + _LIBRARIES,
-                    check=True,
                     capture_output=True,
                     text=True,
                 )
+                if compiled.returncode != 0:
+                    failed.write_text(f"{' '.join(compiled.args)}\n{compiled.stderr}")
+                    compiled.check_returncode()
                 os.replace(partial, library)  # complete or absent, whoever compiles at once
             finally:
                 if os.path.exists(partial):

@@ -82,11 +82,23 @@ def test_without_a_compiler_the_eager_ops_run(own_cache, monkeypatch):
 
 
 @needs_kernel
-def test_a_failing_compiler_leaves_no_file_and_the_eager_ops_run(own_cache, monkeypatch):
+def test_a_failing_compiler_is_tried_once_and_the_eager_ops_run(own_cache, monkeypatch):
     monkeypatch.setenv("CC", "false")  # exits 1, like a compiler refusing the source
     gates, c = gates_and_cell(4, 16, seed=4)
     assert fused_cell.lstm_cell(gates, c, 3.0) is None
-    assert list(own_cache.iterdir()) == []
+    (failed,) = own_cache.iterdir()  # no library, no partial file: the refusal is noted
+    assert failed.name.endswith(".so.failed") and failed.read_text().startswith("false ")
+    monkeypatch.setattr(fused_cell, "_loaded", {})  # a later process
+
+    def no_compiler(*args, **kwargs):
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(subprocess, "run", no_compiler)
+    assert fused_cell.lstm_cell(gates, c, 3.0) is None
+    failed.unlink()  # deleting the note tries again
+    monkeypatch.setattr(fused_cell, "_loaded", {})
+    with pytest.raises(AssertionError, match="compiled again"):
+        fused_cell.lstm_cell(gates, c, 3.0)
 
 
 @needs_kernel
