@@ -61,6 +61,14 @@ def _compiler() -> Optional[List[str]]:
     return command
 
 
+def _private(path: Path) -> bool:
+    """Whether `path` belongs to this user and no one else may write it: a library in the cache
+    runs as this user once loaded, and the cache may be a folder others share."""
+    status = path.stat()
+    owner = getattr(os, "getuid", lambda: status.st_uid)()
+    return status.st_uid == owner and not status.st_mode & 0o022
+
+
 def _build(capability: str) -> Optional[ctypes.CDLL]:
     """The kernel library for `capability`, compiled into the cache unless it is there already;
     None (and the reason logged) when it cannot be built or loaded here."""
@@ -86,7 +94,7 @@ def _build(capability: str) -> Optional[ctypes.CDLL]:
         return None
     try:
         if not library.exists():
-            folder.mkdir(parents=True, exist_ok=True)
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             handle, partial = tempfile.mkstemp(
                 dir=folder, prefix=f"{library.name}.", suffix=".partial"
             )
@@ -100,10 +108,18 @@ def _build(capability: str) -> Optional[ctypes.CDLL]:
                 if compiled.returncode != 0:
                     failed.write_text(f"{' '.join(compiled.args)}\n{compiled.stderr}")
                     compiled.check_returncode()
+                os.chmod(partial, 0o700)
                 os.replace(partial, library)  # complete or absent, whoever compiles at once
             finally:
                 if os.path.exists(partial):
                     os.remove(partial)
+        if not (_private(folder) and _private(library)):
+            logger.info(
+                "%s: not loaded, since another user owns or may write it or its folder: eager "
+                "ops instead",
+                library,
+            )
+            return None
         return ctypes.CDLL(str(library))
     except (OSError, subprocess.CalledProcessError) as error:
         detail = getattr(error, "stderr", None) or str(error)

@@ -71,6 +71,21 @@ def test_the_library_is_compiled_once_and_then_loaded_from_the_cache(own_cache, 
     assert fused_cell.lstm_cell(gates, c, 3.0) is not None
 
 
+@needs_kernel
+def test_a_library_others_may_write_is_not_loaded(own_cache, monkeypatch):
+    gates, c = gates_and_cell(4, 16, seed=6)
+    assert fused_cell.lstm_cell(gates, c, 3.0) is not None
+    (library,) = own_cache.iterdir()
+    assert own_cache.stat().st_mode & 0o077 == 0 and library.stat().st_mode & 0o077 == 0
+    for path, mode in ((library, 0o775), (own_cache, 0o757)):  # group- or world-writable
+        path.chmod(mode)
+        monkeypatch.setattr(fused_cell, "_loaded", {})  # a later process
+        assert fused_cell.lstm_cell(gates, c, 3.0) is None
+        path.chmod(0o700)
+    monkeypatch.setattr(fused_cell, "_loaded", {})
+    assert fused_cell.lstm_cell(gates, c, 3.0) is not None
+
+
 def test_without_a_compiler_the_eager_ops_run(own_cache, monkeypatch):
     monkeypatch.setenv("CC", "elmo-no-such-compiler")
     gates, c = gates_and_cell(4, 16, seed=3)
