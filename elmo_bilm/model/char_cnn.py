@@ -1,6 +1,6 @@
 """The biLM's context-independent token encoder: a character CNN (Sec. 3.4 of Peters et al. 2018)."""
 
-from typing import Any, Dict, List, Sequence, Tuple, cast
+from typing import Any, Dict, List, Optional, Sequence, Tuple, cast
 
 import torch
 from torch import nn
@@ -15,6 +15,9 @@ END_OF_SENTENCE_CHAR = 257
 BEGINNING_OF_WORD_CHAR = 258
 END_OF_WORD_CHAR = 259
 PADDING_CHAR = 260
+# words convolved at once by `CharCnnEncoder.encode_words`, in order of length: each block is cut
+# to its own longest word (docs/performance.md, "The char CNN by blocks of words")
+WORD_BLOCK = 256
 
 
 def _boundary_token(char: int, max_chars: int) -> torch.Tensor:
@@ -253,38 +256,59 @@ class CharCnnEncoder(nn.Module):
                 self._word_cache[key.tobytes()] = vector
 
     def encode_words(self, word_char_ids: torch.Tensor, trim: bool = True) -> torch.Tensor:
-        """Encode a flat batch of words, `(n_words, max_chars)` -> `(n_words, projection_dim)`.
-
-        Exact shortcut (`trim`): every id after a word's end-of-word mark is the padding
-        character, so all convolution windows that lie entirely in that padding give one value
-        per filter. The characters are cut just after the longest word's real characters plus
-        `width - 1` padding positions, and that all-padding value joins the max-pool in place of
-        the windows cut off. `trim=False` convolves every column, for a graph whose shapes must
-        not depend on the data (`elmo_bilm.runtime.onnx`).
-        """
-        max_chars = word_char_ids.shape[1]
-        max_width = max(width for width, _ in self.filters)
-        kept = max_chars
-        if trim:
-            real = (word_char_ids != self.padding_id) & (word_char_ids != 0)
-            longest = int(real.sum(-1).max()) if word_char_ids.shape[0] else 0
-            kept = min(max_chars, longest + max_width - 1)
-        chars = self.char_embedding(word_char_ids[:, :kept]).transpose(1, 2)
-        padding = None
-        if kept < max_chars:
-            padding_ids = torch.full((1, max_width), self.padding_id, device=word_char_ids.device)
-            padding = self.char_embedding(padding_ids).transpose(1, 2)
-        pooled = []
-        for (width, _), conv in zip(self.filters, self.conv_layers()):
-            values = conv(chars).max(dim=-1).values
-            if padding is not None:
-                values = torch.maximum(values, conv(padding[:, :, :width])[:, :, 0])
-            pooled.append(values)
-        hidden = torch.cat(pooled, dim=-1)
-        hidden = torch.relu(hidden) if self.activation == "relu" else torch.tanh(hidden)
+        """Encode a flat batch of words, `(n_words, max_chars)` -> `(n_words, projection_dim)`:
+        `convolve_words`, the highway layers and the projection."""
+        hidden = self.convolve_words(word_char_ids, trim)
         for highway in self.highways:
             hidden = highway(hidden)
         return self.projection(hidden)
+
+    def convolve_words(self, word_char_ids: torch.Tensor, trim: bool = True) -> torch.Tensor:
+        """The max-pooled convolutions of every filter width after the activation, `(n_words,
+        n_filters)`.
+
+        Exact shortcut (`trim`): every id after a word's end-of-word mark is the padding
+        character, so all convolution windows that lie entirely in that padding give one value
+        per filter. The words are convolved `WORD_BLOCK` at a time in order of length, each
+        block's characters cut just after its longest word's real characters plus `width - 1`
+        padding positions, and that all-padding value joins the max-pool in place of the windows
+        cut off: a block of short words skips the long words' columns (docs/performance.md, "The
+        char CNN by blocks of words"). `trim=False` convolves every column of all words at once,
+        for a graph whose shapes must not depend on the data (`elmo_bilm.runtime.onnx`).
+        """
+        n_words, max_chars = word_char_ids.shape
+        if not trim or not n_words:
+            return self._pooled(word_char_ids, None)
+        max_width = max(width for width, _ in self.filters)
+        real = (word_char_ids != self.padding_id) & (word_char_ids != 0)
+        lengths, order = real.sum(-1).sort()
+        ends = range(WORD_BLOCK, n_words + WORD_BLOCK, WORD_BLOCK)
+        longest = lengths[[min(end, n_words) - 1 for end in ends]].tolist()
+        padding_ids = torch.full((1, max_width), self.padding_id, device=word_char_ids.device)
+        padding = self.char_embedding(padding_ids).transpose(1, 2)
+        cut_off = [
+            conv(padding[:, :, :width])[:, :, 0]
+            for (width, _), conv in zip(self.filters, self.conv_layers())
+        ]
+        blocks = []
+        for end, block_longest in zip(ends, longest):
+            kept = min(max_chars, block_longest + max_width - 1)
+            block = word_char_ids[order[end - WORD_BLOCK : end], :kept]
+            blocks.append(self._pooled(block, cut_off if kept < max_chars else None))
+        return torch.cat(blocks).index_select(0, order.argsort())
+
+    def _pooled(
+        self, word_char_ids: torch.Tensor, cut_off: Optional[List[torch.Tensor]]
+    ) -> torch.Tensor:
+        """`convolve_words` of words convolved at once, each width's max joined with its
+        all-padding value in `cut_off` when columns were cut off."""
+        chars = self.char_embedding(word_char_ids).transpose(1, 2)
+        pooled = []
+        for k, conv in enumerate(self.conv_layers()):
+            values = conv(chars).amax(dim=-1)
+            pooled.append(values if cut_off is None else torch.maximum(values, cut_off[k]))
+        hidden = torch.cat(pooled, dim=-1)
+        return torch.relu(hidden) if self.activation == "relu" else torch.tanh(hidden)
 
     def distinct_words(
         self, char_ids: torch.Tensor, mask: torch.Tensor

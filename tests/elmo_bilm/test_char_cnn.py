@@ -2,6 +2,7 @@ import pytest
 import torch
 from allennlp.modules.elmo import batch_to_ids
 
+from elmo_bilm.model import char_cnn
 from elmo_bilm.model.char_cnn import PADDING_CHAR, CharCnnEncoder
 from tests.numerics import NETWORK, assert_float32_close
 
@@ -40,6 +41,34 @@ def test_truncated_convolutions_are_exact_and_long_words_work():
         for words in (short, long):
             expected = full_length_reference(encoder, words)
             assert_float32_close(encoder.encode_words(words), expected, NETWORK)
+
+
+def test_blocks_of_words_are_each_cut_to_their_longest_word_and_stay_exact(monkeypatch):
+    """Words of mixed lengths in blocks of 3, in order of length: each block's convolutions see
+    its own longest word's characters plus 6 (or all 50 for a block with a 60-char word), and
+    every vector (and the gradient of the weights) equals the full-length reference."""
+    monkeypatch.setattr(char_cnn, "WORD_BLOCK", 3)
+    encoder = make_encoder()
+    tokens = ["x" * 60, "a", "abcdefgh", "ab", "abcd", "naïve", "abcdefghijkl", "abc", "z" * 20]
+    words = batch_to_ids([tokens])[0]
+    widths = []
+    encoder.convolutions[0].register_forward_hook(
+        lambda module, inputs, output: widths.append(inputs[0].shape[-1])
+    )
+    with torch.no_grad():
+        expected = full_length_reference(encoder, words)
+        widths.clear()
+        assert_float32_close(encoder.encode_words(words), expected, NETWORK)
+    # with the word marks, by length: a, ab, abc (5) | abcd, naïve (6 bytes), abcdefgh (10) |
+    # abcdefghijkl, z * 20, x * 60 (clipped to 50); the first call is the all-padding window's
+    # (width 1, this convolution's)
+    assert widths == [1, 5 + 6, 10 + 6, 50]
+    loss = encoder.encode_words(words).square().sum()
+    reference = full_length_reference(encoder, words).square().sum()
+    grads = torch.autograd.grad(loss, list(encoder.parameters()))
+    reference_grads = torch.autograd.grad(reference, list(encoder.parameters()))
+    for grad, reference_grad in zip(grads, reference_grads):
+        assert_float32_close(grad, reference_grad, NETWORK)
 
 
 def test_word_cache_gives_the_same_vectors_and_follows_weight_changes():

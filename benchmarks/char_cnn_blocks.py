@@ -1,0 +1,98 @@
+"""The char CNN's new words of a bulk run, encoded by blocks of `--blocks` words in order of
+length (`elmo_bilm.model.char_cnn.WORD_BLOCK`) against all of a batch's words at once (`0`), per
+precision: what cutting each block to its own longest word saves.
+
+    python -m benchmarks.char_cnn_blocks --sentences 1000 --blocks 0 64 128 256 512
+
+The words are those `elmo-embed` encodes: the first `--sentences` CoNLL-2003 dev sentences in its
+length-sorted batches, each batch's distinct words not seen in an earlier batch (the word cache's
+misses). Prints one record per (precision, block): the best of `--repeats` passes over every
+batch at torch's thread count, with the convolutions alone (highways and projection skipped) and
+the whole encoder.
+"""
+
+import argparse
+import time
+from typing import Any, Dict, List, Optional
+
+import torch
+
+from benchmarks.common import CONFIGS, conll_dev_sentences, emit
+from elmo_bilm.model import char_cnn
+from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.model.char_cnn import add_sentence_boundaries
+from elmo_bilm.runtime.engine import BULK_BATCH_SIZE, DEFAULT_MAX_TOKENS, length_batches
+from elmo_bilm.runtime.precision import missing_bfloat16_instructions, set_precision
+
+
+def new_words(bilm: BiLm, sentences: List[List[str]]) -> List[torch.Tensor]:
+    """Per bulk batch, the character ids of its distinct words that no earlier batch had."""
+    seen = set()
+    batches = []
+    for batch in length_batches(
+        sentences, lambda words: words, BULK_BATCH_SIZE, DEFAULT_MAX_TOKENS
+    ):
+        ids = bilm.batch_to_ids(batch)
+        ids, mask = add_sentence_boundaries(ids, (ids > 0).any(-1))
+        words = torch.unique(ids.reshape(-1, ids.shape[-1])[mask.reshape(-1)], dim=0)
+        keys = [word.numpy().tobytes() for word in words]
+        fresh = [i for i, key in enumerate(keys) if key not in seen]
+        seen.update(keys)
+        batches.append(words[fresh])
+    return batches
+
+
+def main(argv: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="paper", choices=sorted(CONFIGS))
+    parser.add_argument("--sentences", type=int, default=1000)
+    parser.add_argument(
+        "--blocks", type=int, nargs="+", default=[0, 64, 128, 256, 512], help="0: all at once"
+    )
+    parser.add_argument("--precisions", nargs="+", default=["float32", "bfloat16"])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    torch.manual_seed(0)
+    bilm = BiLm(CONFIGS[args.config]).eval()
+    batches = new_words(bilm, conll_dev_sentences(args.sentences))
+    encoder = bilm.char_cnn
+    records = []
+    default = char_cnn.WORD_BLOCK
+    try:
+        for precision in args.precisions:
+            if precision == "bfloat16" and missing_bfloat16_instructions():
+                continue  # set_precision would run float32
+            set_precision(bilm, precision)
+            for block in args.blocks:
+                char_cnn.WORD_BLOCK = block or max(len(words) for words in batches)
+                seconds = {}
+                for part, skip in (("convolutions", True), ("encoder", False)):
+                    best = float("inf")
+                    for _ in range(args.repeats):
+                        start = time.perf_counter()
+                        with torch.no_grad():
+                            for words in batches:
+                                if skip:
+                                    encoder.convolve_words(words)
+                                else:
+                                    encoder.encode_words(words)
+                        best = min(best, time.perf_counter() - start)
+                    seconds[part] = best
+                record = {
+                    "benchmark": "char_cnn_blocks",
+                    "precision": precision,
+                    "word_block": block,
+                    "words": sum(len(words) for words in batches),
+                    "threads": torch.get_num_threads(),
+                    "convolutions_s": round(seconds["convolutions"], 3),
+                    "encoder_s": round(seconds["encoder"], 3),
+                }
+                records.append(record)
+                emit(record)
+    finally:
+        char_cnn.WORD_BLOCK = default
+    return records
+
+
+if __name__ == "__main__":
+    main()
