@@ -1,8 +1,11 @@
 """The char CNN's new words of a bulk run, encoded by blocks of `--blocks` words in order of
 length (`elmo_bilm.model.char_cnn.WORD_BLOCK`) against all of a batch's words at once (`0`), per
-precision: what cutting each block to its own longest word saves.
+precision: what cutting each block to its own longest word saves; and with `--linear-rows`, a
+highway layer's product on packed weights (`onednn.PackedWeights.linear`, its weight check
+included) against `nn.Linear`, per number of rows.
 
     python -m benchmarks.char_cnn_blocks --sentences 1000 --blocks 0 64 128 256 512
+    python -m benchmarks.char_cnn_blocks --linear-rows 8 16 32 64 256 --threads 1 2
 
 The words are those `elmo-embed` encodes: the first `--sentences` CoNLL-2003 dev sentences in its
 length-sorted batches, each batch's distinct words not seen in an earlier batch (the word cache's
@@ -17,8 +20,8 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
-from benchmarks.common import CONFIGS, conll_dev_sentences, emit
-from elmo_bilm.model import char_cnn
+from benchmarks.common import CONFIGS, conll_dev_sentences, emit, threads_restored
+from elmo_bilm.model import char_cnn, onednn
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.model.char_cnn import add_sentence_boundaries
 from elmo_bilm.runtime.engine import BULK_BATCH_SIZE, DEFAULT_MAX_TOKENS, length_batches
@@ -42,6 +45,46 @@ def new_words(bilm: BiLm, sentences: List[List[str]]) -> List[torch.Tensor]:
     return batches
 
 
+def linear_records(
+    config: str, rows: List[int], threads: List[int], repeats: int
+) -> List[Dict[str, Any]]:
+    """A highway layer's `nn.Linear` (`config`'s filters square) against its packed product,
+    each call checking the weights as in use: milliseconds per call, best of `repeats` x 20."""
+    n_filters = sum(number for _, number in CONFIGS[config]["char_cnn"]["filters"])
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(n_filters, n_filters)
+    packed = onednn.PackedWeights()
+    records = []
+    with threads_restored(), torch.no_grad():
+        for count in threads or [torch.get_num_threads()]:
+            torch.set_num_threads(count)
+            for n in rows:
+                x = torch.randn(n, n_filters)
+                milliseconds = {}
+                for name, product in (
+                    ("linear", layer),
+                    ("packed", lambda x: packed.packed_linear("highway", layer, x)),
+                ):
+                    best = float("inf")
+                    for _ in range(repeats):
+                        start = time.perf_counter()
+                        for _ in range(20):
+                            product(x)
+                        best = min(best, (time.perf_counter() - start) / 20)
+                    milliseconds[name] = round(best * 1e3, 3)
+                record = {
+                    "benchmark": "char_cnn_linear",
+                    "rows": n,
+                    "features": n_filters,
+                    "threads": count,
+                    "linear_ms": milliseconds["linear"],
+                    "packed_ms": milliseconds["packed"],
+                }
+                records.append(record)
+                emit(record)
+    return records
+
+
 def main(argv: Optional[List[str]] = None) -> List[Dict[str, Any]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="paper", choices=sorted(CONFIGS))
@@ -51,7 +94,11 @@ def main(argv: Optional[List[str]] = None) -> List[Dict[str, Any]]:
     )
     parser.add_argument("--precisions", nargs="+", default=["float32", "bfloat16"])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--linear-rows", type=int, nargs="+", help="time the products instead")
+    parser.add_argument("--threads", type=int, nargs="+", default=[], help="for --linear-rows")
     args = parser.parse_args(argv)
+    if args.linear_rows:
+        return linear_records(args.config, args.linear_rows, args.threads, args.repeats)
     torch.manual_seed(0)
     bilm = BiLm(CONFIGS[args.config]).eval()
     batches = new_words(bilm, conll_dev_sentences(args.sentences))

@@ -1,10 +1,12 @@
 """The biLM's context-independent token encoder: a character CNN (Sec. 3.4 of Peters et al. 2018)."""
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple, cast
+import functools
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import torch
 from torch import nn
 
+from elmo_bilm.model import onednn
 from elmo_bilm.utils.files import UsageError
 
 # bilm-tf's character vocabulary: 256 byte values + 5 specials = 261 ids; AllenNLP's
@@ -49,6 +51,16 @@ def add_sentence_boundaries(
     return out, positions < (lengths + 2)[:, None]
 
 
+def _prefixed(
+    product: Callable[[str, nn.Linear, torch.Tensor], torch.Tensor],
+    prefix: str,
+    name: str,
+    layer: nn.Linear,
+    x: torch.Tensor,
+) -> torch.Tensor:
+    return product(prefix + name, layer, x)
+
+
 def linear(n_in: int, n_out: int, initialise: bool = True) -> nn.Linear:
     """`nn.Linear`; with `initialise=False` its parameters are allocated but not drawn (built on
     the meta device, then given empty CPU tensors), for a loader that overwrites them."""
@@ -82,9 +94,23 @@ class Highway(nn.Module):
         nn.init.zeros_(self.transform.bias)
         nn.init.constant_(self.carry.bias, -2.0)
 
-    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
-        gate = torch.sigmoid(self.carry(inputs))
-        return gate * torch.relu(self.transform(inputs)) + (1.0 - gate) * inputs
+    def forward(
+        self,
+        inputs: torch.Tensor,
+        product: Optional[Callable[[str, nn.Linear, torch.Tensor], torch.Tensor]] = None,
+    ) -> torch.Tensor:
+        """`product(name, linear, x)`, optional: computes `linear(x)` for the layers `"carry"` and
+        `"transform"` (the encoder's packed products)."""
+        carry, transform = (
+            (self.carry(inputs), self.transform(inputs))
+            if product is None
+            else (
+                product("carry", self.carry, inputs),
+                product("transform", self.transform, inputs),
+            )
+        )
+        gate = torch.sigmoid(carry)
+        return gate * torch.relu(transform) + (1.0 - gate) * inputs
 
 
 class CharCnnEncoder(nn.Module):
@@ -122,6 +148,7 @@ class CharCnnEncoder(nn.Module):
     # the inference precision `elmo_bilm.runtime.precision.set_precision` set (a class attribute: encoders
     # pickled before it existed unpickle with the default)
     precision: str = "float32"
+    _packed: Optional[onednn.PackedWeights] = None
 
     def __init__(
         self,
@@ -259,9 +286,29 @@ class CharCnnEncoder(nn.Module):
         """Encode a flat batch of words, `(n_words, max_chars)` -> `(n_words, projection_dim)`:
         `convolve_words`, the highway layers and the projection."""
         hidden = self.convolve_words(word_char_ids, trim)
-        for highway in self.highways:
-            hidden = highway(hidden)
-        return self.projection(hidden)
+        packed = self._packed_weights()
+        for i, highway in enumerate(self.highway_layers()):
+            product = functools.partial(_prefixed, packed.linear, f"highway{i}.")
+            hidden = highway(hidden, product)
+        return packed.linear("projection", cast(nn.Linear, self.projection), hidden)
+
+    def _packed_weights(self) -> onednn.PackedWeights:
+        """oneDNN's packed copies of the highway and projection weights, for float32 CPU inference
+        (`onednn.PackedWeights.linear`; made on first use, so encoders pickled before them load)."""
+        if self._packed is None:
+            self._packed = onednn.PackedWeights()
+        return self._packed
+
+    def _apply(self, fn, recurse: bool = True):  # type: ignore[no-untyped-def]
+        """`.to()`, `.cuda()`, ...: the packs belong to the old tensors, drop them."""
+        if self._packed is not None:
+            self._packed.clear()
+        return super()._apply(fn, recurse)
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_packed"] = None  # opaque tensors: not copyable; rebuilt on use
+        return state
 
     def convolve_words(self, word_char_ids: torch.Tensor, trim: bool = True) -> torch.Tensor:
         """The max-pooled convolutions of every filter width after the activation, `(n_words,

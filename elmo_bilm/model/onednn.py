@@ -15,11 +15,15 @@ public API for prepacked linear weights.
 from typing import Callable, Dict, List, Sequence, Tuple
 
 import torch
+from torch import nn
 
 AVAILABLE = torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
 # per-step weights (recurrent + projection, both directions) from which the packed products win
 MIN_STEP_BYTES = 32 * 2**20
 INPUT_BATCH_HINT = 1024
+# rows from which a layer's packed product (`PackedWeights.linear`) wins against `nn.Linear`,
+# its weights' check included (docs/performance.md, "The char CNN's highways on packed weights")
+MIN_LINEAR_ROWS = 32
 
 # (gate_inputs_t, h) -> gates and m -> P m, for one direction or both stacked
 Step = Tuple[
@@ -32,6 +36,19 @@ def applies(step_bytes: int, inputs: torch.Tensor, needs_grad: bool) -> bool:
     weights too large for the cache."""
     on_cpu = inputs.device.type == "cpu" and inputs.dtype == torch.float32
     return AVAILABLE and on_cpu and not needs_grad and step_bytes >= MIN_STEP_BYTES
+
+
+def linear_applies(layer: nn.Module, x: torch.Tensor) -> bool:
+    """Whether `PackedWeights.linear` packs `layer`: a plain float32 `nn.Linear` (not another
+    precision's module) on a CPU, no gradient needed, at least `MIN_LINEAR_ROWS` rows, and not
+    while a graph is traced (an export: the packs are opaque tensors, which no graph holds)."""
+    tracing = torch.jit.is_tracing() or torch.compiler.is_compiling()
+    if tracing or not (AVAILABLE and type(layer) is nn.Linear):
+        return False
+    weight = layer.weight
+    needs_grad = torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)
+    on_cpu = x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32
+    return on_cpu and not needs_grad and x.dim() == 2 and x.shape[0] >= MIN_LINEAR_ROWS
 
 
 # 64-bit words per row of a weight's fingerprint (`fingerprint`)
@@ -130,6 +147,17 @@ class PackedWeights:
                 pack = torch.ops.mkldnn._reorder_linear_weight(weight.contiguous(), batch_hint)
             self.packs[key] = (stamp, pack)
         return self.packs[key][1]
+
+    def linear(self, name: str, layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+        """`layer(x)` on `layer`'s packed weights where that is faster (`linear_applies`), keyed
+        by `name`; else `layer(x)` itself."""
+        return self.packed_linear(name, layer, x) if linear_applies(layer, x) else layer(x)
+
+    def packed_linear(self, name: str, layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+        """`layer(x)` (x float32 `(rows, in)`) on `layer`'s packed weights, packed now unless
+        they are packed already and unchanged."""
+        pack = self.get(name, 0, 0, layer.weight, INPUT_BATCH_HINT)
+        return torch.ops.mkldnn._linear_pointwise(x, pack, layer.bias, "none", [], "")
 
     def input_linears(
         self,

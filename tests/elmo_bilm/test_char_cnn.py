@@ -1,8 +1,11 @@
+import copy
+import pickle
+
 import pytest
 import torch
 from allennlp.modules.elmo import batch_to_ids
 
-from elmo_bilm.model import char_cnn
+from elmo_bilm.model import char_cnn, onednn
 from elmo_bilm.model.char_cnn import PADDING_CHAR, CharCnnEncoder
 from tests.numerics import NETWORK, assert_float32_close
 
@@ -145,3 +148,32 @@ def test_the_word_cache_round_trips_through_a_checkpoint_and_never_saves_stale_e
         assert torch.equal(second(ids)["activations"][2], first(ids)["activations"][2])
         first.char_cnn.projection.weight.add_(1.0)  # as an optimizer step: the entries are stale
         assert first.char_cnn.cache_state() == {}
+
+
+@pytest.mark.skipif(not onednn.AVAILABLE, reason="oneDNN is not available in this torch build")
+def test_highways_and_projection_run_on_packed_weights_from_enough_words(monkeypatch):
+    """float32 inference on at least `MIN_LINEAR_ROWS` words: the highway and projection layers'
+    products on oneDNN's packs, equal to the layers' own; fewer words, a gradient or another
+    precision's layers keep `nn.Linear`. The packs are not copied or pickled, and a move drops
+    them."""
+    monkeypatch.setattr(onednn, "MIN_LINEAR_ROWS", 5)
+    encoder = make_encoder()
+    words = batch_to_ids([["a", "ab", "abc", "naïve", "word", "x"]])[0]
+    with torch.no_grad():
+        expected = full_length_reference(encoder, words)
+        assert_float32_close(encoder.encode_words(words[:4]), expected[:4], NETWORK)
+        assert encoder._packed is not None and not encoder._packed.packs  # 4 words: too few
+        assert_float32_close(encoder.encode_words(words), expected, NETWORK)
+    keys = {name for name, _, _ in encoder._packed.packs}
+    assert keys == {"highway0.carry", "highway0.transform", "projection"}
+    encoder._packed.clear()
+    assert_float32_close(encoder.encode_words(words), expected, NETWORK)  # with a gradient
+    assert not encoder._packed.packs
+    with torch.no_grad():
+        encoder.encode_words(words)
+    for copied in (copy.deepcopy(encoder), pickle.loads(pickle.dumps(encoder))):
+        assert copied._packed is None
+        with torch.no_grad():
+            assert_float32_close(copied.encode_words(words), expected, NETWORK)
+    encoder.to(torch.float64)
+    assert not encoder._packed.packs

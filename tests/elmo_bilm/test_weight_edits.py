@@ -23,8 +23,8 @@ from elmo_bilm.runtime.precision import _prepare
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 
 # one parameter behind each kind of derived copy: the LSTM's input-to-gate, recurrent and
-# projection weights and its biases (in int8's input pack), a highway layer, the char CNN's
-# projection (int8 / bfloat16 linears) and a convolution (bfloat16)
+# projection weights and its biases (in int8's input pack), a highway layer and the char CNN's
+# projection (float32 packs, int8 / bfloat16 linears) and a convolution (bfloat16)
 EDITED = [
     "lstm.input_weights.0",
     "lstm.recurrent_weights.1",
@@ -101,6 +101,7 @@ def one_thread():
 @pytest.fixture(autouse=True)
 def onednn_route(monkeypatch) -> None:
     monkeypatch.setattr(onednn, "MIN_STEP_BYTES", 0)
+    monkeypatch.setattr(onednn, "MIN_LINEAR_ROWS", 0)  # the char CNN's float32 packs too
 
 
 def _prepared(name: str, edits: Sequence[str] = (), how: str = "") -> BiLm:
@@ -118,6 +119,8 @@ def _layers(bilm: BiLm, char_ids: torch.Tensor) -> List[torch.Tensor]:
 def _derived_copies(bilm: BiLm) -> int:
     """How many derived copies the biLM holds (to check that the test's routes build some)."""
     count = len(bilm.lstm._packed.packs)
+    if bilm.char_cnn._packed is not None:
+        count += len(bilm.char_cnn._packed.packs)
     products = bilm.lstm.products
     if isinstance(products, precision.LstmProducts):
         count += len(products.derived.items)
