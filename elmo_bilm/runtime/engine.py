@@ -33,9 +33,9 @@ FORMATS = ("hdf5", "parquet")
 # `ElmoEmbedder` default): length-sorted, a batch pads little, and more rows per recurrent step
 # spread the step's weight traffic (docs/performance.md).
 BULK_BATCH_SIZE = 128
-# Padded tokens (rows x longest) per biLM batch: a batch's memory grows with them (the
-# input-to-gate products of every position are held at once), so the budget bounds memory
-# whatever the sentence lengths; docs/performance.md has the measured peaks.
+# Padded tokens (rows x longest) per biLM batch: a batch's memory grows with them (every layer's
+# outputs and the first layer's per-word input products are held for the whole batch), so the
+# budget bounds memory whatever the sentence lengths; docs/performance.md has the measured peaks.
 DEFAULT_MAX_TOKENS = 4096
 
 
