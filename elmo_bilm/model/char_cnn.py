@@ -51,14 +51,8 @@ def add_sentence_boundaries(
     return out, positions < (lengths + 2)[:, None]
 
 
-def _prefixed(
-    product: Callable[[str, nn.Linear, torch.Tensor], torch.Tensor],
-    prefix: str,
-    name: str,
-    layer: nn.Linear,
-    x: torch.Tensor,
-) -> torch.Tensor:
-    return product(prefix + name, layer, x)
+def _own_product(name: str, layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    return layer(x)
 
 
 def linear(n_in: int, n_out: int, initialise: bool = True) -> nn.Linear:
@@ -97,20 +91,14 @@ class Highway(nn.Module):
     def forward(
         self,
         inputs: torch.Tensor,
-        product: Optional[Callable[[str, nn.Linear, torch.Tensor], torch.Tensor]] = None,
+        product: Callable[[str, nn.Linear, torch.Tensor], torch.Tensor] = _own_product,
     ) -> torch.Tensor:
-        """`product(name, linear, x)`, optional: computes `linear(x)` for the layers `"carry"` and
-        `"transform"` (the encoder's packed products)."""
-        carry, transform = (
-            (self.carry(inputs), self.transform(inputs))
-            if product is None
-            else (
-                product("carry", self.carry, inputs),
-                product("transform", self.transform, inputs),
-            )
+        """`product(name, linear, x)` computes `linear(x)` for the layers `"carry"` and
+        `"transform"` (by default the layers themselves; the encoder's packed products)."""
+        gate = torch.sigmoid(product("carry", self.carry, inputs))
+        return (
+            gate * torch.relu(product("transform", self.transform, inputs)) + (1.0 - gate) * inputs
         )
-        gate = torch.sigmoid(carry)
-        return gate * torch.relu(transform) + (1.0 - gate) * inputs
 
 
 class CharCnnEncoder(nn.Module):
@@ -288,8 +276,7 @@ class CharCnnEncoder(nn.Module):
         hidden = self.convolve_words(word_char_ids, trim)
         packed = self._packed_weights()
         for i, highway in enumerate(self.highway_layers()):
-            product = functools.partial(_prefixed, packed.linear, f"highway{i}.")
-            hidden = highway(hidden, product)
+            hidden = highway(hidden, functools.partial(packed.linear, index=i))
         return packed.linear("projection", cast(nn.Linear, self.projection), hidden)
 
     def _packed_weights(self) -> onednn.PackedWeights:

@@ -148,15 +148,19 @@ class PackedWeights:
             self.packs[key] = (stamp, pack)
         return self.packs[key][1]
 
-    def linear(self, name: str, layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    def linear(self, name: str, layer: nn.Linear, x: torch.Tensor, index: int = 0) -> torch.Tensor:
         """`layer(x)` on `layer`'s packed weights where that is faster (`linear_applies`), keyed
-        by `name`; else `layer(x)` itself."""
-        return self.packed_linear(name, layer, x) if linear_applies(layer, x) else layer(x)
+        by `name` and `index`; else `layer(x)` itself."""
+        if linear_applies(layer, x):
+            return self.packed_linear(name, layer, x, index)
+        return layer(x)
 
-    def packed_linear(self, name: str, layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    def packed_linear(
+        self, name: str, layer: nn.Linear, x: torch.Tensor, index: int = 0
+    ) -> torch.Tensor:
         """`layer(x)` (x float32 `(rows, in)`) on `layer`'s packed weights, packed now unless
         they are packed already and unchanged."""
-        pack = self.get(name, 0, 0, layer.weight, INPUT_BATCH_HINT)
+        pack = self.get(name, index, 0, layer.weight, INPUT_BATCH_HINT)
         return torch.ops.mkldnn._linear_pointwise(x, pack, layer.bias, "none", [], "")
 
     def input_linears(

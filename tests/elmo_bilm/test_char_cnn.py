@@ -164,8 +164,8 @@ def test_highways_and_projection_run_on_packed_weights_from_enough_words(monkeyp
         assert_float32_close(encoder.encode_words(words[:4]), expected[:4], NETWORK)
         assert encoder._packed is not None and not encoder._packed.packs  # 4 words: too few
         assert_float32_close(encoder.encode_words(words), expected, NETWORK)
-    keys = {name for name, _, _ in encoder._packed.packs}
-    assert keys == {"highway0.carry", "highway0.transform", "projection"}
+    keys = {(name, index) for name, index, _ in encoder._packed.packs}
+    assert keys == {("carry", 0), ("transform", 0), ("projection", 0)}
     encoder._packed.clear()
     assert_float32_close(encoder.encode_words(words), expected, NETWORK)  # with a gradient
     assert not encoder._packed.packs
