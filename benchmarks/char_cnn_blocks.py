@@ -2,7 +2,7 @@
 length (`elmo_bilm.model.char_cnn.WORD_BLOCK`) against all of a batch's words at once (`0`), per
 precision: what cutting each block to its own longest word saves; and with `--linear-rows`, a
 highway layer's product on packed weights (`onednn.PackedWeights.linear`, its weight check
-included) against `nn.Linear`, per number of rows.
+included, at every row count) against `nn.Linear`, per number of rows.
 
     python -m benchmarks.char_cnn_blocks --sentences 1000 --blocks 0 64 128 256 512
     python -m benchmarks.char_cnn_blocks --linear-rows 8 16 32 64 256 --threads 1 2
@@ -15,12 +15,12 @@ the whole encoder.
 """
 
 import argparse
-import time
-from typing import Any, Dict, List, Optional
+import functools
+from typing import Any, Callable, Dict, List, Optional
 
 import torch
 
-from benchmarks.common import CONFIGS, conll_dev_sentences, emit, threads_restored
+from benchmarks.common import CONFIGS, conll_dev_sentences, emit, threads_restored, timed
 from elmo_bilm.model import char_cnn, onednn
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.model.char_cnn import add_sentence_boundaries
@@ -45,43 +45,54 @@ def new_words(bilm: BiLm, sentences: List[List[str]]) -> List[torch.Tensor]:
     return batches
 
 
+def each(function: Callable[[torch.Tensor], Any], batches: List[torch.Tensor]) -> None:
+    """`function` of every batch."""
+    for words in batches:
+        function(words)
+
+
+def best_seconds(function: Callable[[], Any], repeats: int, calls: int = 1) -> float:
+    """The best of `repeats` timings of `calls` calls of `function`, seconds a call."""
+    return min(timed(lambda: [function() for _ in range(calls)]) for _ in range(repeats)) / calls
+
+
 def linear_records(
     config: str, rows: List[int], threads: List[int], repeats: int
 ) -> List[Dict[str, Any]]:
-    """A highway layer's `nn.Linear` (`config`'s filters square) against its packed product,
-    each call checking the weights as in use: milliseconds per call, best of `repeats` x 20."""
+    """A highway layer's `nn.Linear` (`config`'s filters square) against its packed product
+    (at every row count: no `MIN_LINEAR_ROWS`), each call checking the weights as in use:
+    milliseconds per call, best of `repeats` x 20."""
     n_filters = sum(number for _, number in CONFIGS[config]["char_cnn"]["filters"])
     torch.manual_seed(0)
     layer = torch.nn.Linear(n_filters, n_filters)
     packed = onednn.PackedWeights()
     records = []
-    with threads_restored(), torch.no_grad():
-        for count in threads or [torch.get_num_threads()]:
-            torch.set_num_threads(count)
-            for n in rows:
-                x = torch.randn(n, n_filters)
-                milliseconds = {}
-                for name, product in (
-                    ("linear", layer),
-                    ("packed", lambda x: packed.packed_linear("highway", layer, x)),
-                ):
-                    best = float("inf")
-                    for _ in range(repeats):
-                        start = time.perf_counter()
-                        for _ in range(20):
-                            product(x)
-                        best = min(best, (time.perf_counter() - start) / 20)
-                    milliseconds[name] = round(best * 1e3, 3)
-                record = {
-                    "benchmark": "char_cnn_linear",
-                    "rows": n,
-                    "features": n_filters,
-                    "threads": count,
-                    "linear_ms": milliseconds["linear"],
-                    "packed_ms": milliseconds["packed"],
-                }
-                records.append(record)
-                emit(record)
+    default = onednn.MIN_LINEAR_ROWS
+    try:
+        onednn.MIN_LINEAR_ROWS = 0
+        with threads_restored(), torch.no_grad():
+            for count in threads or [torch.get_num_threads()]:
+                torch.set_num_threads(count)
+                for n in rows:
+                    x = torch.randn(n, n_filters)
+                    products = {
+                        "linear_ms": lambda x=x: layer(x),
+                        "packed_ms": lambda x=x: packed.linear("highway", layer, x),
+                    }
+                    record = {
+                        "benchmark": "char_cnn_linear",
+                        "rows": n,
+                        "features": n_filters,
+                        "threads": count,
+                        **{
+                            name: round(1e3 * best_seconds(product, repeats, 20), 3)
+                            for name, product in products.items()
+                        },
+                    }
+                    records.append(record)
+                    emit(record)
+    finally:
+        onednn.MIN_LINEAR_ROWS = default
     return records
 
 
@@ -112,19 +123,14 @@ def main(argv: Optional[List[str]] = None) -> List[Dict[str, Any]]:
             set_precision(bilm, precision)
             for block in args.blocks:
                 char_cnn.WORD_BLOCK = block or max(len(words) for words in batches)
-                seconds = {}
-                for part, skip in (("convolutions", True), ("encoder", False)):
-                    best = float("inf")
-                    for _ in range(args.repeats):
-                        start = time.perf_counter()
-                        with torch.no_grad():
-                            for words in batches:
-                                if skip:
-                                    encoder.convolve_words(words)
-                                else:
-                                    encoder.encode_words(words)
-                        best = min(best, time.perf_counter() - start)
-                    seconds[part] = best
+                with torch.no_grad():
+                    seconds = {
+                        part: best_seconds(functools.partial(each, f, batches), args.repeats)
+                        for part, f in (
+                            ("convolutions", encoder.convolve_words),
+                            ("encoder", encoder.encode_words),
+                        )
+                    }
                 record = {
                     "benchmark": "char_cnn_blocks",
                     "precision": precision,

@@ -151,15 +151,8 @@ class PackedWeights:
     def linear(self, name: str, layer: nn.Linear, x: torch.Tensor, index: int = 0) -> torch.Tensor:
         """`layer(x)` on `layer`'s packed weights where that is faster (`linear_applies`), keyed
         by `name` and `index`; else `layer(x)` itself."""
-        if linear_applies(layer, x):
-            return self.packed_linear(name, layer, x, index)
-        return layer(x)
-
-    def packed_linear(
-        self, name: str, layer: nn.Linear, x: torch.Tensor, index: int = 0
-    ) -> torch.Tensor:
-        """`layer(x)` (x float32 `(rows, in)`) on `layer`'s packed weights, packed now unless
-        they are packed already and unchanged."""
+        if not linear_applies(layer, x):
+            return layer(x)
         pack = self.get(name, index, 0, layer.weight, INPUT_BATCH_HINT)
         return torch.ops.mkldnn._linear_pointwise(x, pack, layer.bias, "none", [], "")
 
