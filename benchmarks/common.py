@@ -105,6 +105,17 @@ def threads_restored() -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
+def kernels() -> Dict[str, Any]:
+    """Which CPU kernels ran: torch's dispatch level (`ATEN_CPU_CAPABILITY` lowers it), whether
+    fbgemm's int8 products have VNNI (read from the CPU itself, which no variable caps) and
+    oneDNN's cap; under an emulator (`qemu-x86_64 -cpu ...`) these are the emulated CPU's."""
+    return {
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "vnni": torch.cpu._is_vnni_supported(),
+        "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA", "(not set)"),
+    }
+
+
 def emit(record: Dict[str, Any]) -> None:
     """One JSON line on stdout for run_all.py to collect."""
     print("BENCH " + json.dumps(record), flush=True)

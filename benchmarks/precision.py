@@ -23,7 +23,7 @@ from typing import Callable, ContextManager, Dict, List, Tuple
 
 import torch
 
-from benchmarks.common import conll_dev_sentences, emit, random_bilm_tf
+from benchmarks.common import conll_dev_sentences, emit, kernels, random_bilm_tf
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.model.characters import batch_char_ids
 from elmo_bilm.runtime.precision import INT8_RECURRENT, _prepare, set_precision
@@ -223,6 +223,7 @@ def ner_f1(archive_file: str, dev: "str | None") -> None:
                 "archive": archive_file,
                 "dev": dev,
                 "f1": f1,
+                "kernels": kernels(),
             }
         )
 
@@ -371,6 +372,7 @@ def main() -> None:
                     "speed_up": statistics.median(b / s for b, s in zip(base, seconds)),
                     "seconds": seconds,
                     "layers": errors(outputs[name], outputs["float32"], masks),
+                    "kernels": kernels(),
                 }
             )
 

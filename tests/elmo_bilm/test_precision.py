@@ -30,6 +30,7 @@ bounds (5% of the scale for bfloat16 on the top layer, 11% for int8) and above a
 bounds (1 - 4e-4 and 1 - 1.5e-3) catch it.
 """
 
+import json
 import math
 import os
 import subprocess
@@ -217,8 +218,13 @@ def test_the_benchmark_runs(capsys, monkeypatch):
     arguments = "--config tiny --sentences 6 --batch-size 4 --rounds 1 --threads 1".split()
     monkeypatch.setattr(sys, "argv", ["benchmarks.precision", *arguments])
     bench.main()
-    records = [line for line in capsys.readouterr().out.splitlines() if line.startswith("BENCH ")]
-    assert len(records) == 3
+    out = capsys.readouterr().out
+    records = [json.loads(line[6:]) for line in out.splitlines() if line.startswith("BENCH ")]
+    assert [r["variant"] for r in records] == ["float32", "bfloat16", "int8"]
+    # each record says which kernels ran (under `make test`'s AVX2 pass: AVX2)
+    kernels = {"cpu_capability": torch.backends.cpu.get_cpu_capability()}
+    assert all(r["kernels"].items() >= kernels.items() for r in records)
+    assert all(isinstance(r["kernels"]["vnni"], bool) for r in records)
 
 
 def test_elmo_embed_precision(tmp_path, fixture_sentences, capsys):
