@@ -14,9 +14,9 @@ computation whose order may differ, with headroom:
 
 A wrong result (state leaking between batches, a padding position mixed in, a skipped layer)
 differs by 1e-3 or more, i.e. by thousands of units: these tolerances keep their teeth.
-`make test` runs the tests marked `numerics` a second time with the CPU kernels forced to AVX2
-(see the Makefile), so a tolerance that holds only on one rounding path fails on the machine where
-it is written.
+`make test` runs the tests marked `numerics` a second time with the CPU kernels forced to AVX2,
+and those marked `emulated_cpu` on an emulated AVX2-only CPU (see the Makefile), so a tolerance
+that holds only on one rounding path fails on the machine where it is written.
 """
 
 from typing import Union

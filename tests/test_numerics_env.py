@@ -1,8 +1,11 @@
-"""The AVX2 pass of `make test` really runs on AVX2 kernels (an ignored variable would pass
-silently): the Makefile's `AVX2` variables, given to a fresh process, put torch on AVX2."""
+"""The AVX2 passes of `make test` really run on AVX2 kernels (an ignored variable would pass
+silently): the Makefile's `AVX2` variables, given to a fresh process, put torch on AVX2, and its
+`EMULATED_AVX2` command runs Python on a CPU without AVX-512 and without VNNI."""
 
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 
@@ -11,14 +14,18 @@ import pytest
 from tests.conftest import REPO_ROOT
 
 
-@pytest.mark.numerics
-def test_the_makefiles_avx2_settings_put_torch_on_avx2_kernels():
+def makefile_value(name: str) -> str:
     line = next(
         line
         for line in (REPO_ROOT / "Makefile").read_text().splitlines()
-        if line.startswith("AVX2 :=")
+        if line.startswith(f"{name} :=")
     )
-    forced = dict(re.findall(r"(\w+)=(\S+)", line.split(":=", 1)[1]))
+    return line.split(":=", 1)[1].strip()
+
+
+@pytest.mark.numerics
+def test_the_makefiles_avx2_settings_put_torch_on_avx2_kernels():
+    forced = dict(re.findall(r"(\w+)=(\S+)", makefile_value("AVX2")))
     assert forced.get("ATEN_CPU_CAPABILITY") == "avx2"
     result = subprocess.run(
         [sys.executable, "-c", "import torch; print(torch.backends.cpu.get_cpu_capability())"],
@@ -28,3 +35,22 @@ def test_the_makefiles_avx2_settings_put_torch_on_avx2_kernels():
         check=True,
     )
     assert result.stdout.strip() == "AVX2"
+
+
+@pytest.mark.skipif(shutil.which("qemu-x86_64") is None, reason="no qemu-x86_64 (qemu-user)")
+def test_the_makefiles_emulated_cpu_lacks_avx512_and_vnni():
+    """fbgemm's int8 products read VNNI from the CPU itself: under the emulator they take the
+    AVX2 kernels and `elmo_bilm.runtime.precision` its 7-bit inputs (no warning lines either)."""
+    probe = (
+        "import torch; from elmo_bilm.runtime import precision; "
+        "print(torch.backends.cpu.get_cpu_capability(), torch.cpu._is_vnni_supported(), "
+        "precision._REDUCE_RANGE)"
+    )
+    result = subprocess.run(
+        [*shlex.split(makefile_value("EMULATED_AVX2")), sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout.split() == ["AVX2", "False", "True"]
+    assert "warning" not in result.stderr

@@ -21,7 +21,8 @@ from elmo_bilm import Elmo, ElmoEmbedder, batch_to_ids, load_bilm_tf
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 from tests.numerics import NETWORK, assert_float32_close
 
-pytestmark = pytest.mark.numerics
+# make test reruns it on AVX2 kernels and on an emulated AVX2 CPU (MKL's own AVX2 products there)
+pytestmark = [pytest.mark.numerics, pytest.mark.emulated_cpu]
 
 FILES = (str(OPTIONS_FILE), str(WEIGHT_FILE))
 # an empty sentence, one-token sentences and a longer one in one batch

@@ -11,7 +11,8 @@ from elmo_bilm import FormatError, export_bilm_tf, load_bilm_tf
 from tests.conftest import ELMO_FIXTURE, OPTIONS_FILE, WEIGHT_FILE
 from tests.numerics import NETWORK, assert_float32_close
 
-pytestmark = pytest.mark.numerics  # compared across rounding paths: make test reruns it on AVX2
+# compared across rounding paths: make test reruns it on AVX2 kernels and on an emulated AVX2 CPU
+pytestmark = [pytest.mark.numerics, pytest.mark.emulated_cpu]
 
 
 @pytest.fixture(scope="module")

@@ -53,7 +53,8 @@ from elmo_bilm.runtime.precision import _prepare, set_precision
 from elmo_bilm.sources.resolver import load_bilm
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 
-pytestmark = pytest.mark.numerics  # compared across rounding paths: make test reruns it on AVX2
+# compared across rounding paths: make test reruns it on AVX2 kernels and on an emulated AVX2 CPU
+pytestmark = [pytest.mark.numerics, pytest.mark.emulated_cpu]
 
 BF16_EPS = 2.0**-8
 INT8_EPS = 2.0**-7 if torch.cpu._is_vnni_supported() else 2.0**-6
