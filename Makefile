@@ -35,12 +35,13 @@ $(VENV)/nltk_data/tokenizers/punkt: $(BIN)/.installed
 # convolutions change rounding under these (checked: tests/numerics.py); MKL ignores its variable on
 # AMD CPUs (the same SGEMM bits either way) but honours it on Intel ones.
 AVX2 := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2
-# The tests marked emulated_cpu (precisions, AllenNLP's Elmo, bilm-tf's activations) on an emulated
-# AVX2-only AMD EPYC (Zen 3: no AVX-512, no VNNI), by Debian's qemu-user (.ci/run installs it): the
-# CPU's own feature bits choose every library's kernels there, also where no variable above reaches
-# (fbgemm's int8 products and their 7-bit inputs, MKL on AMD), with those instructions' exact
-# arithmetic. Emulation is slow, so only those files (docs/reliability.md); child processes run
-# natively, and so would pytest-xdist's workers (hence one process).
+# The tests marked emulated_cpu (precisions, AllenNLP's Elmo, bilm-tf's activations, the LSTM's and
+# char CNN's routes) on an emulated AVX2-only AMD EPYC (Zen 3: no AVX-512, no VNNI), by Debian's
+# qemu-user (.ci/run installs it): the CPU's own feature bits choose every library's kernels there,
+# also where no variable above reaches (fbgemm's int8 products and their 7-bit inputs, MKL on AMD),
+# with those instructions' exact arithmetic. Emulation is slow, so only those files
+# (docs/reliability.md); child processes run natively, and so would pytest-xdist's workers (hence
+# one process).
 EMULATED_AVX2 := qemu-x86_64 -cpu EPYC-Milan-v1,check=off
 
 # The suite in two processes of one thread each (pytest-xdist; a file's tests stay in one process,

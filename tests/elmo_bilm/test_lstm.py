@@ -9,7 +9,8 @@ from elmo_bilm.model import onednn
 from elmo_bilm.model.lstm import InputBlocks, ProjectedLstmStack, reverse_padded
 from tests.numerics import NETWORK, assert_float32_close
 
-pytestmark = pytest.mark.numerics  # compared across rounding paths: make test reruns it on AVX2
+# compared across rounding paths: make test reruns it on AVX2 kernels and on an emulated AVX2 CPU
+pytestmark = [pytest.mark.numerics, pytest.mark.emulated_cpu]
 
 
 def plain_lstm(stack: ProjectedLstmStack, sentence: torch.Tensor):
