@@ -369,7 +369,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     bilm = load_bilm(files["options_file"], files["weight_file"]).eval()
     loaded = time.perf_counter()
 
-    from benchmarks.common import conll_dev_sentences, emit
+    from benchmarks.common import conll_dev_sentences, emit, kernels
 
     sentences = sorted(conll_dev_sentences(args.sentences), key=len)
     batches = [
@@ -401,9 +401,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
         "config": args.options_file or args.config,
         "cpu": cpu_model(),
         "torch": torch.__version__,
-        # what the kernels were allowed to use (ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA cap them)
-        "aten_cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA", "(not set)"),
+        "kernels": kernels(),  # what the kernels could use (the ISA caps, VNNI)
         "sentences": len(sentences),
         "tokens": tokens,
         "batch_size": args.batch_size,
@@ -432,7 +430,8 @@ def print_table(result: Dict[str, Any]) -> None:
     runs = result["runs"]
     print(
         f"\n{result['cpu']}, torch {result['torch']}, ATen kernels "
-        f"{result['aten_cpu_capability']}, ONEDNN_MAX_CPU_ISA {result['onednn_max_cpu_isa']}, "
+        f"{result['kernels']['cpu_capability']}, "
+        f"ONEDNN_MAX_CPU_ISA {result['kernels']['onednn_max_cpu_isa']}, "
         f"{result['tokens']} tokens, precision {result['precision']}"
     )
     head = " | ".join(f"{r['threads']} thread(s)" for r in runs)
