@@ -12,7 +12,7 @@ The only torch entry points are `torch.ops.mkldnn._reorder_linear_weight` and
 public API for prepacked linear weights.
 """
 
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, Hashable, List, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -122,38 +122,56 @@ class WeightStamp:
     __hash__ = None  # type: ignore[assignment]
 
 
-class PackedWeights:
-    """oneDNN-packed per-direction copies of parameters, keyed by (name, layer, direction) and
-    rebuilt when the weight's values change, whichever way (`WeightStamp`: an optimiser step, a
-    load, an edit through `.data`); each direction's on its own, so the two directions' threads
-    check and pack their own. Opaque tensors: never copied or pickled with the module (see
-    `ProjectedLstmStack.__getstate__`)."""
+class DerivedCopies:
+    """Copies derived from parameters (oneDNN packs, other precisions' casts and packs), by key,
+    each remade when one of its sources changes value, whichever way (`WeightStamp`: an
+    optimiser step, a load, an edit through `.data`). Opaque tensors: a copy or a pickle of the
+    owner starts empty and remakes them on use."""
 
     def __init__(self) -> None:
-        self.packs: Dict[Tuple[str, int, int], Tuple[WeightStamp, torch.Tensor]] = {}
+        self.items: Dict[Hashable, Tuple[WeightStamp, Any]] = {}
 
     def clear(self) -> None:
-        self.packs.clear()
+        self.items.clear()
 
-    def get(
+    def get(self, key: Hashable, sources: Sequence[torch.Tensor], make: Callable[[], Any]) -> Any:
+        """The item `key`, made by `make` from `sources` (exactly what `make` reads: a weight's
+        slice for one direction, not the whole parameter, so each is fingerprinted once a
+        pass)."""
+        stamp = WeightStamp(sources)
+        if key not in self.items or self.items[key][0] != stamp:
+            with torch.no_grad():
+                self.items[key] = (stamp, make())
+        return self.items[key][1]
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return {"items": {}}
+
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "DerivedCopies":
+        return type(self)()
+
+
+class PackedWeights(DerivedCopies):
+    """oneDNN-packed per-direction copies of parameters, keyed by (name, layer, direction); each
+    direction's on its own, so the two directions' threads check and pack their own."""
+
+    def pack(
         self, name: str, layer: int, direction: int, weight: torch.Tensor, batch_hint: int
     ) -> torch.Tensor:
         """The pack of one direction's `weight` (out, in) (a view of the parameter
         `name`[`layer`][`direction`] is fine)."""
-        stamp = WeightStamp([weight])
-        key = (name, layer, direction)
-        if key not in self.packs or self.packs[key][0] != stamp:
-            with torch.no_grad():
-                pack = torch.ops.mkldnn._reorder_linear_weight(weight.contiguous(), batch_hint)
-            self.packs[key] = (stamp, pack)
-        return self.packs[key][1]
+        return self.get(
+            (name, layer, direction),
+            [weight],
+            lambda: torch.ops.mkldnn._reorder_linear_weight(weight.contiguous(), batch_hint),
+        )
 
     def linear(self, name: str, layer: nn.Linear, x: torch.Tensor, index: int = 0) -> torch.Tensor:
         """`layer(x)` on `layer`'s packed weights where that is faster (`linear_applies`), keyed
         by `name` and `index`; else `layer(x)` itself."""
         if not linear_applies(layer, x):
             return layer(x)
-        pack = self.get(name, index, 0, layer.weight, INPUT_BATCH_HINT)
+        pack = self.pack(name, index, 0, layer.weight, INPUT_BATCH_HINT)
         return torch.ops.mkldnn._linear_pointwise(x, pack, layer.bias, "none", [], "")
 
     def input_linears(
@@ -169,7 +187,7 @@ class PackedWeights:
         linear = torch.ops.mkldnn._linear_pointwise
         linears: List[Callable[[torch.Tensor], torch.Tensor]] = []
         for d in directions:
-            pack = self.get("input_weights", layer, d, weight[d].t(), INPUT_BATCH_HINT)
+            pack = self.pack("input_weights", layer, d, weight[d].t(), INPUT_BATCH_HINT)
             linears.append(
                 lambda x, pack=pack, b=bias[d, 0]: linear(x, pack, b, "none", [], "")  # type: ignore[misc]
             )
@@ -189,8 +207,8 @@ class PackedWeights:
         linear = torch.ops.mkldnn._linear_pointwise
 
         def direction(d: int) -> Step:
-            packed_h = self.get("recurrent_weights", layer, d, w_h[d].t(), batch_size)
-            packed_p = self.get("projections", layer, d, w_p[d], batch_size)  # (out, in)
+            packed_h = self.pack("recurrent_weights", layer, d, w_h[d].t(), batch_size)
+            packed_p = self.pack("projections", layer, d, w_p[d], batch_size)  # (out, in)
             return (
                 lambda inputs_t, h: linear.binary(h, inputs_t, packed_h, None, "add"),
                 lambda m: linear(m, packed_p, None, "none", [], ""),

@@ -19,7 +19,7 @@ precision, torchao against fbgemm) and the errors they give.
 
 import argparse
 import warnings
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
+from typing import Any, Callable, List, Optional, Sequence, cast
 
 import torch
 from torch import nn
@@ -27,7 +27,7 @@ from torch import nn
 from elmo_bilm.model import onednn
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.model.lstm import ProjectedLstmStack
-from elmo_bilm.model.onednn import Step, WeightStamp
+from elmo_bilm.model.onednn import DerivedCopies, Step
 from elmo_bilm.utils.files import UsageError
 
 PRECISIONS = ("float32", "bfloat16", "int8")
@@ -111,32 +111,6 @@ def _prepare(
     return bilm
 
 
-class _Derived:
-    """Tensors derived from parameters (casts, packs), each rebuilt when one of its sources
-    changes value, whichever way (`WeightStamp`: `.data` edits too); never copied or pickled
-    (opaque packs), rebuilt on use instead."""
-
-    def __init__(self) -> None:
-        self.items: Dict[Tuple[Any, ...], Tuple[WeightStamp, Any]] = {}
-
-    def get(
-        self, key: Tuple[Any, ...], sources: List[torch.Tensor], make: Callable[[], Any]
-    ) -> Any:
-        """The item `key`, made from `sources` (exactly what `make` reads: a weight's slice for
-        one direction, not the whole parameter, so each is fingerprinted once a pass)."""
-        stamp = WeightStamp(sources)
-        if key not in self.items or self.items[key][0] != stamp:
-            with torch.no_grad():
-                self.items[key] = (stamp, make())
-        return self.items[key][1]
-
-    def __getstate__(self) -> Dict[str, Any]:
-        return {"items": {}}
-
-    def __deepcopy__(self, memo: Dict[int, Any]) -> "_Derived":
-        return _Derived()
-
-
 def _int8_pack(weight: torch.Tensor, bias: Optional[torch.Tensor]) -> Any:
     """fbgemm's packed int8 copy of `weight` (out, in), symmetric per output channel."""
     weight = weight.detach().float().contiguous()
@@ -212,7 +186,7 @@ class LstmProducts:
     ) -> None:
         self.precision, self.recurrent = precision, recurrent
         self.cell_dtype = cell_dtype if precision == "bfloat16" else None
-        self.derived = _Derived()
+        self.derived = DerivedCopies()
 
     def _weight(
         self, precision: str, name: str, layer: int, direction: int, weight: torch.Tensor, rows: int
@@ -303,7 +277,7 @@ class PrecisionLinear(nn.Linear):
         self.in_features, self.out_features = linear.in_features, linear.out_features
         self.weight, self.bias = linear.weight, linear.bias
         self.precision = precision
-        self.derived = _Derived()
+        self.derived = DerivedCopies()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad):
@@ -329,7 +303,7 @@ class PrecisionConv1d(nn.Conv1d):
             setattr(self, name, getattr(conv, name))
         self._reversed_padding_repeated_twice = conv._reversed_padding_repeated_twice
         self.weight, self.bias = conv.weight, conv.bias
-        self.derived = _Derived()
+        self.derived = DerivedCopies()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad):

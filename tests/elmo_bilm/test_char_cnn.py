@@ -163,13 +163,13 @@ def test_highways_and_projection_run_on_packed_weights_from_enough_words(monkeyp
     with torch.no_grad():
         expected = full_length_reference(encoder, words)
         assert_float32_close(encoder.encode_words(words[:4]), expected[:4], NETWORK)
-        assert encoder._packed is not None and not encoder._packed.packs  # 4 words: too few
+        assert encoder._packed is not None and not encoder._packed.items  # 4 words: too few
         assert_float32_close(encoder.encode_words(words), expected, NETWORK)
-    keys = {(name, index) for name, index, _ in encoder._packed.packs}
+    keys = {(name, index) for name, index, _ in encoder._packed.items}
     assert keys == {("carry", 0), ("transform", 0), ("projection", 0)}
     encoder._packed.clear()
     assert_float32_close(encoder.encode_words(words), expected, NETWORK)  # with a gradient
-    assert not encoder._packed.packs
+    assert not encoder._packed.items
     with torch.no_grad():
         encoder.encode_words(words)
     for copied in (copy.deepcopy(encoder), pickle.loads(pickle.dumps(encoder))):
@@ -177,4 +177,4 @@ def test_highways_and_projection_run_on_packed_weights_from_enough_words(monkeyp
         with torch.no_grad():
             assert_float32_close(copied.encode_words(words), expected, NETWORK)
     encoder.to(torch.float64)
-    assert not encoder._packed.packs
+    assert not encoder._packed.items

@@ -123,10 +123,10 @@ def test_onednn_packed_path_equals_bmm_path_and_follows_weight_changes(monkeypat
     mask = torch.arange(6)[None, :] < torch.tensor(lengths)[:, None]
     with torch.no_grad():
         stack(inputs, mask)
-        assert stack._packed.packs == {}  # weights this small stay with bmm
+        assert stack._packed.items == {}  # weights this small stay with bmm
         monkeypatch.setattr(onednn, "MIN_STEP_BYTES", 0)
         packed = stack(inputs, mask)
-        assert {layer for _, layer, _ in stack._packed.packs} == {0, 1}  # the packed path ran
+        assert {layer for _, layer, _ in stack._packed.items} == {0, 1}  # the packed path ran
         monkeypatch.setattr(onednn, "AVAILABLE", False)
         plain = stack(inputs, mask)
         monkeypatch.setattr(onednn, "AVAILABLE", True)
@@ -150,7 +150,7 @@ def test_gradients_flow_through_the_bmm_path_when_weights_train():
     inputs = torch.randn(2, 3, 6)
     mask = torch.ones(2, 3, dtype=torch.bool)
     stack(inputs, mask)[-1].sum().backward()
-    assert stack._packed.packs == {}
+    assert stack._packed.items == {}
     assert stack.recurrent_weights[0].grad.abs().sum() > 0
 
 
@@ -232,9 +232,9 @@ def test_onednn_packs_are_dropped_when_the_module_moves(monkeypatch):
         stack(torch.randn(2, 5, 6), torch.ones(2, 5, dtype=torch.bool))
     if not onednn.AVAILABLE:
         pytest.skip("no oneDNN in this torch build")
-    assert stack._packed.packs
+    assert stack._packed.items
     stack.to(torch.float64)
-    assert not stack._packed.packs
+    assert not stack._packed.items
 
 
 def _casts_in_forward(stack: ProjectedLstmStack, length: int) -> int:
@@ -287,13 +287,13 @@ def test_directions_at_once_equal_one_after_the_other(monkeypatch, two_threads, 
 
     monkeypatch.setattr(lstm_module, "_threaded", spy)
     packed_in = []  # (thread, direction) of each weight check and pack of the oneDNN route
-    get = onednn.PackedWeights.get
+    pack = onednn.PackedWeights.pack
 
-    def get_spy(self, name, layer, direction, weight, batch_hint):
+    def pack_spy(self, name, layer, direction, weight, batch_hint):
         packed_in.append((threading.current_thread().name, direction))
-        return get(self, name, layer, direction, weight, batch_hint)
+        return pack(self, name, layer, direction, weight, batch_hint)
 
-    monkeypatch.setattr(onednn.PackedWeights, "get", get_spy)
+    monkeypatch.setattr(onednn.PackedWeights, "pack", pack_spy)
     at_once = stack(inputs, mask, distinct)  # grad mode on, as in a frozen biLM's caller
     if route == "onednn":  # each direction's weights checked and packed in its own thread
         threads_of = {d: {name for name, seen in packed_in if seen == d} for d in (0, 1)}

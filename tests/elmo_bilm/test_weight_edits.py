@@ -118,9 +118,9 @@ def _layers(bilm: BiLm, char_ids: torch.Tensor) -> List[torch.Tensor]:
 
 def _derived_copies(bilm: BiLm) -> int:
     """How many derived copies the biLM holds (to check that the test's routes build some)."""
-    count = len(bilm.lstm._packed.packs)
+    count = len(bilm.lstm._packed.items)
     if bilm.char_cnn._packed is not None:
-        count += len(bilm.char_cnn._packed.packs)
+        count += len(bilm.char_cnn._packed.items)
     products = bilm.lstm.products
     if isinstance(products, precision.LstmProducts):
         count += len(products.derived.items)
@@ -165,7 +165,7 @@ def test_unchanged_weights_keep_their_derived_copies(char_ids, name):
 
 def _lstm_copies(bilm: BiLm) -> Dict[object, object]:
     """The LSTM's derived copies by key."""
-    copies: Dict[object, object] = {key: made for key, (_, made) in bilm.lstm._packed.packs.items()}
+    copies: Dict[object, object] = {key: made for key, (_, made) in bilm.lstm._packed.items.items()}
     products = bilm.lstm.products
     if isinstance(products, precision.LstmProducts):
         copies.update((key, made) for key, (_, made) in products.derived.items.items())
