@@ -137,6 +137,8 @@ class CharCnnEncoder(nn.Module):
     # pickled before it existed unpickle with the default)
     precision: str = "float32"
     _packed: Optional[onednn.PackedWeights] = None
+    # the `onednn.fixed_weights` run in which the word cache was last checked against the weights
+    _cache_checked_in: Optional[object] = None
 
     def __init__(
         self,
@@ -229,8 +231,11 @@ class CharCnnEncoder(nn.Module):
     def _encode_with_cache(self, words: torch.Tensor) -> torch.Tensor:
         """`encode_words` through the inference word cache."""
         context = self._cache_context(words.device)
-        if context != self._cache_key_context or not self._weights_unchanged():
+        run = onednn.fixed_run(list(self.parameters()))
+        checked = run is not None and run is self._cache_checked_in
+        if context != self._cache_key_context or not (checked or self._weights_unchanged()):
             self._reset_cache(context)
+        self._cache_checked_in = run
         rows = words.to(torch.int16).cpu().numpy()
         keys = [row.tobytes() for row in rows]
         missing = [i for i, key in enumerate(keys) if key not in self._word_cache]
@@ -295,6 +300,7 @@ class CharCnnEncoder(nn.Module):
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_packed"] = None  # opaque tensors: not copyable; rebuilt on use
+        state["_cache_checked_in"] = None
         return state
 
     def convolve_words(self, word_char_ids: torch.Tensor, trim: bool = True) -> torch.Tensor:

@@ -12,7 +12,8 @@ The only torch entry points are `torch.ops.mkldnn._reorder_linear_weight` and
 public API for prepacked linear weights.
 """
 
-from typing import Any, Callable, Dict, Hashable, List, Sequence, Tuple
+import contextlib
+from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -122,6 +123,37 @@ class WeightStamp:
     __hash__ = None  # type: ignore[assignment]
 
 
+# a parameter's storage address -> the `fixed_weights` run that holds it
+_FIXED: Dict[int, object] = {}
+
+
+@contextlib.contextmanager
+def fixed_weights(module: nn.Module) -> Iterator[None]:
+    """A run over which `module`'s weights do not change (a bulk embedding, `embed_file`): the
+    copies derived from them (`DerivedCopies`, the char CNN's word cache) are checked against
+    the weights at their first use in the run, not at every pass. The caller promises that the
+    weights stay as they are until the run ends; a change made inside it is seen at the first
+    pass after it. Other modules' weights are checked as ever; in a nested run, the outer one
+    holds the weights it holds already."""
+    run = object()
+    addresses = {p.untyped_storage().data_ptr() for p in module.parameters()}
+    addresses -= {0, *_FIXED}
+    for address in addresses:
+        _FIXED[address] = run
+    try:
+        yield
+    finally:
+        for address in addresses:
+            del _FIXED[address]
+
+
+def fixed_run(tensors: Sequence[torch.Tensor]) -> Optional[object]:
+    """The `fixed_weights` run that holds every one of `tensors` (views of its parameters
+    count), if one does."""
+    runs = {_FIXED.get(t.untyped_storage().data_ptr()) for t in tensors}
+    return runs.pop() if len(runs) == 1 else None
+
+
 class DerivedCopies:
     """Copies derived from parameters (oneDNN packs, other precisions' casts and packs), by key,
     each remade when one of its sources changes value, whichever way (`WeightStamp`: an
@@ -130,22 +162,32 @@ class DerivedCopies:
 
     def __init__(self) -> None:
         self.items: Dict[Hashable, Tuple[WeightStamp, Any]] = {}
+        # key -> the `fixed_weights` run in which the item was last checked
+        self.checked_in: Dict[Hashable, object] = {}
 
     def clear(self) -> None:
         self.items.clear()
+        self.checked_in.clear()
 
     def get(self, key: Hashable, sources: Sequence[torch.Tensor], make: Callable[[], Any]) -> Any:
         """The item `key`, made by `make` from `sources` (exactly what `make` reads: a weight's
         slice for one direction, not the whole parameter, so each is fingerprinted once a
-        pass)."""
+        pass); within a `fixed_weights` run, checked at its first use only."""
+        run = fixed_run(sources)
+        if run is not None and key in self.items and self.checked_in.get(key) is run:
+            return self.items[key][1]
         stamp = WeightStamp(sources)
         if key not in self.items or self.items[key][0] != stamp:
             with torch.no_grad():
                 self.items[key] = (stamp, make())
+        self.checked_in[key] = run
         return self.items[key][1]
 
     def __getstate__(self) -> Dict[str, Any]:
-        return {"items": {}}
+        return {"items": {}}  # not empty: pickle calls `__setstate__` for a true state only
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
 
     def __deepcopy__(self, memo: Dict[int, Any]) -> "DerivedCopies":
         return type(self)()

@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 from elmo_bilm.formats.parquet import DTYPES, EmbeddingWriter
 from elmo_bilm.model.bilm import BiLm, frozen
+from elmo_bilm.model.onednn import fixed_weights
 from elmo_bilm.model.scalar_mix import ScalarMix
 from elmo_bilm.utils.files import FormatError, UsageError, atomic_output, numbered_lines
 
@@ -207,7 +208,7 @@ def embed_file(
             sink: _Sink = _ParquetSink(raw, input_file, layers, depth, bilm, dtype)
         else:
             sink = _Hdf5Sink(raw, input_file, dtype, sentence_index, sentence_keys)
-        with sink:
+        with sink, fixed_weights(bilm):  # the run owns the biLM: its weights checked once
             progress = tqdm(total=total, desc="elmo-embed", unit=" sentences", file=sys.stderr)
             for chunk in read_chunks(input_file, chunk_size):
                 sink.index(chunk)
@@ -454,7 +455,7 @@ def embed_fasta(
     device = torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
     bilm = bilm.to(device)
     with atomic_output(output_file, overwrite) as partial, open(partial, "w+b") as raw:
-        with h5py.File(raw, "w") as out:
+        with h5py.File(raw, "w") as out, fixed_weights(bilm):
             progress = tqdm(total=total, desc="elmo-embed", unit=" proteins", file=sys.stderr)
             records = read_fasta(input_file)
             while chunk := list(itertools.islice(records, chunk_size)):

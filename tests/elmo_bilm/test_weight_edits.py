@@ -17,6 +17,7 @@ from torch import nn
 from elmo_bilm.formats.bilm_tf import load_bilm_tf
 from elmo_bilm.model import onednn
 from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.model.char_cnn import CharCnnEncoder
 from elmo_bilm.model.characters import batch_char_ids
 from elmo_bilm.runtime import precision
 from elmo_bilm.runtime.precision import _prepare
@@ -185,3 +186,74 @@ def test_a_fingerprint_sees_every_single_element_and_ignores_the_view():
     assert torch.equal(onednn.fingerprint(weight.clone()), onednn.fingerprint(weight))
     swapped = weight.flip(0)  # a direction's weights for the other's
     assert not torch.equal(onednn.fingerprint(swapped), onednn.fingerprint(weight))
+
+
+def _counting_checks(monkeypatch) -> List[str]:
+    """Record each weight check from now on: a fingerprint (`WeightStamp`) or the word cache's
+    comparison with its copy of the weights."""
+    checks: List[str] = []
+    fingerprint = onednn.fingerprint
+    unchanged = CharCnnEncoder._weights_unchanged
+
+    def fingerprinted(tensor: torch.Tensor) -> torch.Tensor:
+        checks.append("fingerprint")
+        return fingerprint(tensor)
+
+    def compared(encoder: CharCnnEncoder) -> bool:
+        checks.append("word cache")
+        return unchanged(encoder)
+
+    monkeypatch.setattr(onednn, "fingerprint", fingerprinted)
+    monkeypatch.setattr(CharCnnEncoder, "_weights_unchanged", compared)
+    return checks
+
+
+@pytest.mark.skipif(not onednn.AVAILABLE, reason="oneDNN is not available in this torch build")
+@pytest.mark.parametrize("name", list(PRECISIONS))
+def test_a_fixed_weights_run_checks_each_copy_at_its_first_pass_only(char_ids, name, monkeypatch):
+    bilm = _prepared(name)
+    first = _layers(bilm, char_ids)
+    checks = _counting_checks(monkeypatch)
+    _layers(bilm, char_ids)
+    per_pass = sorted(checks)
+    assert per_pass.count("fingerprint") > 0 and per_pass.count("word cache") == 1
+    checks.clear()
+    with onednn.fixed_weights(bilm):
+        for _ in range(3):
+            again = _layers(bilm, char_ids)
+            assert all(torch.equal(a, b) for a, b in zip(first, again))
+    assert sorted(checks) == per_pass  # the run's first pass checked, the two after it did not
+    checks.clear()
+    _layers(bilm, char_ids)
+    assert sorted(checks) == per_pass  # after the run: every pass again
+
+
+@pytest.mark.skipif(not onednn.AVAILABLE, reason="oneDNN is not available in this torch build")
+@pytest.mark.parametrize("name", list(PRECISIONS))
+def test_an_edit_made_inside_a_fixed_weights_run_is_seen_after_it(char_ids, name):
+    bilm = _prepared(name)
+    with onednn.fixed_weights(bilm):
+        before = _layers(bilm, char_ids)
+        for edited in EDITED:
+            EDITS["data.mul_"](bilm, edited)
+    after = _layers(bilm, char_ids)
+    expected = _layers(_prepared(name, EDITED, "data.mul_"), char_ids)
+    assert all(torch.equal(a, b) for a, b in zip(after, expected))
+    assert any(not torch.equal(a, b) for a, b in zip(after, before))
+
+
+def test_a_fixed_weights_run_holds_its_own_module_only(char_ids):
+    held, other = _prepared("float32"), _prepared("float32")
+    with onednn.fixed_weights(held):
+        _layers(held, char_ids)
+        _layers(other, char_ids)
+        EDITS["data.mul_"](other, "lstm.projections.0")  # not held: seen at its next pass
+        expected = _layers(_prepared("float32", ["lstm.projections.0"], "data.mul_"), char_ids)
+        assert all(torch.equal(a, b) for a, b in zip(_layers(other, char_ids), expected))
+        run = onednn.fixed_run(list(held.parameters()))
+        assert run is not None and onednn.fixed_run(list(other.parameters())) is None
+        with onednn.fixed_weights(held):  # nested: the outer run holds the weights
+            assert onednn.fixed_run([held.lstm.projections[0][1]]) is run
+        assert onednn.fixed_run(list(held.parameters())) is run
+    assert onednn.fixed_run(list(held.parameters())) is None
+    assert not onednn._FIXED

@@ -14,6 +14,7 @@ import torch
 
 from elmo_bilm.formats.parquet import EmbeddingWriter
 from elmo_bilm.integrations.corpus.plan import Shard, filesystem, shard_sentences
+from elmo_bilm.model.onednn import fixed_weights
 from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS, Layers, embed_sorted
 from elmo_bilm.runtime.precision import set_precision
 from elmo_bilm.sources.resolver import load_bilm
@@ -63,7 +64,7 @@ class ShardEmbedder:
                     self.dtype,
                     metadata=self.layers.metadata,
                 )
-                for batch, host in embed_sorted(
+                batches = embed_sorted(
                     self.bilm,
                     sentences,
                     _words,
@@ -71,9 +72,11 @@ class ShardEmbedder:
                     self.device,
                     self.layers,
                     self.max_tokens,
-                ):
-                    words = [tokens for _, tokens in batch]
-                    writer.write([shard.file] * len(batch), [n for n, _ in batch], words, host)
+                )
+                with fixed_weights(self.bilm):  # the worker owns its biLM
+                    for batch, host in batches:
+                        words = [tokens for _, tokens in batch]
+                        writer.write([shard.file] * len(batch), [n for n, _ in batch], words, host)
                 writer.close()
             self.fs.move(partial, final)
         except BaseException:
