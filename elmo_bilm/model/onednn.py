@@ -7,6 +7,10 @@ per-call overhead loses, hence the size threshold below. The input-to-gate produ
 position of a batch at once (hundreds of rows), where oneDNN is faster at every size measured.
 The measurements behind the threshold are in docs/performance.md ("oneDNN's packed products").
 
+Copies derived from weights, these packs and the other precisions' (`elmo_bilm.runtime.precision`),
+live in a `DerivedCopies`: it compares fingerprints of their weights (`WeightStamp`) at every pass,
+or at the first pass of a `fixed_weights` run.
+
 The only torch entry points are `torch.ops.mkldnn._reorder_linear_weight` and
 `torch.ops.mkldnn._linear_pointwise` (what `torch.compile`'s CPU backend uses): there is no
 public API for prepacked linear weights.
