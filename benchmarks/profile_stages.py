@@ -53,8 +53,8 @@ from unittest import mock  # noqa: E402
 import torch  # noqa: E402
 
 from elmo_bilm.model import bilm as bilm_module  # noqa: E402
+from elmo_bilm.model import derived, onednn  # noqa: E402
 from elmo_bilm.model import lstm as lstm_module  # noqa: E402
-from elmo_bilm.model import onednn  # noqa: E402
 from elmo_bilm.model.bilm import BiLm  # noqa: E402
 from elmo_bilm.model.char_cnn import CharCnnEncoder  # noqa: E402
 from elmo_bilm.model.characters import batch_char_ids  # noqa: E402
@@ -69,7 +69,7 @@ STAGES = [
     ("char CNN: convolutions, highways, projection", "encode_words, distinct words only"),
     ("char CNN: distinct words, word cache, scatter", "torch.unique, cache look-ups, tokens"),
     ("input products", "by blocks of steps (distinct words: at once), + bias"),
-    ("packed-weight checks", "onednn.DerivedCopies.get: fingerprints each pack's weights"),
+    ("packed-weight checks", "derived.DerivedCopies.get: fingerprints each pack's weights"),
     ("step: recurrent products", "h_{t-1} W_h + input gates, per step and direction"),
     ("step: gates + cell clip", "lstm_cell: sigmoid/tanh, c update, clip"),
     ("step: projection products", "P m, per step and direction"),
@@ -218,7 +218,7 @@ def instrumented(timer: StageTimer) -> Iterator[None]:
         mock.patch.object(ProjectedLstmStack, "_input_products", timed_input_products),
         mock.patch.object(ProjectedLstmStack, "_input_linears", timed_input_linears),
         mock.patch.object(InputBlocks, "gathered", classmethod(timed_gathered)),
-        _wrap(timer, onednn.DerivedCopies, "get", "packed-weight checks"),
+        _wrap(timer, derived.DerivedCopies, "get", "packed-weight checks"),
         mock.patch.object(ProjectedLstmStack, "_step_products", timed_step_products),
         _wrap(timer, lstm_module, "lstm_cell", "step: gates + cell clip"),
         mock.patch.object(torch.Tensor, "clamp", timed_clamp),

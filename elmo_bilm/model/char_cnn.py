@@ -6,7 +6,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 import torch
 from torch import nn
 
-from elmo_bilm.model import onednn
+from elmo_bilm.model import derived, onednn
 from elmo_bilm.utils.files import UsageError
 
 # bilm-tf's character vocabulary: 256 byte values + 5 specials = 261 ids; AllenNLP's
@@ -137,7 +137,7 @@ class CharCnnEncoder(nn.Module):
     # pickled before it existed unpickle with the default)
     precision: str = "float32"
     _packed: Optional[onednn.PackedWeights] = None
-    # the `onednn.fixed_weights` run in which the word cache was last checked against the weights
+    # the `derived.fixed_weights` run in which the word cache was last checked against the weights
     _cache_checked_in: Optional[object] = None
 
     def __init__(
@@ -231,7 +231,7 @@ class CharCnnEncoder(nn.Module):
     def _encode_with_cache(self, words: torch.Tensor) -> torch.Tensor:
         """`encode_words` through the inference word cache."""
         context = self._cache_context(words.device)
-        run = onednn.fixed_run(list(self.parameters()))
+        run = derived.fixed_run(list(self.parameters()))
         checked = run is not None and run is self._cache_checked_in
         if context != self._cache_key_context or not (checked or self._weights_unchanged()):
             self._reset_cache(context)

@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from elmo_bilm.formats.parquet import DTYPES, EmbeddingWriter
 from elmo_bilm.model.bilm import BiLm, frozen
-from elmo_bilm.model.onednn import fixed_weights
+from elmo_bilm.model.derived import fixed_weights
 from elmo_bilm.model.scalar_mix import ScalarMix
 from elmo_bilm.utils.files import FormatError, UsageError, atomic_output, numbered_lines
 

@@ -10,7 +10,7 @@
   CNN's highway layers and projection; the char CNN's convolutions stay float32.
 
 Weights are never changed: the low-precision copies are derived on first use and rebuilt when a
-weight's values change, whichever way (`elmo_bilm.model.onednn.WeightStamp`: an optimiser step,
+weight's values change, whichever way (`elmo_bilm.model.derived.WeightStamp`: an optimiser step,
 `load_state_dict`, an edit through `.data`), so loading, exporting and training see the float32
 parameters. The settings are for inference: a pass that needs gradients runs in float32.
 docs/performance.md has the measurements behind these choices (which products, which state
@@ -26,8 +26,9 @@ from torch import nn
 
 from elmo_bilm.model import onednn
 from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.model.derived import DerivedCopies
 from elmo_bilm.model.lstm import ProjectedLstmStack
-from elmo_bilm.model.onednn import DerivedCopies, Step
+from elmo_bilm.model.onednn import Step
 from elmo_bilm.utils.files import UsageError
 
 PRECISIONS = ("float32", "bfloat16", "int8")

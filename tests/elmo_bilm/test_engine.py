@@ -14,7 +14,7 @@ import torch
 from elmo_bilm import ElmoEmbedder
 from elmo_bilm.formats.bilm_tf import load_bilm_tf
 from elmo_bilm.integrations.spacy import mix_layers
-from elmo_bilm.model import onednn
+from elmo_bilm.model import derived, onednn
 from elmo_bilm.runtime import engine
 from elmo_bilm.runtime.engine import Layers, embed_file, length_batches
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
@@ -121,20 +121,20 @@ def test_every_max_tokens_setting_reaches_the_batching(tmp_path, monkeypatch) ->
 
 
 def test_embed_file_checks_the_weights_once_a_run(tmp_path, monkeypatch) -> None:
-    """`embed_file` owns its biLM for the run (`onednn.fixed_weights`): the derived copies are
+    """`embed_file` owns its biLM for the run (`derived.fixed_weights`): the derived copies are
     checked against the weights at the first batch, not at each of the four."""
     monkeypatch.setattr(onednn, "MIN_STEP_BYTES", 0)  # oneDNN's packs at the fixture's size
     source = tmp_path / "in.txt"
     source.write_text("".join(" ".join(["word"] * n) + f" w{n}\n" for n in range(1, 13)))
     bilm = load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE)
     fingerprints: List[int] = []
-    fingerprint = onednn.fingerprint
+    fingerprint = derived.fingerprint
 
     def counted(tensor: torch.Tensor) -> torch.Tensor:
         fingerprints.append(tensor.numel())
         return fingerprint(tensor)
 
-    monkeypatch.setattr(onednn, "fingerprint", counted)
+    monkeypatch.setattr(derived, "fingerprint", counted)
     embed_file(bilm, str(source), str(tmp_path / "run.hdf5"), batch_size=3)  # 4 batches
     in_a_run = len(fingerprints)
     fingerprints.clear()

@@ -1,7 +1,7 @@
 """Copies derived from the weights (oneDNN's float32 packs, int8 and bfloat16 packs and casts)
 follow every way of changing a weight, `.data` edits included (project issue 67): autograd's
 version counter misses those (`p.data` is a new tensor with a counter of its own), so the caches
-compare fingerprints of the weights' values (`elmo_bilm.model.onednn.fingerprint`).
+compare fingerprints of the weights' values (`elmo_bilm.model.derived.fingerprint`).
 
 Each edit is applied to one parameter behind each kind of derived copy in turn, on a biLM that
 has already run (its copies built); its output must equal that of a freshly loaded biLM given the
@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from elmo_bilm.formats.bilm_tf import load_bilm_tf
-from elmo_bilm.model import onednn
+from elmo_bilm.model import derived, onednn
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.model.char_cnn import CharCnnEncoder
 from elmo_bilm.model.characters import batch_char_ids
@@ -176,23 +176,23 @@ def _lstm_copies(bilm: BiLm) -> Dict[object, object]:
 def test_a_fingerprint_sees_every_single_element_and_ignores_the_view():
     base = torch.randn(2 * 1024 + 5)
     for tensor in (base, base[1:], base[3:-1], torch.randn(0), torch.randn(3, dtype=torch.float64)):
-        stamp = onednn.fingerprint(tensor)
+        stamp = derived.fingerprint(tensor)
         for i in range(tensor.numel()):
             edited = tensor.clone()
             edited[i] = edited[i].nextafter(torch.tensor(float("inf"), dtype=tensor.dtype))
-            assert not torch.equal(onednn.fingerprint(edited), stamp), (tensor.shape, i)
+            assert not torch.equal(derived.fingerprint(edited), stamp), (tensor.shape, i)
     weight = torch.randn(2, 6, 10)
-    assert torch.equal(onednn.fingerprint(weight.transpose(1, 2)), onednn.fingerprint(weight))
-    assert torch.equal(onednn.fingerprint(weight.clone()), onednn.fingerprint(weight))
+    assert torch.equal(derived.fingerprint(weight.transpose(1, 2)), derived.fingerprint(weight))
+    assert torch.equal(derived.fingerprint(weight.clone()), derived.fingerprint(weight))
     swapped = weight.flip(0)  # a direction's weights for the other's
-    assert not torch.equal(onednn.fingerprint(swapped), onednn.fingerprint(weight))
+    assert not torch.equal(derived.fingerprint(swapped), derived.fingerprint(weight))
 
 
 def _counting_checks(monkeypatch) -> List[str]:
     """Record each weight check from now on: a fingerprint (`WeightStamp`) or the word cache's
     comparison with its copy of the weights."""
     checks: List[str] = []
-    fingerprint = onednn.fingerprint
+    fingerprint = derived.fingerprint
     unchanged = CharCnnEncoder._weights_unchanged
 
     def fingerprinted(tensor: torch.Tensor) -> torch.Tensor:
@@ -203,7 +203,7 @@ def _counting_checks(monkeypatch) -> List[str]:
         checks.append("word cache")
         return unchanged(encoder)
 
-    monkeypatch.setattr(onednn, "fingerprint", fingerprinted)
+    monkeypatch.setattr(derived, "fingerprint", fingerprinted)
     monkeypatch.setattr(CharCnnEncoder, "_weights_unchanged", compared)
     return checks
 
@@ -218,7 +218,7 @@ def test_a_fixed_weights_run_checks_each_copy_at_its_first_pass_only(char_ids, n
     per_pass = sorted(checks)
     assert per_pass.count("fingerprint") > 0 and per_pass.count("word cache") == 1
     checks.clear()
-    with onednn.fixed_weights(bilm):
+    with derived.fixed_weights(bilm):
         for _ in range(3):
             again = _layers(bilm, char_ids)
             assert all(torch.equal(a, b) for a, b in zip(first, again))
@@ -232,7 +232,7 @@ def test_a_fixed_weights_run_checks_each_copy_at_its_first_pass_only(char_ids, n
 @pytest.mark.parametrize("name", list(PRECISIONS))
 def test_an_edit_made_inside_a_fixed_weights_run_is_seen_after_it(char_ids, name):
     bilm = _prepared(name)
-    with onednn.fixed_weights(bilm):
+    with derived.fixed_weights(bilm):
         before = _layers(bilm, char_ids)
         for edited in EDITED:
             EDITS["data.mul_"](bilm, edited)
@@ -244,16 +244,16 @@ def test_an_edit_made_inside_a_fixed_weights_run_is_seen_after_it(char_ids, name
 
 def test_a_fixed_weights_run_holds_its_own_module_only(char_ids):
     held, other = _prepared("float32"), _prepared("float32")
-    with onednn.fixed_weights(held):
+    with derived.fixed_weights(held):
         _layers(held, char_ids)
         _layers(other, char_ids)
         EDITS["data.mul_"](other, "lstm.projections.0")  # not held: seen at its next pass
         expected = _layers(_prepared("float32", ["lstm.projections.0"], "data.mul_"), char_ids)
         assert all(torch.equal(a, b) for a, b in zip(_layers(other, char_ids), expected))
-        run = onednn.fixed_run(list(held.parameters()))
-        assert run is not None and onednn.fixed_run(list(other.parameters())) is None
-        with onednn.fixed_weights(held):  # nested: the outer run holds the weights
-            assert onednn.fixed_run([held.lstm.projections[0][1]]) is run
-        assert onednn.fixed_run(list(held.parameters())) is run
-    assert onednn.fixed_run(list(held.parameters())) is None
-    assert not onednn._FIXED
+        run = derived.fixed_run(list(held.parameters()))
+        assert run is not None and derived.fixed_run(list(other.parameters())) is None
+        with derived.fixed_weights(held):  # nested: the outer run holds the weights
+            assert derived.fixed_run([held.lstm.projections[0][1]]) is run
+        assert derived.fixed_run(list(held.parameters())) is run
+    assert derived.fixed_run(list(held.parameters())) is None
+    assert not derived._FIXED
