@@ -143,10 +143,7 @@ class DerivedCopies:
         return self.items[key][1]
 
     def __getstate__(self) -> Dict[str, Any]:
-        return {"items": {}}  # not empty: pickle calls `__setstate__` for a true state only
+        return {"items": {}}  # not empty: pickle and copy call `__setstate__` for a true state only
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
         self.__init__()  # type: ignore[misc]
-
-    def __deepcopy__(self, memo: Dict[int, Any]) -> "DerivedCopies":
-        return type(self)()

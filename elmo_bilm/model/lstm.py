@@ -214,11 +214,6 @@ class ProjectedLstmStack(nn.Module):
         self._packed.clear()
         return super()._apply(fn, recurse)
 
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state["_packed"] = onednn.PackedWeights()  # opaque tensors: not copyable; rebuilt on use
-        return state
-
     @property
     def _states(self) -> Tuple[torch.Tensor, ...]:
         """AllenNLP's LSTM states carried between batches (`_EncoderBase._states`): `(h, c)`,
