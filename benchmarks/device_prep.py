@@ -323,14 +323,15 @@ def table1_payload(
             check=True,
         ).stdout
         (carried / name).write_bytes(blob)
-    staging = Path(tempfile.mkdtemp())
-    for task in tasks:
-        variable = table1.TASKS[task].word_vectors
-        kept = trim_vectors(
-            vector_defaults()[variable], staging / f"{variable}.txt.gz", task_words(task)
-        )
-        print(f"{task}: {kept} vectors kept for {variable}")
-    return into_folders(list(staging.glob("*.txt.gz")), budget, ".devvec")
+    with tempfile.TemporaryDirectory() as folder:
+        staging = Path(folder)
+        for task in tasks:
+            variable = table1.TASKS[task].word_vectors
+            kept = trim_vectors(
+                vector_defaults()[variable], staging / f"{variable}.txt.gz", task_words(task)
+            )
+            print(f"{task}: {kept} vectors kept for {variable}")
+        return into_folders(list(staging.glob("*.txt.gz")), budget, ".devvec")
 
 
 def main() -> None:
@@ -410,9 +411,9 @@ def main() -> None:
         payload, data = [], pack_data(target)
         wheel_budget = budget - data  # the last wheel folder travels with the data
     packages = needed(pins())
-    download_dir = Path(tempfile.mkdtemp())
-    missing = download(packages, download_dir)
-    groups = into_folders(list(download_dir.glob("*.whl")), wheel_budget, ".whl")
+    with tempfile.TemporaryDirectory() as download_dir:
+        missing = download(packages, Path(download_dir))
+        groups = into_folders(list(Path(download_dir).glob("*.whl")), wheel_budget, ".whl")
     print(f"{len(packages)} packages, {len(missing)} without a wheel: {sorted(missing)}")
     print(
         f"tree {tree / 2**20:.1f} MiB, data {data / 2**20:.1f} MiB; {len(groups)} wheel folder(s) "

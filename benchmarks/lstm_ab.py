@@ -32,11 +32,12 @@ def load_revision(revision: str):
         text=True,
         check=True,
     ).stdout
-    path = Path(tempfile.mkdtemp()) / "lstm_before.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("lstm_before", path)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    with tempfile.TemporaryDirectory() as folder:  # read once, when the module executes
+        path = Path(folder) / "lstm_before.py"
+        path.write_text(source)
+        spec = importlib.util.spec_from_file_location("lstm_before", path)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module.ProjectedLstmStack
 
 

@@ -237,17 +237,17 @@ def onnx_int8(config: str, batches: List[torch.Tensor], rounds: int, threads: in
 
     from elmo_bilm.runtime.onnx import export_onnx, quantize_onnx
 
-    folder = tempfile.mkdtemp()
-    export_onnx(load(config), f"{folder}/float32.onnx")
-    quantize_onnx(f"{folder}/float32.onnx", f"{folder}/int8.onnx")
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
-    sessions = {
-        name: onnxruntime.InferenceSession(
-            f"{folder}/{name}.onnx", options, providers=["CPUExecutionProvider"]
-        )
-        for name in ("float32", "int8")
-    }
+    with tempfile.TemporaryDirectory() as folder:  # a session reads its file when made
+        export_onnx(load(config), f"{folder}/float32.onnx")
+        quantize_onnx(f"{folder}/float32.onnx", f"{folder}/int8.onnx")
+        sessions = {
+            name: onnxruntime.InferenceSession(
+                f"{folder}/{name}.onnx", options, providers=["CPUExecutionProvider"]
+            )
+            for name in ("float32", "int8")
+        }
     times: Dict[str, List[float]] = {name: [] for name in sessions}
     outputs: Dict[str, List[List[torch.Tensor]]] = {name: [] for name in sessions}
     for _ in range(rounds):

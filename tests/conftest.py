@@ -2,6 +2,8 @@
 
 import json
 import os
+import shutil
+import sys
 from pathlib import Path
 from typing import List
 
@@ -39,6 +41,15 @@ DATA = _DATA
 ELMO_FIXTURE = DATA / "elmo_fixture"
 OPTIONS_FILE = ELMO_FIXTURE / "options.json"
 WEIGHT_FILE = ELMO_FIXTURE / "lm_weights.hdf5"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Remove the folder `allennlp.common.testing` makes when imported: its test cases remove it
+    in their teardown only, so a process that imported it and ran none of them (one of xdist's
+    workers, say) left an empty folder in the temporary directory at every run."""
+    module = sys.modules.get("allennlp.common.testing.test_case")
+    if module is not None:
+        shutil.rmtree(module.TEST_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
