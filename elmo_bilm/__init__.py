@@ -1,3 +1,6 @@
+"""The torch-only ELMo core: the biLM, AllenNLP's `Elmo` / `ElmoEmbedder` API without AllenNLP,
+bilm-tf's files in and out, and embeddings read back from Parquet."""
+
 from elmo_bilm.elmo import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_OPTIONS_FILE,

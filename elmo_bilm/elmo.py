@@ -139,6 +139,7 @@ class Elmo(nn.Module):
         return cls(name, None, num_output_representations, **kwargs)
 
     def get_output_dim(self) -> int:
+        """The width of each ELMo representation (twice the biLM's projection)."""
         return self.bilm.get_output_dim()
 
     @property

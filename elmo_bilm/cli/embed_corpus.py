@@ -83,6 +83,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def console() -> None:
+    """The `elmo-embed-corpus` console script: `main` on `sys.argv`, its status as the exit code."""
     sys.exit(main())
 
 

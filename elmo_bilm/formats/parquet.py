@@ -113,6 +113,7 @@ class EmbeddingWriter:
         self.rows += len(rows)
 
     def close(self) -> None:
+        """Finish the Parquet file (its footer); a stream passed as `sink` is left open."""
         self._writer.close()
 
 

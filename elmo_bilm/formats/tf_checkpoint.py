@@ -217,6 +217,7 @@ class TensorEntry:
 
     @property
     def dtype_name(self) -> str:
+        """The dtype's name as numpy or TensorFlow spells it (`DataType N` if unknown)."""
         if self.dtype in DTYPES:
             return DTYPES[self.dtype][0]
         return DTYPE_NAMES.get(self.dtype, f"DataType {self.dtype}")
@@ -491,6 +492,7 @@ class CheckpointReader:
         return sorted(self.entries)
 
     def data_file(self, shard: int) -> str:
+        """The path of data shard `shard` (`PREFIX.data-0000S-of-0000N`)."""
         return f"{self.prefix}.data-{shard:05d}-of-{self.num_shards:05d}"
 
     def entry(self, name: str) -> TensorEntry:

@@ -97,6 +97,7 @@ class FilteredStream:
         self.line_filter = line_filter
 
     def write(self, text: str) -> int:
+        """Write `text`'s complete lines that the filter keeps; all of `text` counts as written."""
         out = self.line_filter.feed(text.encode("utf-8", "surrogatepass"))
         if out:
             self.stream.write(out.decode("utf-8", "surrogatepass"))

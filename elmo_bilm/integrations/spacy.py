@@ -211,10 +211,12 @@ class ElmoComponent(Pipe):
 
     @property
     def n_layers(self) -> int:
+        """The biLM's number of layers (the token layer and each LSTM layer)."""
         return self.bilm.num_layers
 
     @property
     def dim(self) -> int:
+        """The width of each layer's vectors (twice the biLM's projection)."""
         return self.bilm.get_output_dim()
 
     def initialize(
@@ -291,13 +293,17 @@ class ElmoComponent(Pipe):
 
     @property
     def listeners(self) -> List[Model]:
+        """The `ElmoMix` layers that read this component's output (spacy-transformers' API)."""
         return [layer for layers in self.listener_map.values() for layer in layers]
 
     @property
     def listening_components(self) -> List[str]:
+        """The names of the components whose `ElmoMix` layers listen here."""
         return list(self.listener_map)
 
     def add_listener(self, listener: Model, component_name: str) -> None:
+        """Link `listener` (an `ElmoMix` of `component_name`) to this component and give it the
+        biLM's sizes."""
         self.listener_map.setdefault(component_name, [])
         if listener not in self.listener_map[component_name]:
             self.listener_map[component_name].append(listener)
@@ -305,6 +311,7 @@ class ElmoComponent(Pipe):
         self._link_dims()
 
     def remove_listener(self, listener: Model, component_name: str) -> bool:
+        """Unlink `listener` from `component_name`; whether it was linked."""
         if listener in self.listener_map.get(component_name, []):
             self.listener_map[component_name].remove(listener)
             if not self.listener_map[component_name]:
@@ -510,18 +517,22 @@ def _mean_vector(doc: Doc, start: int, end: int) -> numpy.ndarray:
 
 
 def doc_vector(doc: Doc) -> numpy.ndarray:
+    """`doc.vector`: the mean of the doc's token vectors (whitespace tokens left out)."""
     return _mean_vector(doc, 0, len(doc))
 
 
 def span_vector(span: Span) -> numpy.ndarray:
+    """`span.vector`: the mean of the span's token vectors (whitespace tokens left out)."""
     return _mean_vector(span.doc, span.start, span.end)
 
 
 def token_vector(token: Token) -> numpy.ndarray:
+    """`token.vector`: the token's row of `doc.tensor`."""
     return token.doc.tensor[token.i]
 
 
 def has_vector(item: Any) -> bool:
+    """`has_vector`: always true, every token having its contextual vector."""
     return True
 
 
@@ -563,6 +574,7 @@ class ElmoMix(Model):
 
     @property
     def upstream_name(self) -> str:
+        """The name of the `elmo` component this layer reads from."""
         return str(self.attrs["upstream_name"])
 
     def layers_of(self, docs: Sequence[Doc]) -> List[Floats3d]:

@@ -80,6 +80,7 @@ class BiLm(nn.Module):
         return self.lstm.n_layers + 1
 
     def get_output_dim(self) -> int:
+        """The width of each layer's output: forward and backward projections side by side."""
         return 2 * self.projection_dim
 
     def encode(

@@ -125,6 +125,7 @@ class DerivedCopies:
         self.checked_in: Dict[Hashable, object] = {}
 
     def clear(self) -> None:
+        """Drop every copy; the next `get` of each key makes it again."""
         self.items.clear()
         self.checked_in.clear()
 

@@ -80,7 +80,8 @@ class Products(Protocol):
         layer: int,
         bias: torch.Tensor,
         directions: Sequence[int] = (0, 1),
-    ) -> List[Callable[[torch.Tensor], torch.Tensor]]: ...
+    ) -> List[Callable[[torch.Tensor], torch.Tensor]]:
+        """Per direction of `directions`, `x -> x W + bias` with `layer`'s input weights."""
 
     def step_products(
         self,
@@ -88,7 +89,9 @@ class Products(Protocol):
         layer: int,
         batch_size: int,
         directions: Sequence[int] = (0, 1),
-    ) -> List[Step]: ...
+    ) -> List[Step]:
+        """Per direction of `directions`, `layer`'s step products (recurrent and projection),
+        made for `batch_size` rows."""
 
     @property
     def cell_dtype(self) -> Optional[torch.dtype]:

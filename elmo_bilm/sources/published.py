@@ -111,6 +111,7 @@ def timed_out_tries(timeout: float) -> int:
 
 
 def is_url(path: Optional[str]) -> bool:
+    """Whether `path` is an http(s) URL."""
     return isinstance(path, str) and path.startswith(("http://", "https://"))
 
 

@@ -285,6 +285,7 @@ class WsdData:
 
     @classmethod
     def from_dir(cls, directory: str) -> "WsdData":
+        """A Raganato et al. (2017) folder `NAME/`: `NAME.data.xml` and `NAME.gold.key.txt`."""
         name = os.path.basename(os.path.normpath(directory))
         return cls(
             os.path.join(directory, f"{name}.data.xml"),

@@ -9,6 +9,7 @@ from elmo_bilm.utils.files import atomic_output
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """`rows` under `header` as a Markdown table."""
     lines = ["| " + " | ".join(map(str, header)) + " |", "|" + " --- |" * len(header)]
     lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows]
     return "\n".join(lines) + "\n"

@@ -37,6 +37,8 @@ BASELINE = "none"  # the placement value that means "the baseline config, no ELM
 
 @dataclass(frozen=True)
 class Run:
+    """One training run of a sweep: the grid's values (None: the config's own) and the seed."""
+
     placement: Optional[str]  # None: the config's own; "none": the baseline
     l2_coefficient: Optional[float]
     layers: Optional[str]
@@ -46,6 +48,7 @@ class Run:
 
     @property
     def name(self) -> str:
+        """The run's folder name: its values as `key=value` pairs, comma-separated."""
         parts = [f"placement={self.placement or 'config'}"]
         if self.placement != BASELINE:
             parts += [
@@ -58,6 +61,7 @@ class Run:
 
     @property
     def group(self) -> str:
+        """The name without the seed: the runs whose results are averaged together."""
         return self.name.rsplit(",seed=", 1)[0]
 
 
@@ -399,12 +403,14 @@ class Progress:
             self.follower = None
 
     def finish(self, run_dir: Path) -> None:
+        """Count the run in `run_dir` as done and stop following its log."""
         self._stop_following()
         self._bar.update(1)
         if self._left is not None:
             self._left.pop(run_dir, None)
 
     def close(self) -> None:
+        """Stop following any log and close the progress bar."""
         self._stop_following()
         self._bar.close()
 

@@ -74,6 +74,7 @@ class ElmoRepresentations(nn.Module):
         self.cache = ActivationCache(options.cache_size_mb) if use_cache else None
 
     def get_output_dim(self) -> int:
+        """The width of each ELMo representation (twice the biLM's projection)."""
         return self.bilm.get_output_dim()
 
     def cache_state(self) -> Dict[str, torch.Tensor]:

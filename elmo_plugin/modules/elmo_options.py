@@ -105,6 +105,7 @@ def takes_elmo_options(init: _Init) -> _Init:
 
 
 def option_names() -> List[str]:
+    """The names of `ElmoOptions`' fields, in order."""
     return [field.name for field in dataclasses.fields(ElmoOptions)]
 
 

@@ -35,10 +35,12 @@ class Placement:
 
     @property
     def at_input(self) -> bool:
+        """Whether ELMo is concatenated to the task model's input."""
         return INPUT in self.mixes
 
     @property
     def at_output(self) -> bool:
+        """Whether ELMo is concatenated to the task encoder's output."""
         return OUTPUT in self.mixes
 
     def indices(self, mixes: Iterable[str]) -> List[int]:

@@ -1,3 +1,5 @@
+"""Trainer callbacks, a checkpointer and a scheduler for the biLM and the task models."""
+
 from elmo_plugin.training.exact_recovery import ExactRecovery
 from elmo_plugin.training.optimizer_state import OptimizerState
 from elmo_plugin.training.reduce_on_plateau import ReduceOnPlateauScheduler

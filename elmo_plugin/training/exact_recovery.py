@@ -43,6 +43,7 @@ def rng_state() -> Dict[str, Any]:
 
 
 def set_rng_state(state: Dict[str, Any]) -> None:
+    """Restore the random states `rng_state` returned (CUDA's where a GPU is present)."""
     random.setstate(state["python"])
     kind, keys, position, has_gauss, cached = state["numpy"]
     numpy.random.set_state((kind, keys.numpy().astype(numpy.uint32), position, has_gauss, cached))
@@ -122,6 +123,7 @@ _UNSAVED: Set[str] = set()  # metrics already reported as not restorable
 
 
 def set_metric_state(model: torch.nn.Module, state: Dict[str, Any]) -> None:
+    """Restore the model's buffers and metrics that `metric_state` returned."""
     with torch.no_grad():
         for name, value in state["buffers"].items():
             model.get_buffer(name).copy_(value)
@@ -143,6 +145,7 @@ def cache_state(model: torch.nn.Module) -> Dict[str, Any]:
 
 
 def set_cache_state(model: torch.nn.Module, state: Dict[str, Any]) -> None:
+    """Restore the caches (`load_cache_state` of each module) that `cache_state` returned."""
     for path, saved in state.items():
         module: Any = model.get_submodule(path)  # a module with `load_cache_state`
         module.load_cache_state(saved)

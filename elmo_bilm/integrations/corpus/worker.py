@@ -50,6 +50,9 @@ class ShardEmbedder:
         return {key: numpy.array([result[key] for result in results]) for key in results[0]}
 
     def embed(self, shard: Shard) -> Dict[str, Any]:
+        """Embed one shard into `OUTPUT_DIR/NAME.parquet` (written as a partial file, moved into
+        place when complete); its row of the run's summary (sentences, seconds, process, peak
+        memory)."""
         started = time.perf_counter()
         sentences = list(shard_sentences(shard))
         final = f"{self.root}/{shard.name}.parquet"

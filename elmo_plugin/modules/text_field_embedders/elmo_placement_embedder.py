@@ -71,6 +71,7 @@ class ElmoPlacementEmbedder(TextFieldEmbedder):
 
     @property
     def elmo_dim(self) -> int:
+        """The width of the ELMo representation at each placement."""
         return self.elmo.get_output_dim()
 
     def get_output_dim(self) -> int:
