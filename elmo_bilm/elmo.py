@@ -21,8 +21,14 @@ from torch import nn
 
 from elmo_bilm.model.bilm import BiLm, frozen, remove_sentence_boundaries
 from elmo_bilm.model.characters import as_tokens, batch_char_ids, vocabulary_char_ids
+from elmo_bilm.model.chunked import needs_chunks
 from elmo_bilm.model.scalar_mix import ScalarMix
-from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS, embed_file, embed_sorted
+from elmo_bilm.runtime.engine import (
+    DEFAULT_MAX_TOKENS,
+    embed_file,
+    embed_sorted,
+    sequence_layers,
+)
 from elmo_bilm.runtime.precision import set_precision
 from elmo_bilm.sources.hub import PREFIX, is_hub_id
 from elmo_bilm.sources.published import is_url, published_urls
@@ -242,6 +248,11 @@ class ElmoEmbedder:
         forgets the states. `embed_file`, whose bulk path sorts sentences by length, refuses a
         stateful embedder. The default starts every sentence from zero: a sentence's vectors
         do not depend on the sentences embedded before it.
+    max_tokens : `int`, optional (default = `4096`)
+        The token budget of a batch of one sentence (`embed_sentence`, `embed_batch` of one):
+        a longer one (its tokens and two boundaries) runs in exact pieces of this many positions
+        (`elmo_bilm.model.chunked`, stateful or not), so that the returned array is all it holds
+        beyond one piece; None: one pass, whatever the length.
     """
 
     def __init__(
@@ -251,7 +262,11 @@ class ElmoEmbedder:
         cuda_device: int = -1,
         precision: str = "float32",
         stateful: bool = False,
+        max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
     ) -> None:
+        if max_tokens is not None and max_tokens < 1:
+            raise UsageError("max_tokens must be at least 1")
+        self.max_tokens = max_tokens
         self.cuda_device = cuda_device
         bilm = load_bilm(options_file, weight_file).to(self.device).eval()
         self.elmo_bilm = set_precision(bilm, precision)
@@ -288,7 +303,8 @@ class ElmoEmbedder:
 
     def embed_batch(self, batch: Sequence[Sequence[str]]) -> List[numpy.ndarray]:
         """One `(n_layers, n_tokens, dim)` array per sentence (an empty sentence: zero tokens;
-        a string: its characters)."""
+        a string: its characters). A batch of one sentence longer than `max_tokens` runs in
+        exact pieces; a batch of several is one pass, as given (AllenNLP 0.9's meaning)."""
         batch = _token_lists(batch)
         dim, layers = self.elmo_bilm.get_output_dim(), self.elmo_bilm.num_layers
         # stateful, only 0.9's one skipped batch, `[[]]`: other empty sentences run (`<S> </S>`)
@@ -296,6 +312,10 @@ class ElmoEmbedder:
         skip = len(batch) == 1 if self.stateful else True
         if skip and all(len(sentence) == 0 for sentence in batch):
             return [numpy.zeros((layers, 0, dim), dtype=numpy.float32) for _ in batch]
+        max_tokens = getattr(self, "max_tokens", DEFAULT_MAX_TOKENS)  # embedders pickled before
+        if len(batch) == 1 and needs_chunks(len(batch[0]), max_tokens):
+            assert max_tokens is not None
+            return [sequence_layers(self.elmo_bilm, batch[0], "all", max_tokens)]
         activations, _ = self.batch_to_embeddings(batch)
         host = activations.cpu().numpy()
         return [host[row, :, : len(sentence)] for row, sentence in enumerate(batch)]

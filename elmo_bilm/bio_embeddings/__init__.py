@@ -90,8 +90,11 @@ class SeqVecEmbedder:
     weights_file, options_file : `str`, optional
         bilm-tf files instead (paths or URLs), or any biLM source as `options_file` alone.
     max_amino_acids : `int`, optional (default = `15000`)
-        Stateless only, `embed_many`'s default batch: at most this many padded residues (rows x
-        the longest), the bound that memory follows; a longer protein makes a batch of its own.
+        Stateless, `embed_many`'s default batch: at most this many padded residues (rows x the
+        longest), the bound that memory follows. Stateful or not, a protein longer than this
+        (with its two boundaries) embedded alone runs in exact pieces of this many residues
+        (`elmo_bilm.model.chunked`): the same vectors, memory set by this bound, not by the
+        protein.
     device : `str` or `torch.device`, optional
         `"cpu"`, `"cuda"`, `"cuda:N"`; None: a GPU if there is one.
     precision : `str`, optional (default = `"float32"`)
@@ -127,7 +130,9 @@ class SeqVecEmbedder:
         self._options = dict(kwargs)  # bio_embeddings keeps its other options; none apply here
         self.warmup_rounds = warmup_rounds
         self.max_amino_acids = max_amino_acids
-        self._model = ElmoEmbedder(options, weights, _cuda_device(device), precision, stateful)
+        self._model = ElmoEmbedder(
+            options, weights, _cuda_device(device), precision, stateful, max_amino_acids
+        )
         self._device = self._model.device
         self.embedding_dimension = self._model.elmo_bilm.get_output_dim()
         self.number_of_layers = self._model.elmo_bilm.num_layers

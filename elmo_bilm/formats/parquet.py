@@ -1,4 +1,4 @@
-"""ELMo vectors as Parquet: one row per sentence (`file`, `line`, `tokens`, `embeddings`), the
+"""ELMo vectors as Parquet: one row per sentence (`file`, `line`, `start`, `tokens`, `embeddings`), the
 vectors in float32 or float16, written by `elmo-embed --format parquet` and `elmo-embed-corpus`,
 read back as numpy arrays by `read_embeddings`. Needs pyarrow (`pip install "elmo-bilm[ray]"`).
 
@@ -6,7 +6,10 @@ A row's `embeddings` is its vectors flattened, `(n_layers, n_tokens, dim)` for t
 and `(n_tokens, dim)` otherwise (the shapes of `allennlp elmo`'s HDF5 datasets); the file's
 schema metadata (`elmo_bilm`) holds `layers`, `n_layers`, `dim` and `dtype` to shape it back.
 Rows are stored in the order they were embedded (by length within a chunk or shard); each names
-its source file and 1-based line.
+its source file and 1-based line. A sentence longer than the token budget is written as it is
+embedded, a piece at a time: rows of the same file and line, in order, each with its piece's
+tokens and the index of its first token in `start` (0 for a whole sentence; files written before
+the column existed read as 0).
 """
 
 import importlib
@@ -40,12 +43,14 @@ def require_pyarrow() -> Any:
 @dataclass
 class EmbeddedSentence:
     """One row: the source `file`, its 1-based `line`, the `tokens`, and their `embeddings`
-    (`(n_layers, n_tokens, dim)` for the layers "all", else `(n_tokens, dim)`)."""
+    (`(n_layers, n_tokens, dim)` for the layers "all", else `(n_tokens, dim)`); `start`: the
+    index of its first token in the sentence (not 0: a piece of a long sentence)."""
 
     file: str
     line: int
     tokens: List[str]
     embeddings: numpy.ndarray
+    start: int = 0
 
 
 class EmbeddingWriter:
@@ -74,6 +79,7 @@ class EmbeddingWriter:
             [
                 ("file", pa.string()),
                 ("line", pa.int64()),
+                ("start", pa.int64()),
                 ("tokens", pa.list_(pa.string())),
                 ("embeddings", pa.list_(pa.float16() if dtype == "float16" else pa.float32())),
             ],
@@ -89,9 +95,11 @@ class EmbeddingWriter:
         lines: Sequence[int],
         tokens: Sequence[Sequence[str]],
         vectors: numpy.ndarray,
+        start: int = 0,
     ) -> None:
         """A batch: `vectors` padded, `(batch, n_layers, T, dim)` for "all", else
-        `(batch, T, dim)`; row `i` keeps its first `len(tokens[i])` positions."""
+        `(batch, T, dim)`; row `i` keeps its first `len(tokens[i])` positions. `start`: the
+        index of the first token of each row in its sentence (a piece of a long one)."""
         pa = self._pa
         rows = [
             numpy.ascontiguousarray(vectors[i, ..., : len(words), :], dtype=self.dtype).ravel()
@@ -104,6 +112,7 @@ class EmbeddingWriter:
             [
                 pa.array(list(files), pa.string()),
                 pa.array(list(lines), pa.int64()),
+                pa.array([start] * len(rows), pa.int64()),
                 pa.array([list(words) for words in tokens], pa.list_(pa.string())),
                 pa.ListArray.from_arrays(pa.array(offsets), pa.array(values)),
             ],
@@ -160,7 +169,9 @@ def read_embeddings(path: str) -> Iterator[EmbeddedSentence]:
             files = table.column("file").to_pylist()
             lines = table.column("line").to_pylist()
             tokens = table.column("tokens").to_pylist()
+            names = table.column_names
+            starts = table.column("start").to_pylist() if "start" in names else [0] * len(tokens)
             for i, words in enumerate(tokens):
                 shape = (len(words), dim) if depth is None else (depth, len(words), dim)
                 vectors = values[offsets[i] : offsets[i + 1]].reshape(shape)
-                yield EmbeddedSentence(files[i], lines[i], words, vectors)
+                yield EmbeddedSentence(files[i], lines[i], words, vectors, starts[i])

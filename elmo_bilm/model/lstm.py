@@ -271,6 +271,35 @@ class ProjectedLstmStack(nn.Module):
             c[:, :batch].index_select(1, packing.order)[:, :valid],
         )
 
+    def row_states(self, device: torch.device) -> Optional[List[List[_Carried]]]:
+        """Stateful, for a batch of one row (`elmo_bilm.model.chunked`): the states row 0
+        starts from, per direction (0 forward, 1 backward) each layer's `(h (1, proj), c (1,
+        dim))`, as `forward` takes them; None when a batch would start from zeros (stateless, or
+        nothing carried yet)."""
+        if not self.stateful:
+            return None
+        initial = self._initial_states(_Packing.single(device), device)
+        if initial is None:
+            return None
+        h, c = initial
+        proj, dim = self.projection_dim, self.dim
+        return [
+            [(h[layer][:, :proj], c[layer][:, :dim]) for layer in range(self.n_layers)],
+            [(h[layer][:, proj:], c[layer][:, dim:]) for layer in range(self.n_layers)],
+        ]
+
+    def keep_row_states(self, forward: List[_Carried], backward: List[_Carried]) -> None:
+        """Stateful: keep a one-row batch's final states, each layer's `(h, c)` per direction
+        (the forward's after the last position, the backward's after the first), as `forward`
+        keeps a batch's; stateless: nothing."""
+        if not self.stateful:
+            return
+        finals = [
+            (torch.cat([f[0], b[0].to(f[0].dtype)], -1), torch.cat([f[1], b[1].to(f[1].dtype)], -1))
+            for f, b in zip(forward, backward)
+        ]
+        self._save_states(finals, _Packing.single(finals[0][0].device))
+
     def _save_states(self, finals: List[_Carried], packing: "_Packing") -> None:
         """Keep the batch's final states, AllenNLP's `_EncoderBase._update_states`: back in the
         batch's row order, padded to the batch with zero rows for empty sentences; a row replaces
@@ -404,6 +433,8 @@ class ProjectedLstmStack(nn.Module):
         initial: Optional[_Carried] = None,
         finals: Optional[List[_Carried]] = None,
         steps: Optional[List[Step]] = None,
+        start: Optional[_Carried] = None,
+        last: Optional[List[_Carried]] = None,
     ) -> torch.Tensor:
         """Run one layer over packed input gates -> packed outputs (2, N, proj).
 
@@ -417,6 +448,9 @@ class ProjectedLstmStack(nn.Module):
         `[forward; backward]` to start from instead of zeros; `finals` gets each row's last `(h,
         c)` in the same layout appended (a row's last step is its last position forward, its
         first backward, as in AllenNLP).
+
+        One direction's stream alone (`_direction`): `start`, its `(h (rows, proj), c (rows,
+        dim))` to start from; `last` gets its `(h, c)` after the last step appended.
         """
         cell_dtype = self.products.cell_dtype if route == "products" and self.products else None
         fused = route != "bmm"  # one direction's (n, 4 dim) gates, no gradient
@@ -428,7 +462,10 @@ class ProjectedLstmStack(nn.Module):
         ]
         first = [next(steps_k) for steps_k in per_step]  # the states take their shape and dtype
         per_step = [itertools.chain([x], steps_k) for x, steps_k in zip(first, per_step)]
-        if initial is None:
+        if start is not None:  # one direction's states, in the dtypes of the zeros they replace
+            h = [start[0].to(first[0].dtype).contiguous()]
+            c = [start[1].to(cell_dtype or first[0].dtype).contiguous()]
+        elif initial is None:
             h = [x.new_zeros(x.shape[:-2] + (active[0], self.projection_dim)) for x in first]
             c = [x.new_zeros(x.shape[:-2] + (active[0], self.dim), dtype=cell_dtype) for x in first]
         else:
@@ -457,6 +494,8 @@ class ProjectedLstmStack(nn.Module):
                     )
         if finals is not None:
             finals.append(self._join_directions(ended[::-1]))
+        if last is not None:
+            last.extend(zip(h, c))
         joined = [torch.cat(out, dim=-2) for out in outputs]
         if route == "products":  # a precision's outputs may be bfloat16: layers are float32
             joined = [out.float() for out in joined]
@@ -595,29 +634,76 @@ class ProjectedLstmStack(nn.Module):
         active: List[int],
         x_d: Optional[torch.Tensor],
         word: Optional[Tuple[torch.Tensor, torch.Tensor]],
+        starts: Optional[Sequence[_Carried]] = None,
+        lasts: Optional[List[_Carried]] = None,
     ) -> List[torch.Tensor]:
         """Direction `d`'s stack over the packed batch (in a thread of `_DirectionThreads`: the
         directions share nothing but the input, and each checks and packs its own weights),
         each layer on its route: each layer's packed outputs (N, proj).
 
         `x_d`: the direction's packed inputs (N, in), or with `word` = `(vectors (U, in), index
-        (N,))` the first layer's input products are taken per distinct word and gathered."""
+        (N,))` the first layer's input products are taken per distinct word and gathered.
+        `starts`, optional: each layer's `(h (rows, proj), c (rows, dim))` of this direction to
+        start from instead of zeros; `lasts` gets each layer's states after the last step (the
+        rows still running then: every row's final states when all end together, as in
+        `run_direction`)."""
         outputs = []
         for layer, route in enumerate(routes):
-            (linear,) = self._input_linears(layer, route, (d,))
-            (step,) = self._step_products(layer, route, active[0], (d,))
+            linear, step = self._direction_products(layer, route, active[0], d)
             if layer == 0 and word is not None:
                 stream = InputBlocks.gathered(linear(word[0]), word[1], self._block_rows)
             else:
                 assert x_d is not None
                 stream = InputBlocks.product(linear, x_d, self._block_rows)
-            out = self._recurrence([stream], layer, active, route, steps=[step])
+            start = None if starts is None else starts[layer]
+            out = self._recurrence(
+                [stream], layer, active, route, steps=[step], start=start, last=lasts
+            )
             if layer > 0 and self.use_skip_connections:
                 assert x_d is not None
                 out = out + x_d
             outputs.append(out)
             x_d = out
         return outputs
+
+    def _direction_products(
+        self, layer: int, route: str, batch_size: int, d: int
+    ) -> Tuple[Callable[[torch.Tensor], torch.Tensor], Step]:
+        """Direction `d`'s input-to-gate product `x (N, in) -> (N, 4 dim)` and step products on
+        `layer`'s route; on the `bmm` route plain products of that direction's slice of the
+        weights (the route of a GPU and of small biLMs)."""
+        if route != "bmm":
+            (linear,) = self._input_linears(layer, route, (d,))
+            (step,) = self._step_products(layer, route, batch_size, (d,))
+            return linear, step
+        bias = (self.biases[layer] + self.forget_bias)[d, 0]
+        w_x = self.input_weights[layer][d]
+        w_h, w_p_t = (w[d] for w in self._step_weights(layer))
+        return (
+            lambda x: torch.addmm(bias, x, w_x),
+            (lambda inputs_t, h: torch.addmm(inputs_t, h, w_h), lambda m: torch.mm(m, w_p_t)),
+        )
+
+    def run_direction(
+        self,
+        d: int,
+        inputs: torch.Tensor,
+        distinct: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
+        starts: Optional[Sequence[_Carried]] = None,
+    ) -> Tuple[List[torch.Tensor], List[_Carried]]:
+        """Direction `d`'s stack (0 forward, 1 backward) over one sequence's steps, in the
+        order given: `inputs` `(T, input_dim)` (a backward run passes them reversed), from
+        `starts` (each layer's `(h (1, proj), c (1, dim))`; None: zeros). Returns each layer's
+        outputs `(T, proj)` in the same step order and each layer's states after the last step.
+
+        What `elmo_bilm.model.chunked` runs a sequence longer than the token budget with, a
+        chunk at a time, carrying the states from chunk to chunk: the same recurrence, routes
+        and products as `forward`. `distinct`: `(vectors (U, input_dim), index (T,))` of the
+        char CNN's distinct words, as in `forward` (the first layer's products per word)."""
+        routes = [self._route(layer, inputs) for layer in range(self.n_layers)]
+        lasts: List[_Carried] = []
+        outputs = self._direction(d, routes, [1] * inputs.shape[0], inputs, distinct, starts, lasts)
+        return outputs, lasts
 
     def _word_streams(
         self,
@@ -700,6 +786,20 @@ def _threaded(task: Callable[[], T], threads: int) -> Tuple[bool, T]:
 _DIRECTION_THREADS = _DirectionThreads()
 
 
+def run_directions(tasks: Sequence[Callable[[], T]], inputs: torch.Tensor) -> List[T]:
+    """The two directions' tasks (no gradient needed), at once in `_DirectionThreads` where
+    `ProjectedLstmStack.forward` would run them so (a CPU with two or more intra-op threads, no
+    autocast), else one after the other."""
+    if (
+        inputs.device.type == "cpu"
+        and torch.get_num_threads() >= 2
+        and not torch.is_grad_enabled()
+        and not torch.is_autocast_enabled("cpu")
+    ):
+        return _DIRECTION_THREADS.run(tasks)
+    return [task() for task in tasks]
+
+
 class _Packing:
     """How a batch's sentences are packed for the recurrence: rows sorted by length
     (descending), time-major, only the running positions, the backward direction reversed
@@ -723,6 +823,11 @@ class _Packing:
             if self.active
             else torch.zeros(0, dtype=torch.long, device=mask.device)
         )
+
+    @classmethod
+    def single(cls, device: torch.device) -> "_Packing":
+        """The packing of a batch of one row (its length does not matter to the states)."""
+        return cls(torch.ones(1, 1, dtype=torch.bool, device=device))
 
     def pack(self, values: torch.Tensor) -> torch.Tensor:
         """(batch, T, k) -> (2, N, k)."""

@@ -5,7 +5,9 @@ and each worker of `elmo-embed-corpus`).
 
 Memory is bounded by the chunk size, not by the input: sentences are read in chunks, sorted by
 length within a chunk (similar lengths batch well; the biLM is stateless, so order is free) and
-written as they are embedded.
+written as they are embedded. A sentence longer than the token budget is run in pieces
+(`elmo_bilm.model.chunked`) and written a piece at a time (HDF5 by slices of its dataset, Parquet
+by rows), so that memory is set by `max_tokens` whatever a line's length.
 """
 
 import errno
@@ -24,6 +26,7 @@ from tqdm import tqdm
 
 from elmo_bilm.formats.parquet import DTYPES, EmbeddingWriter
 from elmo_bilm.model.bilm import BiLm, frozen
+from elmo_bilm.model.chunked import chunked_layers, needs_chunks
 from elmo_bilm.model.derived import fixed_weights
 from elmo_bilm.model.scalar_mix import ScalarMix
 from elmo_bilm.utils.files import FormatError, UsageError, atomic_output, numbered_lines
@@ -212,10 +215,11 @@ def embed_file(
             progress = tqdm(total=total, desc="elmo-embed", unit=" sentences", file=sys.stderr)
             for chunk in read_chunks(input_file, chunk_size):
                 sink.index(chunk)
-                batches = embed_sorted(bilm, chunk, _words, batch_size, device, layers, max_tokens)
-                for batch, host in batches:
-                    sink.write(batch, host)
-                    progress.update(len(batch))
+                pieces = embed_pieces(bilm, chunk, _words, batch_size, device, layers, max_tokens)
+                for batch, start, host in pieces:
+                    sink.write(batch, start, host)
+                    if completes(batch, start, host, _words):
+                        progress.update(len(batch))
             progress.close()
     return total
 
@@ -225,7 +229,8 @@ def _words(item: Tuple[int, str, List[str]]) -> List[str]:
 
 
 class _Sink:
-    """Where `embed_file` writes: `index` sees each chunk in file order, `write` each batch."""
+    """Where `embed_file` writes: `index` sees each chunk in file order, `write` each batch or
+    piece of a long sentence (`embed_pieces`)."""
 
     def __enter__(self) -> "_Sink":
         return self
@@ -236,7 +241,9 @@ class _Sink:
     def index(self, chunk: List[Tuple[int, str, List[str]]]) -> None:
         pass
 
-    def write(self, batch: List[Tuple[int, str, List[str]]], host: numpy.ndarray) -> None:
+    def write(
+        self, batch: List[Tuple[int, str, List[str]]], start: int, host: numpy.ndarray
+    ) -> None:
         raise NotImplementedError
 
     def close(self, complete: bool = True) -> None:
@@ -265,11 +272,12 @@ class _Hdf5Sink(_Sink):
             if self.sentence_keys or self.sentence_index:
                 self.sentence_to_index[line] = str(index)
 
-    def write(self, batch: List[Tuple[int, str, List[str]]], host: numpy.ndarray) -> None:
+    def write(
+        self, batch: List[Tuple[int, str, List[str]]], start: int, host: numpy.ndarray
+    ) -> None:
         for row, (index, line, words) in enumerate(batch):
             name = line if self.sentence_keys else str(index)
-            data = host[row, ..., : len(words), :].astype(self.dtype, copy=False)
-            self.out.create_dataset(name, data=data)
+            write_rows(self.out, name, host[row], start, len(words), self.dtype)
 
     def close(self, complete: bool = True) -> None:
         if complete and self.sentence_index and not self.sentence_keys:
@@ -294,12 +302,16 @@ class _ParquetSink(_Sink):
             metadata=layers.metadata,
         )
 
-    def write(self, batch: List[Tuple[int, str, List[str]]], host: numpy.ndarray) -> None:
+    def write(
+        self, batch: List[Tuple[int, str, List[str]]], start: int, host: numpy.ndarray
+    ) -> None:
+        n = host.shape[-2]  # a piece's tokens (a whole batch: its longest, each row cut to its own)
         self.writer.write(
             [self.input_file] * len(batch),
             [index + 1 for index, _, _ in batch],
-            [words for _, _, words in batch],
+            [words[start : start + n] for _, _, words in batch],
             host,
+            start=start,
         )
 
     def close(self, complete: bool = True) -> None:
@@ -350,6 +362,80 @@ def length_batches(
         yield batch
 
 
+def sequence_pieces(
+    bilm: BiLm,
+    sentence: Sequence[str],
+    layers: "str | Layers" = "all",
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> Iterator[Tuple[int, numpy.ndarray]]:
+    """One sentence longer than the token budget in exact pieces (`elmo_bilm.model.chunked`),
+    from its start: `(first token's index, kept layers (1, n_layers, n, dim) for "all", else
+    (1, n, dim))` on the host, one device-to-host copy a piece; each piece run frozen (eval
+    mode, no gradient), the caller's modes back between pieces."""
+    layers = Layers.of(layers)
+    pieces = chunked_layers(bilm, sentence, max_tokens)
+    while True:
+        with frozen(bilm):
+            piece = next(pieces, None)
+            if piece is None:
+                return
+            start, activations = piece
+            host = layers.select(activations[None]).cpu().numpy()
+        yield start, host
+
+
+def sequence_layers(
+    bilm: BiLm,
+    sentence: Sequence[str],
+    layers: "str | Layers" = "all",
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> numpy.ndarray:
+    """The kept layers of one sentence, `(n_layers, n_tokens, dim)` for "all", run in pieces of
+    the token budget (`sequence_pieces`): the whole array and one piece in memory, no more."""
+    whole: Optional[numpy.ndarray] = None
+    for start, host in sequence_pieces(bilm, sentence, layers, max_tokens):
+        if whole is None:
+            whole = numpy.empty(host.shape[1:-2] + (len(sentence), host.shape[-1]), host.dtype)
+        whole[..., start : start + host.shape[-2], :] = host[0]
+    assert whole is not None, "a sentence of at least one token has a piece"
+    return whole
+
+
+def completes(
+    batch: Sequence[T], start: int, host: numpy.ndarray, words: Callable[[T], Sequence[str]]
+) -> bool:
+    """Whether `embed_pieces`' `(batch, start, host)` finishes its batch: a whole batch, or a
+    long sentence's last piece."""
+    return start + host.shape[-2] >= len(words(batch[-1]))
+
+
+def embed_pieces(
+    bilm: BiLm,
+    items: Sequence[T],
+    words: Callable[[T], Sequence[str]],
+    batch_size: int = BULK_BATCH_SIZE,
+    device: torch.device = torch.device("cpu"),
+    layers: "str | Layers" = "all",
+    max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
+) -> Iterator[Tuple[List[T], int, numpy.ndarray]]:
+    """The one embedding loop of the project, for the outputs that write as they go (`elmo-embed`
+    text and FASTA, each `elmo-embed-corpus` worker): `items` in `length_batches` (similar
+    lengths pad little; the biLM is stateless, so order is free; the token budget bounds the
+    memory a batch takes whatever the lengths), then `(batch of items, 0, their kept layers on
+    the host)` batch by batch; row `r` holds item `r`'s vectors in its first `len(words(item))`
+    positions. An item whose tokens and two boundaries exceed `max_tokens` comes alone, in
+    pieces from its start (`sequence_pieces`): `([item], start, layers of its tokens start:start
+    + n)`, so that no output holds more than the budget (`completes` says which is the last)."""
+    for batch in length_batches(items, words, batch_size, max_tokens):
+        sentence = words(batch[0])
+        if len(batch) == 1 and needs_chunks(len(sentence), max_tokens):
+            assert max_tokens is not None
+            for start, host in sequence_pieces(bilm, sentence, layers, max_tokens):
+                yield batch, start, host
+        else:
+            yield batch, 0, batch_layers(bilm, [words(item) for item in batch], device, layers)
+
+
 def embed_sorted(
     bilm: BiLm,
     items: Sequence[T],
@@ -359,14 +445,41 @@ def embed_sorted(
     layers: "str | Layers" = "all",
     max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
 ) -> Iterator[Tuple[List[T], numpy.ndarray]]:
-    """The one embedding loop of the project (`ElmoEmbedder`, `elmo-embed`, each
-    `elmo-embed-corpus` worker, the spaCy component, the Section 5 features): `items` in
-    `length_batches` (similar lengths pad little; the biLM is stateless, so order is free; the
-    token budget bounds the memory a batch takes whatever the lengths), then `(batch of items,
-    their kept layers on the host)` batch by batch. Row `r` of a batch's layers holds item `r`'s
-    vectors in its first `len(words(item))` positions."""
-    for batch in length_batches(items, words, batch_size, max_tokens):
-        yield batch, batch_layers(bilm, [words(item) for item in batch], device, layers)
+    """`embed_pieces` for callers that keep whole arrays (`ElmoEmbedder`, the spaCy component,
+    the Section 5 features): `(batch of items, their kept layers on the host)` batch by batch,
+    row `r` holding item `r`'s vectors in its first `len(words(item))` positions; a sentence
+    longer than the budget is put together from its pieces (its array and one piece in memory)."""
+    whole: Optional[numpy.ndarray] = None
+    for batch, start, host in embed_pieces(
+        bilm, items, words, batch_size, device, layers, max_tokens
+    ):
+        if start == 0 and completes(batch, start, host, words):
+            yield batch, host
+            continue
+        if start == 0:
+            shape = host.shape[:-2] + (len(words(batch[0])), host.shape[-1])
+            whole = numpy.empty(shape, host.dtype)
+        assert whole is not None
+        whole[..., start : start + host.shape[-2], :] = host
+        if completes(batch, start, host, words):
+            yield batch, whole
+            whole = None
+
+
+def write_rows(
+    out: h5py.Group, name: str, host: numpy.ndarray, start: int, length: int, dtype: str
+) -> h5py.Dataset:
+    """Write one sentence's kept layers (`host`: `(n_layers, T, dim)` or `(T, dim)`, a padded
+    row or a piece from token `start`) into dataset `name` of `length` tokens: made whole from a
+    complete row, else made at the first piece and written by slices."""
+    data = host[..., : length - start, :].astype(dtype, copy=False)
+    if start == 0 and data.shape[-2] == length:
+        return out.create_dataset(name, data=data)
+    if start == 0:
+        out.create_dataset(name, data.shape[:-2] + (length, data.shape[-1]), dtype=dtype)
+    dataset = out[name]
+    dataset[..., start : start + data.shape[-2], :] = data
+    return dataset
 
 
 # FASTA input (`elmo-embed proteins.fasta out.hdf5`; SeqVec's proteins, `elmo_bilm.bio_embeddings`):
@@ -436,7 +549,8 @@ def embed_fasta(
     one dataset per record named by its id, `(n_layers, n_residues, dim)` for "all", with
     attribute `original_id` (the id, which bio_embeddings' readers look up). Records are read
     `chunk_size` at a time and batched by length under the padded-token budget `max_tokens`
-    (`length_batches`: a protein longer than the budget makes a batch of its own). The file is
+    (`length_batches`; a protein longer than the budget is run and written in pieces,
+    `embed_pieces`). The file is
     checked whole before any work and appears only when complete, as with `embed_file`.
     Returns the number of records."""
     layers = Layers.of(layers)
@@ -459,12 +573,13 @@ def embed_fasta(
             progress = tqdm(total=total, desc="elmo-embed", unit=" proteins", file=sys.stderr)
             records = read_fasta(input_file)
             while chunk := list(itertools.islice(records, chunk_size)):
-                for batch, host in embed_sorted(
+                for batch, start, host in embed_pieces(
                     bilm, chunk, _words, batch_size, device, layers, max_tokens
                 ):
                     for row, (_, name, sequence) in enumerate(batch):
-                        data = host[row, ..., : len(sequence), :].astype(dtype, copy=False)
-                        out.create_dataset(name, data=data).attrs["original_id"] = name
-                    progress.update(len(batch))
+                        dataset = write_rows(out, name, host[row], start, len(sequence), dtype)
+                        dataset.attrs["original_id"] = name
+                    if completes(batch, start, host, _words):
+                        progress.update(len(batch))
             progress.close()
     return total

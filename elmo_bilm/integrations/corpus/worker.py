@@ -1,6 +1,7 @@
 """The Ray Data actor of a corpus run: one biLM per worker, embedding whole shards into Parquet
-files. A worker holds its shard's text and one batch of vectors: memory is bounded by the batch
-size and `max_tokens`, not by the corpus."""
+files. A worker holds its shard's text and one batch of vectors (or one piece of a sentence
+longer than the budget, written as rows of its own): memory is bounded by the batch size and
+`max_tokens`, not by the corpus nor by a line."""
 
 import json
 import os
@@ -15,7 +16,7 @@ import torch
 from elmo_bilm.formats.parquet import EmbeddingWriter
 from elmo_bilm.integrations.corpus.plan import Shard, filesystem, shard_sentences
 from elmo_bilm.model.derived import fixed_weights
-from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS, Layers, embed_sorted
+from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS, Layers, embed_pieces
 from elmo_bilm.runtime.precision import set_precision
 from elmo_bilm.sources.resolver import load_bilm
 
@@ -67,7 +68,7 @@ class ShardEmbedder:
                     self.dtype,
                     metadata=self.layers.metadata,
                 )
-                batches = embed_sorted(
+                pieces = embed_pieces(
                     self.bilm,
                     sentences,
                     _words,
@@ -77,9 +78,11 @@ class ShardEmbedder:
                     self.max_tokens,
                 )
                 with fixed_weights(self.bilm):  # the worker owns its biLM
-                    for batch, host in batches:
-                        words = [tokens for _, tokens in batch]
-                        writer.write([shard.file] * len(batch), [n for n, _ in batch], words, host)
+                    for batch, start, host in pieces:  # a long sentence's pieces: rows in order
+                        n = host.shape[-2]
+                        words = [tokens[start : start + n] for _, tokens in batch]
+                        lines = [line for line, _ in batch]
+                        writer.write([shard.file] * len(batch), lines, words, host, start)
                 writer.close()
             self.fs.move(partial, final)
         except BaseException:
