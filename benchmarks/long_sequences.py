@@ -14,13 +14,14 @@ vectors over the largest magnitude is reported (`max_diff_of_scale`), read back 
 
     python -m benchmarks.long_sequences [--cases 1000,10000,100000,1000000,titin]
         [--sides after,before] [--before 7858938] [--before-max 100000] [--config paper]
-        [--protein-config seqvec] [--max-tokens 4096] [--residues 34350] [--json OUT]
+        [--protein-config seqvec] [--max-tokens 4096] [--residues 34350] [--keep DIR] [--json OUT]
 """
 
 import argparse
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -123,6 +124,7 @@ def main() -> None:
     parser.add_argument("--protein-config", default="seqvec")
     parser.add_argument("--max-tokens", type=int, default=4096)
     parser.add_argument("--residues", type=int, default=TITIN, help="the titin case's length")
+    parser.add_argument("--keep", help="move the outputs into this folder instead of deleting them")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     results: List[Dict[str, object]] = []
@@ -167,8 +169,11 @@ def main() -> None:
                 for row in results[-2:]:
                     row["max_diff_of_scale"] = difference
                 print(json.dumps({"case": case, "max_diff_of_scale": difference}), flush=True)
-            for output in outputs.values():
-                if output is not None:
+            for side, output in outputs.items():
+                if output is not None and args.keep:
+                    os.makedirs(args.keep, exist_ok=True)
+                    shutil.move(output, Path(args.keep) / f"{case}_{side}.hdf5")
+                elif output is not None:
                     output.unlink()
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
