@@ -23,6 +23,7 @@ from elmo_bilm.runtime.engine import (
 )
 from elmo_bilm.runtime.precision import add_precision_argument, set_precision
 from elmo_bilm.sources.resolver import load_bilm
+from elmo_bilm.utils.checks import check_output, count_argument, number_argument
 from elmo_bilm.utils.files import UsageError, reports_errors
 
 logger = logging.getLogger(__name__)
@@ -55,12 +56,14 @@ def add_layer_arguments(parser: argparse.ArgumentParser) -> None:
     layers.add_argument("--layers", choices=LAYER_CHOICES, help="the same, as one option")
     layers.add_argument(
         "--mix",
-        type=float,
+        type=number_argument(),
         nargs="+",
         metavar="W",
         help="a fixed Eq. (1) mix: one weight per biLM layer, gamma * sum_j softmax(W)_j * h_j",
     )
-    parser.add_argument("--gamma", type=float, default=1.0, help="gamma of --mix (default 1)")
+    parser.add_argument(
+        "--gamma", type=number_argument(), default=1.0, help="gamma of --mix (default 1)"
+    )
     parser.add_argument(
         "--dtype",
         choices=("float32", "float16"),
@@ -100,7 +103,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--chunk-size",
-        type=int,
+        type=count_argument(),
         default=10_000,
         help=f"sentences read and length-sorted at a time (bounds memory; vectors {SIZES_HELP})",
     )
@@ -120,6 +123,7 @@ def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
     fasta = getattr(args, "fasta", False) or is_fasta(args.input_file)
     if fasta and (args.format != "hdf5" or args.use_sentence_keys):
         raise UsageError("FASTA input is written to HDF5, each dataset named by its record's id")
+    check_output(args.output_file, args.overwrite)  # before the biLM loads
     bilm = bilm or load_bilm(args.options_file, args.weight_file)
     set_precision(bilm, precision)
     if fasta:

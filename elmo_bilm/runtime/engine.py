@@ -26,6 +26,7 @@ from elmo_bilm.formats.parquet import DTYPES, EmbeddingWriter
 from elmo_bilm.model.bilm import BiLm, frozen
 from elmo_bilm.model.derived import fixed_weights
 from elmo_bilm.model.scalar_mix import ScalarMix
+from elmo_bilm.utils.checks import check_output, whole_number
 from elmo_bilm.utils.files import FormatError, UsageError, atomic_output, numbered_lines
 
 LAYER_CHOICES = ("all", "top", "average")
@@ -142,13 +143,18 @@ def _check_run(
     batch_size: int,
     overwrite: bool,
     cuda_device: int,
+    max_tokens: Optional[int] = None,
 ) -> None:
     """The checks `embed_file` and `embed_fasta` share, before any work: sizes, the output
-    (not there unless `overwrite`, not the input) and the device."""
-    if chunk_size < 1 or batch_size < 1:
-        raise UsageError("chunk_size and batch_size must be at least 1")
-    if os.path.exists(output_file) and not overwrite:
-        raise FileExistsError(f"{output_file} exists; pass --overwrite to replace it")
+    (a file, not there unless `overwrite`, in a writable folder, not the input) and the
+    device."""
+    whole_number(chunk_size, "chunk_size")
+    whole_number(batch_size, "batch_size")
+    whole_number(max_tokens, "max_tokens", optional=True)
+    whole_number(cuda_device, "cuda_device", minimum=-1)
+    if not os.path.isfile(input_file):
+        raise FileNotFoundError(f"{input_file}: no such file")
+    check_output(output_file, overwrite)
     if os.path.exists(output_file) and os.path.samefile(input_file, output_file):
         raise UsageError(f"{output_file} is the input file; write the output elsewhere")
     if cuda_device >= 0 and cuda_device >= torch.cuda.device_count():
@@ -190,7 +196,7 @@ def embed_file(
         raise UsageError(f"dtype must be one of {DTYPES}, got {dtype!r}")
     if output_format == "parquet" and sentence_keys:
         raise UsageError("--use-sentence-keys names HDF5 datasets; Parquet rows carry their line")
-    _check_run(input_file, output_file, chunk_size, batch_size, overwrite, cuda_device)
+    _check_run(input_file, output_file, chunk_size, batch_size, overwrite, cuda_device, max_tokens)
     total, tokens = count_sentences(input_file)
     depth = layers.depth(bilm.num_layers)
     width = numpy.dtype(dtype).itemsize
@@ -256,6 +262,12 @@ class _Hdf5Sink(_Sink):
 
     def index(self, chunk: List[Tuple[int, str, List[str]]]) -> None:
         for index, line, _ in chunk:
+            if self.sentence_keys and (line in (".", "..") or "/" in line):
+                raise FormatError(
+                    f"{self.input_file}:{index + 1}: {line[:40]!r} cannot name an HDF5 dataset "
+                    "('/' separates HDF5 groups; '.' is the file itself); leave out "
+                    "--use-sentence-keys (datasets are then named by line number)"
+                )
             if self.sentence_keys and line in self.sentence_to_index:
                 raise FormatError(
                     f"{self.input_file}:{index + 1}: repeats line "
@@ -337,8 +349,7 @@ def length_batches(
     than the budget makes a batch of its own. `max_tokens=None`: no token budget."""
     if batch_size < 1:
         raise UsageError("batch_size must be at least 1")
-    if max_tokens is not None and max_tokens < 1:
-        raise UsageError("max_tokens must be at least 1")
+    whole_number(max_tokens, "max_tokens", optional=True)
     batch: List[T] = []
     for item in sorted(items, key=lambda item: len(words(item))):
         padded = (len(batch) + 1) * (len(words(item)) + 2)  # sorted: this item is the longest
@@ -442,7 +453,7 @@ def embed_fasta(
     layers = Layers.of(layers)
     if dtype not in DTYPES:
         raise UsageError(f"dtype must be one of {DTYPES}, got {dtype!r}")
-    _check_run(input_file, output_file, chunk_size, batch_size, overwrite, cuda_device)
+    _check_run(input_file, output_file, chunk_size, batch_size, overwrite, cuda_device, max_tokens)
     total = residues = 0
     for _, _, sequence in read_fasta(input_file):
         total, residues = total + 1, residues + len(sequence)

@@ -27,6 +27,7 @@ import shutil
 import stat
 import tarfile
 import tempfile
+import urllib.parse
 import zipfile
 import zlib
 from pathlib import Path
@@ -328,7 +329,11 @@ BILM_ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar")
 
 def is_bilm_archive(name: Optional[str]) -> bool:
     """Whether `name` (a path or URL) names an archive by its suffix."""
-    return isinstance(name, str) and name.lower().split("?")[0].endswith(BILM_ARCHIVE_SUFFIXES)
+    if not isinstance(name, str):
+        return False
+    if name.startswith(("http://", "https://")):  # a URL's query is not part of its file's name
+        name = urllib.parse.urlsplit(name).path
+    return name.lower().endswith(BILM_ARCHIVE_SUFFIXES)
 
 
 # a folder being unpacked: `.DIGEST.PID.RANDOM` (PID: the process unpacking it)
@@ -411,12 +416,34 @@ def _one(files: List[Path], exact: Sequence[str], patterns: Sequence[str], what:
     raise FileNotFoundError(f"no {what} file ({' or '.join([*exact, *patterns])})")
 
 
+# A biLM's folder holds a handful of files; one holding more than this many entries is not one
+# (`--options-file /usr`), refused at once instead of searched for minutes
+MAX_FOLDER_ENTRIES = 10_000
+
+
+def folder_entries(folder: PathLike, source: str) -> List[Path]:
+    """Every entry under `folder` (recursively, links not followed), in name order; a folder
+    with more than `MAX_FOLDER_ENTRIES` is a FormatError naming `source` as soon as that many
+    are seen."""
+    entries: List[Path] = []
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in (*dirs, *files):
+            entries.append(Path(root, name))
+        if len(entries) > MAX_FOLDER_ENTRIES:
+            raise FormatError(
+                f"{source}: more than {MAX_FOLDER_ENTRIES:,} files and folders under it, not a "
+                "biLM's folder (name the folder holding the biLM's files)"
+            )
+    return sorted(entries)
+
+
 def bilm_files_in(folder: PathLike, source: str, options_only: bool = False) -> Tuple[str, str]:
     """The options and weights of the bilm-tf biLM in `folder` (searched recursively):
     `options.json` or the one `*options*.json`; `weights.hdf5`, `model.hdf5` (NLPL /
     simple_elmo) or the one `*weights*.hdf5` or `*.hdf5` (`options_only`: the options alone, the
     weights "" ). Errors name `source`, the archive or repository the folder came from."""
-    files = sorted(path for path in Path(folder).rglob("*") if path.is_file())
+    files = [path for path in folder_entries(folder, source) if path.is_file()]
     try:
         options = _one(files, ["options.json"], ["*options*.json"], "options")
         if options_only:

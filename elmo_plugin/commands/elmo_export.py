@@ -3,6 +3,8 @@
 import argparse
 import logging
 import os
+import posixpath
+import tarfile
 import tempfile
 
 from allennlp.commands.subcommand import Subcommand
@@ -20,23 +22,65 @@ logger = logging.getLogger(__name__)
 def export_archive(archive_file: str, output_dir: str) -> None:
     """Write `options.json`, `weights.hdf5` (with the softmax as extra datasets) and `vocab.txt` of
     an `elmo_plugin_bilm` archive into `output_dir` (created if needed; existing files there are
-    never overwritten)."""
+    never overwritten). The archive and the output are checked before the model loads."""
+    _check_archive(archive_file)
+    _check_free(output_dir)
     model = load_archive(archive_file).model
     if not isinstance(model, BiLmLanguageModel):
         raise UsageError(f"{archive_file}: not an elmo_plugin_bilm archive")
     export_model(model, output_dir)
 
 
+# What `allennlp train` archives hold, and `load_archive` needs (besides a vocabulary folder)
+ARCHIVE_MEMBERS = ("config.json", "weights.th")
+# What an export writes
+EXPORTED = ("options.json", "weights.hdf5", "vocab.txt")
+
+
+def _check_archive(archive_file: str) -> None:
+    """An AllenNLP model archive (a tar.gz, or its unpacked folder) holding `ARCHIVE_MEMBERS`;
+    anything else is one UsageError naming what it holds."""
+    if os.path.isdir(archive_file):
+        names = set(os.listdir(archive_file))
+    elif os.path.isfile(archive_file):
+        try:
+            with tarfile.open(archive_file, "r:*") as archive:
+                names = {posixpath.normpath(name) for name in archive.getnames()}
+        except (tarfile.TarError, OSError, EOFError):
+            raise UsageError(
+                f"{archive_file}: not an AllenNLP model archive (not a readable tar.gz; allennlp "
+                "train writes model.tar.gz into its serialization folder)"
+            ) from None
+    else:
+        raise FileNotFoundError(f"{archive_file}: no such file or folder")
+    missing = [name for name in ARCHIVE_MEMBERS if name not in names]
+    if missing:
+        held = ", ".join(sorted(names)[:10]) or "nothing"
+        raise UsageError(
+            f"{archive_file}: not an AllenNLP model archive: no {' or '.join(missing)} (it holds "
+            f"{held}; allennlp train writes model.tar.gz into its serialization folder)"
+        )
+
+
+def _check_free(output_dir: str) -> None:
+    """Before any work: none of the three files exists in `output_dir`, which is a folder."""
+    if os.path.lexists(output_dir) and not os.path.isdir(output_dir):
+        raise NotADirectoryError(f"{output_dir}: not a folder (the export writes three files)")
+    existing = [
+        os.path.join(output_dir, name)
+        for name in EXPORTED
+        if os.path.lexists(os.path.join(output_dir, name))
+    ]
+    if existing:
+        raise FileExistsError(f"not overwriting {', '.join(existing)}")
+
+
 def export_model(model: BiLmLanguageModel, output_dir: str) -> None:
     """`export_archive` for a model in memory. The three files are written into a temporary
     folder beside `output_dir` and moved in only when all are complete, so an interrupted export
     leaves nothing under `output_dir` that would block a retry."""
-    names = ("options.json", "weights.hdf5", "vocab.txt")
-    existing = [
-        os.path.join(output_dir, n) for n in names if os.path.exists(os.path.join(output_dir, n))
-    ]
-    if existing:
-        raise FileExistsError(f"not overwriting {', '.join(existing)}")
+    names = EXPORTED
+    _check_free(output_dir)
     parent = os.path.dirname(os.path.abspath(output_dir))
     os.makedirs(parent, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=parent, prefix=".elmo-export-") as staging:

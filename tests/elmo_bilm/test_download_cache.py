@@ -9,9 +9,10 @@ import os
 import resource
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import pytest
 
@@ -30,6 +31,8 @@ class Server(LocalServer):
         self.files: Dict[str, Tuple[bytes, str]] = {}
         self.requests: List[str] = []
         self.delay = 0.0
+        # set: the last chunk waits for it (a download that lasts until the test says so)
+        self.hold: Optional[threading.Event] = None
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -45,6 +48,8 @@ class Server(LocalServer):
                 self.send_header("ETag", f'"{len(body)}-etag"')
                 self.end_headers()
                 for start in range(0, len(body), 256):
+                    if server.hold is not None and start + 256 >= len(body):
+                        server.hold.wait(timeout=300)
                     self.wfile.write(body[start : start + 256])
                     self.wfile.flush()
                     time.sleep(server.delay)
@@ -187,16 +192,18 @@ def test_a_full_cache_folder_says_so(server, tmp_path):
 
 
 def test_a_second_process_waits_for_the_first_download(server, tmp_path):
+    """The first download lasts until the second process has said it waits (no wall-time race:
+    the server holds the last bytes back until then)."""
     body = WEIGHT_FILE.read_bytes()
     url = server.serve("/slow/weights.hdf5", body)
-    server.delay = 8.0 / (len(body) / 256)  # about 8 s in all
+    server.hold = threading.Event()
     first = subprocess.Popen(
         [sys.executable, "-c", FETCH, url],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while not server.requests and time.monotonic() < deadline:  # the first is downloading
         time.sleep(0.05)
     second = subprocess.Popen(
@@ -205,11 +212,25 @@ def test_a_second_process_waits_for_the_first_download(server, tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    outputs = [process.communicate(timeout=120) for process in (first, second)]
+    said: List[str] = []
+
+    def watch() -> None:  # the second's stderr, until it says it waits
+        assert second.stderr is not None
+        for line in second.stderr:
+            said.append(line)
+            if "waiting for another process" in line:
+                break
+        server.hold.set()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    watcher.join(timeout=300)
+    server.hold.set()
+    outputs = [process.communicate(timeout=300) for process in (first, second)]
     assert [first.returncode, second.returncode] == [0, 0], outputs
     assert outputs[0][0] == outputs[1][0] and Path(outputs[0][0].strip()).read_bytes() == body
     assert server.requests == ["/slow/weights.hdf5"]
-    assert f"{url}: waiting for another process downloading it" in outputs[1][1]
+    assert f"{url}: waiting for another process downloading it\n" in said
 
 
 def test_a_lock_held_past_the_timeout_is_one_line(server, tmp_path, monkeypatch):
