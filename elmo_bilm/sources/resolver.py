@@ -214,13 +214,14 @@ def names_whole_bilm(options_file: Optional[UserPath]) -> bool:
     )
 
 
-def options_path(named: UserPath) -> str:
+def options_path(named: Optional[UserPath]) -> str:
     """The local bilm-tf options file of a biLM named by `named` alone or as the options
     of a pair (for reading its sizes): a published biLM's options are downloaded without its
-    weights; an ELMoForManyLangs model has none (FormatError)."""
+    weights; an ELMoForManyLangs model has none (FormatError). Nothing named ("", None): the
+    shipped biLM's, as `resolve_bilm` takes it."""
     options_file = user_path(named, "the options file")
     if options_file is None:
-        raise UsageError("no options file given (a path, URL or biLM name)")
+        return str(SHIPPED_OPTIONS_FILE)
     if options_file in published.PUBLISHED and not os.path.lexists(options_file):
         return published.cached_path(published.published_urls(options_file)[0])
     if (

@@ -217,8 +217,7 @@ def test_a_huge_folder_is_refused_at_once(tmp_path: Path) -> None:
 
 def test_options_path_takes_paths(tmp_path: Path) -> None:
     assert Path(options_path(OPTIONS_FILE)).samefile(OPTIONS_FILE)
-    with pytest.raises(UsageError, match="no options file"):
-        options_path("")
+    assert options_path("") == options_path(None) == resolve_bilm("").options_file  # shipped
 
 
 # -- properties ------------------------------------------------------------------------------------
