@@ -47,7 +47,13 @@ from elmo_bilm.formats.tf_checkpoint import (
 from elmo_bilm.formats.tfhub import is_tfhub_checkpoint, read_tfhub
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.sources import published
-from elmo_bilm.sources.archives import bilm_files_in, folder_entries, is_bilm_archive, unpacked
+from elmo_bilm.sources.archives import (
+    _remove_stale_partials,
+    bilm_files_in,
+    folder_entries,
+    is_bilm_archive,
+    unpacked,
+)
 from elmo_bilm.sources.hub import hub_folder, is_hub_id
 from elmo_bilm.sources.names import UserPath, shadows_name, user_path
 from elmo_bilm.sources.shipped import SHIPPED_OPTIONS_FILE, SHIPPED_WEIGHT_FILE
@@ -390,9 +396,11 @@ def _converted(source: ResolvedBilm) -> ResolvedBilm:
 
 
 def _convert_into(source: ResolvedBilm, out: Path) -> None:
-    """Convert `source` into `out` (through a hidden partial folder, renamed when complete)."""
+    """Convert `source` into `out` (through a hidden partial folder `.DIGEST.PID.RANDOM`,
+    renamed when complete; those of processes that died converting are removed first)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
+    _remove_stale_partials(out.parent)
+    partial = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.{os.getpid()}."))
     try:
         if source.format == "tfhub":
             bilm = read_tfhub(str(source.checkpoint)).bilm
