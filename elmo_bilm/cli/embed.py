@@ -178,7 +178,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if others:
         print(
             f"elmo-embed: error: --include-package {others[0]}: elmo-embed imports no package "
-            "(it needs no plugin); drop the option, or use `allennlp elmo-embed` with it",
+            "(it needs no plugin); drop the option, or use `elmo-plugin elmo-embed` with it",
             file=sys.stderr,
         )
         return 1
