@@ -34,7 +34,11 @@ DESCRIPTION = (
     "dataset per line named by its 0-based line number, shape (n_layers, n_tokens, dim) with "
     "--all, (n_tokens, dim) with --top or --average, and 'sentence_to_index', a (1,) string "
     "dataset holding the JSON of {sentence: its line's name}. With --format parquet, one row per "
-    "sentence instead (file, line, tokens, embeddings; read back with elmo_bilm.read_embeddings). "
+    "sentence instead (file, line, tokens, embeddings; read back with elmo_bilm.read_embeddings): "
+    "'line' is the 1-based line number (the HDF5 name is line - 1), rows in length-sorted order "
+    "within a chunk (sort by line for file order). An empty or non-UTF-8 line stops the run "
+    "before any work, naming FILE:LINE; --skip-bad-lines leaves such lines out (the others keep "
+    "their numbers). "
     "A FASTA INPUT (.fasta, .fa, .faa, or --fasta) is proteins: each residue a token, one dataset "
     "per record named by its id."
 )
@@ -96,6 +100,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     parser.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
     parser.add_argument(
+        "--skip-bad-lines",
+        action="store_true",
+        help="leave out empty or non-UTF-8 lines instead of stopping at the first (the other "
+        "lines keep their line numbers as names; as elmo-embed-corpus's flag)",
+    )
+    parser.add_argument(
         "--fasta",
         action="store_true",
         help="read INPUT as FASTA (automatic for .fasta/.fa/.faa): each residue a token, one "
@@ -155,6 +165,7 @@ def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
         sentence_keys=args.use_sentence_keys,
         output_format=args.format,
         dtype=args.dtype,
+        skip_bad_lines=getattr(args, "skip_bad_lines", False),
     )
     logger.info("Wrote %d sentences to %s", count, args.output_file)
 
@@ -171,7 +182,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if others:
         print(
             f"elmo-embed: error: --include-package {others[0]}: elmo-embed imports no package "
-            "(it needs no plugin); drop the option, or use `allennlp elmo-embed` with it",
+            "(it needs no plugin); drop the option, or use `elmo-plugin elmo-embed` with it",
             file=sys.stderr,
         )
         return 1

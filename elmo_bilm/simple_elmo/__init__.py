@@ -35,7 +35,7 @@ in the token layer the character CNN's vector of a token of padding characters (
 LSTM layers are zero there; "average" holds a third of it), and zeros past the batch's longest
 text up to the call's; `get_elmo_vector_average` averages over those same positions, so a
 shorter text's average leans towards that vector (fixtures/simple_elmo holds simple_elmo 0.9.2's
-own outputs, tests/elmo_bilm/test_simple_elmo_reference.py compares).
+own outputs, tests/elmo_bilm/simple_elmo/test_simple_elmo_reference.py compares).
 `load(..., stateful=False)` (keyword only) starts every text from zero states instead, writes
 zeros after each text's tokens and averages over the text's own tokens: a text's vectors then do
 not depend on the texts beside it, and `warmup` and `session` change nothing.

@@ -236,7 +236,7 @@ def test_manylangs_batches_run_as_the_original_runs_them(manylangs_expected) -> 
 # its first batch, then runs the batches in input order; a session passed in keeps its own
 # states from call to call. After a text's tokens, up to its batch's longest text, simple_elmo
 # leaves bilm-tf's padding-position layers (`ElmoModel.padding_layers`, which
-# tests/elmo_bilm/test_simple_elmo_reference.py finds in simple_elmo 0.9.2's own output; AllenNLP
+# tests/elmo_bilm/simple_elmo/test_simple_elmo_reference.py finds in simple_elmo 0.9.2's own output; AllenNLP
 # masks them to zero), zero past that (fixtures/simple_elmo measured both).
 TEXTS = [sentence for batch in BATCHES for sentence in batch if sentence][:7]
 

@@ -29,7 +29,7 @@ from elmo_bilm.simple_elmo import ElmoModel
 from tests.conftest import ELMO_FIXTURE
 from tests.numerics import NETWORK, assert_float32_close
 
-FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "simple_elmo"
+FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "simple_elmo"
 META: Dict[str, Any] = json.loads((FIXTURE / "texts.json").read_text("utf-8"))
 TEXTS: List[List[str]] = META["texts"]
 SIZE: int = META["max_batch_size"]

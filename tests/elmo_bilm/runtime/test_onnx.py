@@ -27,7 +27,9 @@ SENTENCES = [
 ]
 # batch shapes: one token, several sentences with padding, the same sentence in a longer batch
 BATCHES = [[["x"]], SENTENCES, SENTENCES[:2], [SENTENCES[0] * 4, SENTENCES[2]]]
-EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "examples", "serve_onnx.py")
+EXAMPLE = os.path.join(
+    os.path.dirname(__file__), "..", "..", "..", "docs", "examples", "serve_onnx.py"
+)
 
 
 @pytest.fixture(scope="module", params=["fixture", "shipped"])
@@ -102,7 +104,7 @@ def test_serving_example_runs_without_torch(exported):
 
 def test_int8_quantized_model_within_int8_arithmetic(exported, tmp_path):
     """onnxruntime's dynamic int8 model (`--quantize int8`) against the float32 one: every
-    product quantized, so the bound of tests/elmo_bilm/test_precision.py, with one scale per
+    product quantized, so the bound of tests/elmo_bilm/runtime/test_precision.py, with one scale per
     weight tensor (not per row) counted as twice the error per product: `eps = 2^-6`."""
     from elmo_bilm.runtime.onnx import quantize_onnx
 

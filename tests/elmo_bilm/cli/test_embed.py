@@ -107,6 +107,47 @@ def test_input_errors_name_file_and_line(tmp_path):
     assert not (tmp_path / "out.hdf5").exists() and not (tmp_path / "out.hdf5.partial").exists()
 
 
+def test_skip_bad_lines_leaves_out_empty_and_non_utf8_lines_keeping_line_names(
+    tmp_path, bilm, capsys
+):
+    """Without the flag the first bad line stops the run, naming FILE:LINE and the flag; with it
+    the bad lines are left out and named once, the others keep their line numbers (HDF5 name =
+    line - 1, Parquet `line` = line), with the vectors of a file without the bad lines."""
+    source = tmp_path / "gap.txt"
+    source.write_bytes(b"a sentence\n\n   \nanother one\n\xff bad\nlast\n")
+    files = ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
+    assert main([str(source), str(tmp_path / "refused.hdf5"), *files]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("elmo-embed: error:") and "gap.txt:2: empty line" in line, line
+    assert "--skip-bad-lines" in line and not (tmp_path / "refused.hdf5").exists()
+
+    assert main([str(source), str(tmp_path / "out.hdf5"), *files, "--skip-bad-lines"]) == 0
+    err = capsys.readouterr().err
+    assert f"leaving out 3 empty or non-UTF-8 line(s): {source}:2, {source}:3, {source}:5" in err
+    clean = write_input(tmp_path / "clean.txt", [["a", "sentence"], ["another", "one"], ["last"]])
+    embed_file(bilm, clean, str(tmp_path / "clean.hdf5"))
+    stored, reference = contents(tmp_path / "out.hdf5"), contents(tmp_path / "clean.hdf5")
+    assert set(stored) == {"0", "3", "5", "sentence_to_index"}
+    assert json.loads(stored["sentence_to_index"][0]) == {
+        "a sentence": "0",
+        "another one": "3",
+        "last": "5",
+    }
+    # the fixture biLM has embedded other files first (its word cache warm): float32 rounding
+    for name, clean_name in (("0", "0"), ("3", "1"), ("5", "2")):
+        assert_float32_close(stored[name], reference[clean_name], NETWORK, name)
+
+    pytest.importorskip("pyarrow")
+    from elmo_bilm.formats.parquet import read_embeddings
+
+    parquet = str(tmp_path / "out.parquet")
+    assert main([str(source), parquet, *files, "--skip-bad-lines", "--format", "parquet"]) == 0
+    rows = {row.line: row for row in read_embeddings(parquet)}
+    assert sorted(rows) == [1, 4, 6]  # 1-based line numbers: the HDF5 name plus one
+    for line_number, row in rows.items():
+        assert_float32_close(row.embeddings, stored[str(line_number - 1)], 0, str(line_number))
+
+
 def test_installed_script_reports_errors_with_its_exit_status(tmp_path):
     """The script exits through `console` (no interpreter teardown): status and message survive."""
     (tmp_path / "gap.txt").write_text("a sentence\n\nanother one\n")

@@ -18,7 +18,7 @@ from elmo_bilm.elmoformanylangs import Embedder
 from elmo_bilm.utils.files import UsageError
 from tests.numerics import NETWORK, assert_float32_close
 
-FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "elmoformanylangs"
+FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "elmoformanylangs"
 MODELS = ("word8", "chars_only")
 SENTENCES: List[List[str]] = json.loads((FIXTURE / "sentences.json").read_text("utf-8"))
 RECORDED = (0, 1, 2, -1)  # the output_layer values expected.npz holds

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from elmo_bilm.model import fused_cell, lstm, onednn
-from tests.elmo_bilm.test_lstm import make_stack
+from tests.elmo_bilm.model.test_lstm import make_stack
 from tests.numerics import NETWORK, ONE_REDUCTION, assert_float32_close
 
 pytestmark = pytest.mark.numerics  # the AVX2 pass builds and checks the AVX2 loop

@@ -28,7 +28,7 @@ from elmo_bilm.formats.tf_checkpoint import (
     masked_crc32c,
 )
 from tests.conftest import REPO_ROOT
-from tests.elmo_bilm.test_tf_checkpoint import (
+from tests.elmo_bilm.formats.test_tf_checkpoint import (
     PREFIX,
     SAVE_DIR,
     block,

@@ -19,7 +19,7 @@ from elmo_bilm.formats.manylangs import ManyLangsBiLm, read_architecture
 from elmo_bilm.sources.resolver import load_bilm
 from tests.numerics import NETWORK, assert_float32_close
 
-FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "elmoformanylangs"
+FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "elmoformanylangs"
 MODELS = ("word8", "chars_only")  # with an 8-d word embedding (zip pickles); chars only (legacy)
 SENTENCES: List[List[str]] = json.loads((FIXTURE / "sentences.json").read_text("utf-8"))
 LAYERS = (0, 1, 2, -1)  # sents2elmo's output_layer: -1 is the layers' average
