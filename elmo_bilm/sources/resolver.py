@@ -47,7 +47,12 @@ from elmo_bilm.formats.tf_checkpoint import (
 from elmo_bilm.formats.tfhub import is_tfhub_checkpoint, read_tfhub
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.sources import published
-from elmo_bilm.sources.archives import bilm_files_in, is_bilm_archive, unpacked
+from elmo_bilm.sources.archives import (
+    bilm_files_in,
+    is_bilm_archive,
+    remove_stale_partials,
+    unpacked,
+)
 from elmo_bilm.sources.hub import hub_folder, is_hub_id
 from elmo_bilm.sources.shipped import SHIPPED_OPTIONS_FILE, SHIPPED_WEIGHT_FILE
 from elmo_bilm.utils.files import FormatError, UsageError, sha256_files
@@ -361,9 +366,10 @@ def _converted(source: ResolvedBilm) -> ResolvedBilm:
             "(elmo-convert --options-file converts it with bilm-tf options named)"
         )
     out = published.cache_dir() / "converted" / sha256_files(source.files)[:16]
+    remove_stale_partials(out.parent)  # hidden folders of conversions killed before the rename
     if not (out / "weights.hdf5").is_file():
         out.parent.mkdir(parents=True, exist_ok=True)
-        partial = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
+        partial = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.{os.getpid()}."))
         try:
             if source.format == "tfhub":
                 bilm = read_tfhub(str(source.checkpoint)).bilm
