@@ -8,8 +8,12 @@ or AVX-512, so that `ATEN_CPU_CAPABILITY=avx2` caps it too) and kept in the biLM
 (`elmo_bilm.utils.files.cache_dir()`, `kernels/`). Where there is no compiler, no glibc
 vector maths or another instruction set, `lstm_cell` returns None and the caller keeps the eager
 ops: the same arithmetic, rounded within a few float32 ulps of it. A compiler's refusal is kept
-beside the library (`.so.failed`), so that it is asked once, not in every process. The measurements behind its use
-are in docs/performance.md ("The fused LSTM cell").
+beside the library (`.so.failed`), so that it is asked once, not in every process, and so is a
+compiler that does not finish within `COMPILE_TIMEOUT` (killed with the processes it started).
+The cache may be a folder others share: the folder and the library are opened once, without
+following links, checked on their descriptors (this user's, no one else may write them) and the
+checked descriptor is what is loaded (`/proc/self/fd/N`), never the path again (project issue
+79). The measurements behind its use are in docs/performance.md ("The fused LSTM cell").
 """
 
 import contextlib

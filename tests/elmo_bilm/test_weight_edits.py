@@ -293,7 +293,7 @@ def test_a_fixed_weights_run_holds_for_its_own_thread_only(char_ids, name):
     edited the biLM's weights and ran it read the stale copies; now it sees its edit."""
     bilm = _prepared(name)
     _layers(bilm, char_ids)
-    entered, edited, done = threading.Event(), threading.Event(), threading.Event()
+    entered, edited = threading.Event(), threading.Event()
     failures: List[BaseException] = []
 
     def bulk_run() -> None:
@@ -307,7 +307,6 @@ def test_a_fixed_weights_run_holds_for_its_own_thread_only(char_ids, name):
             failures.append(error)
         finally:
             entered.set()
-            done.set()
 
     worker = threading.Thread(target=bulk_run)
     worker.start()
