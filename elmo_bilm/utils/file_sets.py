@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import time
 from typing import Dict, Iterator, List, Mapping, Tuple
 
@@ -54,10 +55,30 @@ def _undo(staging: str) -> None:
     """Put back the old outputs a swap in `staging` renamed aside (unless its `committed` mark
     says the swap was complete), remove new files that had no old one, then remove `staging`."""
     try:
+        status = os.lstat(staging)
         with open(os.path.join(staging, _NAMES), encoding="utf-8") as handle:
             paths: Dict[str, str] = json.load(handle)
+        if not isinstance(paths, dict):
+            raise ValueError("not a record of outputs")
     except (OSError, ValueError):
         paths = {}  # nothing was swapped yet: the staging folder alone
+    else:
+        # a record is acted on only where this user wrote it, for files beside the staging
+        # folder of the names it staged them under: one planted in a shared folder by another
+        # user moves or removes nothing
+        owner = getattr(os, "getuid", lambda: status.st_uid)()
+        folder = os.path.dirname(os.path.abspath(staging))
+        if not stat.S_ISDIR(status.st_mode) or status.st_uid != owner:
+            paths = {}
+        paths = {
+            name: path
+            for name, path in paths.items()
+            if isinstance(name, str)
+            and isinstance(path, str)
+            and os.path.dirname(path) == folder
+            and name.endswith("-" + os.path.basename(path))
+            and os.sep not in name
+        }
     old, new = os.path.join(staging, _OLD), os.path.join(staging, _NEW)
     # `old` is made when the swap starts: without it no output was touched
     if os.path.isdir(old) and not os.path.exists(os.path.join(staging, _COMMITTED)):

@@ -184,3 +184,25 @@ def test_a_conversion_into_the_cache_killed_before_its_rename_is_swept(tmp_path,
     files = resolver._converted(source)
     assert not leftover.exists()
     assert [path.name for path in converted.iterdir()] == [Path(files.weight_file).parent.name]
+
+
+def test_a_planted_record_moves_or_removes_nothing_outside_its_folder(tmp_path):
+    """A staging folder planted in a shared output folder, its record naming files elsewhere
+    (or here under other names): the sweep removes the staging folder and touches nothing else."""
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    old = _old_outputs(out)
+    elsewhere.mkdir()
+    (elsewhere / "important").write_bytes(b"keep me")
+    staging = out / file_sets.STAGING.format(pid=_dead_pid())
+    (staging / "new").mkdir(parents=True)
+    (staging / "old").mkdir()
+    (staging / "old" / "0-important").write_bytes(b"planted")
+    record = {
+        "0-important": str(elsewhere / "important"),  # outside the folder
+        "1-x": str(out / "options.json"),  # not the name it was staged under
+        "../2-weights.hdf5": str(out / "weights.hdf5"),
+    }
+    (staging / "set.json").write_text(json.dumps(record))
+    assert file_sets.sweep(out) == [str(staging)]
+    assert (elsewhere / "important").read_bytes() == b"keep me"
+    assert _contents(out) == old
