@@ -48,10 +48,10 @@ from elmo_bilm.formats.tfhub import is_tfhub_checkpoint, read_tfhub
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.sources import published
 from elmo_bilm.sources.archives import (
-    _remove_stale_partials,
     bilm_files_in,
     folder_entries,
     is_bilm_archive,
+    remove_stale_partials,
     unpacked,
 )
 from elmo_bilm.sources.hub import hub_folder, is_hub_id
@@ -386,6 +386,7 @@ def _converted(source: ResolvedBilm) -> ResolvedBilm:
             "(elmo-convert --options-file converts it with bilm-tf options named)"
         )
     out = published.cache_dir() / "converted" / sha256_files(source.files)[:16]
+    remove_stale_partials(out.parent)  # hidden folders of conversions killed before the rename
     if not (out / "weights.hdf5").is_file():
         with cache_writes(f"{source.source}: converting"):
             _convert_into(source, out)
@@ -397,9 +398,8 @@ def _converted(source: ResolvedBilm) -> ResolvedBilm:
 
 def _convert_into(source: ResolvedBilm, out: Path) -> None:
     """Convert `source` into `out` (through a hidden partial folder `.DIGEST.PID.RANDOM`,
-    renamed when complete; those of processes that died converting are removed first)."""
+    renamed when complete; `_converted` removes those of processes that died converting)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_partials(out.parent)
     partial = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.{os.getpid()}."))
     try:
         if source.format == "tfhub":

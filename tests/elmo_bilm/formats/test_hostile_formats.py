@@ -354,21 +354,53 @@ def test_a_failure_midway_leaves_no_file_and_no_partial(tmp_path, monkeypatch):
     assert sorted(os.listdir(out)) == ["options.json", "softmax.hdf5", "weights.hdf5"]
 
 
-def test_a_file_that_cannot_be_moved_into_place_takes_the_others_back(tmp_path, monkeypatch):
-    """The set appears whole or not at all: if the last file cannot be moved into place, the
-    ones moved before it are removed again."""
+def test_a_softmax_declaring_more_than_the_options_imply_is_refused_before_it_is_read(
+    tmp_path, monkeypatch
+):
+    """Issue 79: a softmax declaring 5 GiB in a sparse data file (416 KB on disk) ended in a
+    numpy MemoryError traceback; its shape is now checked against the options like the other
+    tensors', one line naming the index and the tensor, before a byte of it is read."""
+    tensors = fixture_tensors()
+    dtype, shape, value = tensors["lm/softmax/W"]
+    rows = 5 * 2**30 // (4 * shape[1])
+    prefix = rewritten(tmp_path, tensors)
+    write_checkpoint(
+        prefix,
+        {name: (d, s, numpy.ascontiguousarray(a).tobytes()) for name, (d, s, a) in tensors.items()},
+        {"lm/softmax/W": ((rows, shape[1]), rows * shape[1] * 4)},
+    )
+    data_file = Path(f"{prefix}.data-00000-of-00001")
+    os.truncate(data_file, data_file.stat().st_size + 5 * 2**30)  # sparse: holes, no disk
+    read = CheckpointReader.read
+
+    def no_softmax_read(self, name):
+        assert "softmax" not in name, "the softmax was read before its shape was checked"
+        return read(self, name)
+
+    monkeypatch.setattr(CheckpointReader, "read", no_softmax_read)
     out = tmp_path / "out"
-    real = convert.atomic_output
-
-    def refuses_softmax(path, overwrite=False):
-        if path.endswith("softmax.hdf5"):
-            raise FileExistsError(f"{path} appeared while this process wrote it (simulated)")
-        return real(path, overwrite)
-
-    monkeypatch.setattr(convert, "atomic_output", refuses_softmax)
-    with pytest.raises(FileExistsError, match="simulated"):
-        convert_checkpoint(PREFIX, out)
+    with pytest.raises(SystemExit) as exited:
+        elmo_convert([str(prefix), str(out)])
+    message = one_line(exited.value.code, f"{prefix}.index", "'lm/softmax/W'", "(the softmax)")
+    assert message.startswith("elmo-convert: error: ") and f"[{rows}, 16]" in message
+    assert "implies [32, 16]" in message
     assert not out.exists()
+
+
+def test_a_tensor_larger_than_memory_is_one_line(tmp_path, monkeypatch):
+    """Where the options cannot bound a tensor, a failed allocation is one line naming the
+    file and tensor, not a MemoryError traceback."""
+    empty = numpy.empty
+
+    def no_memory(size, *args, **kwargs):
+        if isinstance(size, int) and size > 1000:
+            raise MemoryError(f"Unable to allocate {size} bytes (simulated)")
+        return empty(size, *args, **kwargs)
+
+    monkeypatch.setattr(numpy, "empty", no_memory)
+    with pytest.raises(OSError) as error:
+        CheckpointReader(PREFIX).read("lm/CNN_high_0/W_carry")
+    one_line(error.value, f"{PREFIX}.data-00000-of-00001", "'lm/CNN_high_0/W_carry'", "memory")
 
 
 def test_a_live_conversion_into_the_same_folder_is_refused(tmp_path):

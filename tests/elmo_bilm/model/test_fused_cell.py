@@ -1,5 +1,10 @@
+import ctypes
+import os
 import platform
+import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -67,7 +72,7 @@ def test_the_library_is_compiled_once_and_then_loaded_from_the_cache(own_cache, 
     def no_compiler(*args, **kwargs):
         raise AssertionError("compiled again")
 
-    monkeypatch.setattr(subprocess, "run", no_compiler)
+    monkeypatch.setattr(fused_cell, "_compile", no_compiler)
     assert fused_cell.lstm_cell(gates, c, 3.0) is not None
 
 
@@ -108,7 +113,7 @@ def test_a_failing_compiler_is_tried_once_and_the_eager_ops_run(own_cache, monke
     def no_compiler(*args, **kwargs):
         raise AssertionError("compiled again")
 
-    monkeypatch.setattr(subprocess, "run", no_compiler)
+    monkeypatch.setattr(fused_cell, "_compile", no_compiler)
     assert fused_cell.lstm_cell(gates, c, 3.0) is None
     failed.unlink()  # deleting the note tries again
     monkeypatch.setattr(fused_cell, "_loaded", {})
@@ -155,3 +160,139 @@ def test_the_packed_route_runs_the_compiled_loop_and_gives_the_eager_outputs(mon
     for a, b in zip(fused, eager):
         assert_float32_close(a, b, NETWORK)
         assert a.abs().max() > 0.1
+
+
+# --- issue 79: the library opened once and verified; a compiler that never returns ------------
+
+PLANTED = """
+#include <fcntl.h>
+#include <unistd.h>
+__attribute__((constructor)) static void planted(void) {
+    int fd = open(MARKER, O_WRONLY | O_CREAT, 0600);
+    if (fd >= 0) close(fd);
+}
+"""
+
+
+def _planted_library(tmp_path: Path) -> Path:
+    """A library "another user" put in the cache: loading it runs its constructor, which
+    creates `tmp_path/constructor-ran`."""
+    source = tmp_path / "planted.c"
+    source.write_text(PLANTED)
+    library = tmp_path / "planted.so"
+    marker = tmp_path / "constructor-ran"
+    subprocess.run(
+        [*fused_cell._compiler(), "-shared", "-fPIC", f'-DMARKER="{marker}"', str(source)]
+        + ["-o", str(library)],
+        check=True,
+        timeout=120,
+    )
+    return library
+
+
+def _built(own_cache: Path) -> Path:
+    """The kernel, built into the test's cache: its path."""
+    gates, c = gates_and_cell(4, 16, seed=8)
+    assert fused_cell.lstm_cell(gates, c, 3.0) is not None
+    (library,) = own_cache.iterdir()
+    return library
+
+
+@needs_kernel
+@pytest.mark.parametrize("plant", ["group-writable", "world-writable", "a link", "another owner"])
+def test_a_planted_library_whose_checks_fail_is_never_loaded(
+    own_cache, tmp_path, monkeypatch, plant
+):
+    library = _built(own_cache)
+    planted = _planted_library(tmp_path)
+    if plant == "a link":  # a private library, reached through a link: the path is not trusted
+        library.unlink()
+        library.symlink_to(planted)
+    else:
+        os.replace(planted, library)
+        if plant == "another owner":
+            if os.getuid() != 0:
+                pytest.skip("giving a file to another user takes root")
+            os.chown(library, 4242, 4242)
+        else:
+            library.chmod(0o770 if plant == "group-writable" else 0o707)
+    monkeypatch.setattr(fused_cell, "_loaded", {})  # a later process
+    gates, c = gates_and_cell(4, 16, seed=9)
+    assert fused_cell.lstm_cell(gates, c, 3.0) is None  # the eager ops
+    assert not (tmp_path / "constructor-ran").exists()
+
+
+@needs_kernel
+def test_a_library_swapped_in_after_the_check_is_not_what_is_loaded(
+    own_cache, tmp_path, monkeypatch
+):
+    """The check passes on the kernel; just before loading, "another user" renames their
+    library over it. What is loaded is the file that was checked, not what the path now names."""
+    built = _built(own_cache)
+    # the kernel as a later process finds it: a copy this process has not loaded (glibc would
+    # hand back a library it loaded before under the same path, whatever the file is now)
+    cache = tmp_path / "later"
+    shutil.copytree(own_cache, cache / "kernels")
+    monkeypatch.setenv("ELMO_BILM_CACHE", str(cache))
+    library = cache / "kernels" / built.name
+    planted = _planted_library(tmp_path)
+    planted.chmod(0o700)
+    real = ctypes.CDLL
+    swapped = []
+
+    def swap_then_load(name, *args, **kwargs):
+        if not swapped:
+            os.replace(planted, library)  # between the check and the load
+            swapped.append(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(ctypes, "CDLL", swap_then_load)
+    monkeypatch.setattr(fused_cell, "_loaded", {})
+    gates, c = gates_and_cell(4, 16, seed=10)
+    fused = fused_cell.lstm_cell(gates, c, 3.0)
+    assert swapped and not (tmp_path / "constructor-ran").exists()
+    assert fused is not None  # the checked kernel, loaded and computing
+    for actual, wanted in zip(fused, lstm.lstm_cell(gates, c, 3.0)):
+        assert_float32_close(actual, wanted, ONE_REDUCTION)
+
+
+HANGING_COMPILER = """#!/bin/sh
+# a compiler that never returns, its child (as cc's cc1 would) holding the output pipes
+sleep 3600
+"""
+
+
+@needs_kernel
+def test_a_compiler_that_never_returns_is_killed_and_the_eager_ops_run(
+    own_cache, tmp_path, monkeypatch
+):
+    compiler = tmp_path / "hanging-cc"
+    compiler.write_text(HANGING_COMPILER)
+    compiler.chmod(0o700)
+    monkeypatch.setenv("CC", str(compiler))
+    monkeypatch.setattr(fused_cell, "COMPILE_TIMEOUT", 0.5)
+    gates, c = gates_and_cell(4, 16, seed=11)
+    assert fused_cell.lstm_cell(gates, c, 3.0) is None
+    (failed,) = own_cache.iterdir()  # no partial left: the hang is noted, not retried each time
+    assert failed.name.endswith(".so.failed") and "timed out after 0.5 s" in failed.read_text()
+    monkeypatch.setattr(fused_cell, "_loaded", {})
+    assert fused_cell.lstm_cell(gates, c, 3.0) is None
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+@needs_kernel
+def test_partials_of_dead_compilers_are_swept_at_the_next_build(own_cache, monkeypatch):
+    own_cache.mkdir(parents=True)
+    name = "fused_cell-avx2-0123456789abcdef.so"
+    dead = own_cache / f"{name}.{_dead_pid()}.k3x_9q.partial"
+    live = own_cache / f"{name}.{os.getppid()}.k3x_9r.partial"  # a live compiler's: kept
+    for partial in (dead, live):
+        partial.write_bytes(b"half a library")
+    assert fused_cell.lstm_cell(*gates_and_cell(4, 16, seed=12), 3.0) is not None
+    names = sorted(path.name for path in own_cache.iterdir())
+    assert dead.name not in names and live.name in names

@@ -8,6 +8,7 @@ has already run (its copies built); its output must equal that of a freshly load
 same edits before its first pass, and differ from the output before the edit.
 """
 
+import threading
 from typing import Callable, Dict, List, Sequence
 
 import pytest
@@ -57,7 +58,17 @@ def _numpy_view(p: nn.Parameter) -> None:
     p.data.numpy()[...] *= 0.5  # a write no torch operation sees
 
 
+def _negate_columns_1_and_3(p: nn.Parameter) -> None:
+    """Issue 79: the parameter's memory as rows of four elements, columns 1 and 3 negated in
+    place (odd-numbered elements: their sign bits, the top bits of 64-bit words, cancelled in
+    pairs in the old fingerprint). Every odd element changes, so the output does too."""
+    rows = p.data.view(-1, 4)
+    rows[:, 1].neg_()
+    rows[:, 3].neg_()
+
+
 EDITS: Dict[str, Callable[[BiLm, str], None]] = {
+    "negate columns 1 and 3": lambda bilm, name: _negate_columns_1_and_3(_parameter(bilm, name)),
     "data.mul_": lambda bilm, name: _parameter(bilm, name).data.mul_(1.5),
     "data.copy_": lambda bilm, name: _parameter(bilm, name).data.copy_(
         _random_like(name, _parameter(bilm, name))
@@ -188,6 +199,22 @@ def test_a_fingerprint_sees_every_single_element_and_ignores_the_view():
     assert not torch.equal(derived.fingerprint(swapped), derived.fingerprint(weight))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_a_fingerprint_sees_sign_changes_in_any_columns(dtype):
+    """Issue 79: negating columns 1 and 3 of a weight in place left its fingerprint as it was
+    (stale int8 and oneDNN copies); any pair of columns, and a few columns at once, are seen."""
+    weight = torch.randn(64, 16, generator=torch.Generator().manual_seed(79)).to(dtype)
+    stamp = derived.fingerprint(weight)
+    columns = range(weight.shape[1])
+    for chosen in [(i, j) for i in columns for j in columns if i < j] + [(1, 3, 5, 7), (0, 2, 4)]:
+        edited = weight.clone()
+        edited[:, list(chosen)] *= -1
+        assert not torch.equal(derived.fingerprint(edited), stamp), (dtype, chosen)
+    edited = weight.clone()
+    edited[5, 1], edited[5, 3] = -edited[5, 1], -edited[5, 3]  # one row only
+    assert not torch.equal(derived.fingerprint(edited), stamp)
+
+
 def _counting_checks(monkeypatch) -> List[str]:
     """Record each weight check from now on: a fingerprint (`WeightStamp`) or the word cache's
     comparison with its copy of the weights."""
@@ -256,4 +283,42 @@ def test_a_fixed_weights_run_holds_its_own_module_only(char_ids):
             assert derived.fixed_run([held.lstm.projections[0][1]]) is run
         assert derived.fixed_run(list(held.parameters())) is run
     assert derived.fixed_run(list(held.parameters())) is None
-    assert not derived._FIXED
+    assert not derived._FIXED.held
+
+
+@pytest.mark.skipif(not onednn.AVAILABLE, reason="oneDNN is not available in this torch build")
+@pytest.mark.parametrize("name", ["float32", "int8"])
+def test_a_fixed_weights_run_holds_for_its_own_thread_only(char_ids, name):
+    """Issue 79: one thread's run skipped the checks of every thread, so a second thread that
+    edited the biLM's weights and ran it read the stale copies; now it sees its edit."""
+    bilm = _prepared(name)
+    _layers(bilm, char_ids)
+    entered, edited = threading.Event(), threading.Event()
+    failures: List[BaseException] = []
+
+    def bulk_run() -> None:
+        try:
+            with derived.fixed_weights(bilm):
+                _layers(bilm, char_ids)  # the run's first pass: its copies checked
+                entered.set()
+                edited.wait(timeout=600)
+            assert derived.fixed_run(list(bilm.parameters())) is None
+        except BaseException as error:  # noqa: BLE001 (reported by the main thread)
+            failures.append(error)
+        finally:
+            entered.set()
+
+    worker = threading.Thread(target=bulk_run)
+    worker.start()
+    try:
+        assert entered.wait(timeout=600)
+        assert derived.fixed_run(list(bilm.parameters())) is None  # not this thread's run
+        for edit in EDITED[:3]:
+            _negate_columns_1_and_3(_parameter(bilm, edit))
+        got = _layers(bilm, char_ids)
+    finally:
+        edited.set()
+        worker.join()
+    assert not failures, failures
+    expected = _layers(_prepared(name, EDITED[:3], "negate columns 1 and 3"), char_ids)
+    assert all(torch.equal(a, b) for a, b in zip(got, expected))

@@ -212,6 +212,24 @@ def test_set_precision_checks_its_argument_and_returns_the_biLM():
         set_precision(bilm, "float16")
 
 
+def test_an_int8_biLM_cast_after_set_precision_says_what_to_do(char_ids):
+    """Issue 79: `.double()` after `set_precision(bilm, "int8")` was a bare dtype error from
+    fbgemm; now one line naming the dtype and the two ways out, each of which then runs."""
+    expected = layers(set_precision(fresh(), "int8"), char_ids)
+    bilm = set_precision(fresh(), "int8").double()
+    with pytest.raises(RuntimeError) as error, torch.no_grad():
+        bilm(char_ids)
+    message = str(error.value)
+    assert "\n" not in message
+    assert "precision 'int8'" in message and "torch.float64" in message
+    assert ".float()" in message and "set_precision(bilm, 'float32')" in message
+    # the first way out: int8 again, the same bits; the second: float64 throughout
+    assert all(torch.equal(a, b) for a, b in zip(layers(bilm.float(), char_ids), expected))
+    double = set_precision(set_precision(fresh(), "int8"), "float32").double()
+    with torch.no_grad():
+        assert all(layer.dtype == torch.float64 for layer in double(char_ids)["activations"])
+
+
 @pytest.mark.filterwarnings("ignore:precision 'bfloat16' needs")  # the AVX2 pass of make test
 def test_the_benchmark_runs(capsys, monkeypatch):
     from benchmarks import precision as bench

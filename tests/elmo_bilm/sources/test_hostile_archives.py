@@ -296,3 +296,64 @@ def test_a_dead_unpackers_partial_folder_is_removed_by_the_next_unpacking(tmp_pa
     folder = unpacked(archive, cache)
     assert (folder / "weights.hdf5").read_bytes() == b"w"
     assert _left_in(cache) == sorted([digest, alive.name])
+
+
+# --- issue 79: a damaged cache entry is rebuilt; the cache, not the archive, is blamed -------
+
+
+def _bilm_zip(tmp_path: Path) -> Path:
+    return _zip(tmp_path / "bilm.zip", [("options.json", b"{}"), ("weights.hdf5", b"w" * 4096)])
+
+
+@pytest.mark.parametrize("damage", ["truncated", "removed", "no record"])
+def test_a_damaged_cache_entry_is_rebuilt(tmp_path, damage):
+    archive = _bilm_zip(tmp_path)
+    cache = tmp_path / "cache"
+    folder = unpacked(archive, cache)
+    record = cache / archives.SIZES_FOLDER / f"{folder.name}.json"
+    assert record.is_file() and _left_in(cache) == [folder.name]
+    if damage == "truncated":
+        os.truncate(folder / "weights.hdf5", 100)
+    elif damage == "removed":
+        (folder / "weights.hdf5").unlink()
+    else:  # an entry of an older version, or one whose writer died before recording it
+        record.unlink()
+    again = unpacked(archive, cache)
+    assert again == folder and (again / "weights.hdf5").read_bytes() == b"w" * 4096
+    assert _left_in(cache) == [folder.name] and record.is_file()
+
+
+def test_a_damaged_entry_that_cannot_be_rebuilt_blames_the_cache(tmp_path, monkeypatch):
+    archive = _bilm_zip(tmp_path)
+    cache = tmp_path / "cache"
+    folder = unpacked(archive, cache)
+    os.truncate(folder / "weights.hdf5", 100)
+
+    def read_only(*args, **kwargs):
+        raise PermissionError(13, "Permission denied (simulated)")
+
+    monkeypatch.setattr(archives, "extract_archive", read_only)
+    with pytest.raises(OSError) as raised:
+        unpacked(archive, cache)
+    message = str(raised.value)
+    assert "\n" not in message and not isinstance(raised.value, FormatError)
+    assert str(folder) in message and "ELMO_BILM_CACHE" in message
+    assert "weights.hdf5 has 100 bytes, 4,096 when unpacked" in message
+    assert "the archive is not at fault" in message
+
+
+def test_a_full_disk_while_unpacking_says_so(tmp_path, monkeypatch):
+    archive = _bilm_zip(tmp_path)
+    cache = tmp_path / "cache"
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(archives, "_copy_counted", full)
+    with pytest.raises(OSError) as raised:
+        unpacked(archive, cache)
+    message = str(raised.value)
+    assert not isinstance(raised.value, FormatError) and "\n" not in message
+    assert "the disk is full" in message and "truncated or damaged" not in message
+    assert str(archive) in message and "ELMO_BILM_CACHE" in message
+    assert _left_in(cache) == []

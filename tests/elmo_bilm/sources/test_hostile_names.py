@@ -306,29 +306,3 @@ def test_a_conversion_into_a_full_cache_is_named(
     with pytest.raises(OSError, match="converting: cannot write the cache .*the disk is full"):
         resolve_bilm(checkpoint).as_bilm_tf()
     assert not list((cache_dir() / "converted").iterdir())  # no partial folder left
-
-
-def test_a_conversion_killed_before_its_rename_is_swept(tmp_path: Path) -> None:
-    """A conversion killed before its rename left a hidden copy never removed; the next
-    conversion removes the partial folders of dead processes (a live one's stays)."""
-    import subprocess
-    import sys
-
-    from tests.conftest import REPO_ROOT
-
-    converted = cache_dir() / "converted"
-    converted.mkdir(parents=True)
-    dead = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    stale = converted / f".{'0' * 16}.{dead}.abcd"
-    live = converted / f".{'1' * 16}.{os.getpid()}.efgh"
-    for folder in (stale, live):
-        folder.mkdir()
-        (folder / "options.json").write_text("{}")
-    resolve_bilm(REPO_ROOT / "fixtures" / "tf_checkpoint" / "save_dir").as_bilm_tf()
-    assert not stale.exists() and live.exists()
-    assert [p.name for p in converted.iterdir() if not p.name.startswith(".")]  # the conversion
