@@ -29,6 +29,7 @@ vectors whatever the batch, and batches follow `ElmoEmbedder`'s token budget. Th
 `ElmoEmbedder` is built in one method (`Embedder._make_embedder`), which passes the mode through.
 """
 
+import logging
 import random
 from typing import Any, Iterable, List, Optional, Sequence
 
@@ -38,7 +39,15 @@ import torch
 from elmo_bilm.elmo import ElmoEmbedder
 from elmo_bilm.utils.files import UsageError
 
-__all__ = ["Embedder"]
+__all__ = ["Embedder", "logger", "log_handler", "log_formatter"]
+
+# ELMoForManyLangs' package-level names besides `Embedder`: its logger (which scripts quieten
+# with `elmoformanylangs.logger.setLevel(...)`), and the stderr handler and formatter it attaches
+# to that logger; here the handler is not attached (this module logs nothing through it)
+logger = logging.getLogger(__name__)
+log_formatter = logging.Formatter(fmt="%(asctime)-15s %(levelname)s: %(message)s")
+log_handler = logging.StreamHandler()
+log_handler.setFormatter(log_formatter)
 
 
 class Embedder:
