@@ -221,6 +221,26 @@ class Elmo(nn.Module):
         return inputs.flatten(0, -3), tuple(inputs.shape[:-2])
 
 
+def cuda_device_of(device: Union[None, int, str, torch.device] = None) -> int:
+    """`ElmoEmbedder`'s `cuda_device` (a GPU id, -1 for the CPU) for a device as the mirrored
+    APIs name it: None, GPU 0 when torch sees one, else the CPU (as bio_embeddings,
+    ELMoForManyLangs and TensorFlow decide); an id as it is; `"cpu"`, `"cuda"`, `"cuda:N"` or a
+    `torch.device`. The one device parse of the adapters."""
+    if device is None:
+        return 0 if torch.cuda.is_available() else -1
+    if isinstance(device, int) and not isinstance(device, bool):
+        return device if device >= 0 else -1
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError) as error:
+        raise UsageError(f"device must be the CPU or a CUDA device, got {device!r}") from error
+    if parsed.type == "cpu":
+        return -1
+    if parsed.type == "cuda":
+        return parsed.index or 0
+    raise UsageError(f"device must be the CPU or a CUDA device, got {parsed}")
+
+
 def _set_stateful(bilm: BiLm, stateful: bool) -> None:
     """Switch the biLM's LSTM stack to carrying states between batches or not, with no states
     carried yet."""
@@ -312,6 +332,19 @@ class ElmoEmbedder:
     def reset_states(self) -> None:
         """Forget the carried LSTM states: the next batch starts from zero, as the first did."""
         self.elmo_bilm.lstm.reset_states()
+
+    @property
+    def states(self) -> Tuple[torch.Tensor, ...]:
+        """The LSTM states carried into the next batch, `(h, c)` each `(layers, rows, [forward;
+        backward])` (AllenNLP's layout), or `()` for zero states: what an adapter saves and
+        restores (simple_elmo's sessions each keep their own)."""
+        return tuple(self.elmo_bilm.lstm._states)
+
+    @states.setter
+    def states(self, states: Sequence[torch.Tensor]) -> None:
+        """Carry `states` (as `states` gave them; `()`: zero states) into the next batch; a
+        stateless embedder takes `()` only."""
+        self.elmo_bilm.lstm._states = tuple(states)
 
     @property
     def device(self) -> torch.device:

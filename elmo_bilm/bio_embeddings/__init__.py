@@ -40,7 +40,7 @@ from typing import Any, ClassVar, Dict, Iterable, Iterator, List, Optional, Tupl
 import numpy
 import torch
 
-from elmo_bilm.elmo import ElmoEmbedder
+from elmo_bilm.elmo import ElmoEmbedder, cuda_device_of
 from elmo_bilm.sources import published
 from elmo_bilm.utils.files import UsageError
 
@@ -62,19 +62,6 @@ SEQVEC_BASE_URL = "http://data.bioembeddings.com/public/embeddings/embedding_mod
 SEQVEC_OPTIONS_URL = f"{SEQVEC_BASE_URL}/options.json"
 SEQVEC_WEIGHTS_URL = f"{SEQVEC_BASE_URL}/weights.hdf5"
 BIO_EMBEDDINGS_CACHE_FILES = ("options_file", "weights_file")
-
-
-def _cuda_device(device: Union[None, str, torch.device]) -> int:
-    """`ElmoEmbedder`'s `cuda_device` for bio_embeddings' `device` (None: the first GPU if
-    there is one, as `bio_embeddings.utilities.get_device` chooses)."""
-    if device is None:
-        return 0 if torch.cuda.is_available() else -1
-    device = torch.device(device)
-    if device.type == "cpu":
-        return -1
-    if device.type == "cuda":
-        return device.index or 0
-    raise UsageError(f"device must be the CPU or a CUDA device, got {device}")
 
 
 def bio_embeddings_cache() -> Path:
@@ -231,7 +218,7 @@ class SeqVecEmbedder(EmbedderInterface):
         self._options = dict(kwargs)  # bio_embeddings keeps its other options; none apply here
         self.warmup_rounds = warmup_rounds
         self.max_amino_acids = max_amino_acids
-        self._model = ElmoEmbedder(options, weights, _cuda_device(device), precision, stateful)
+        self._model = ElmoEmbedder(options, weights, cuda_device_of(device), precision, stateful)
         self._device = self._model.device
         self.embedding_dimension = self._model.elmo_bilm.get_output_dim()
         self.number_of_layers = self._model.elmo_bilm.num_layers

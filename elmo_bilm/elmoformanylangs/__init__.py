@@ -34,9 +34,8 @@ import random
 from typing import Any, Iterable, List, Optional, Sequence
 
 import numpy
-import torch
 
-from elmo_bilm.elmo import ElmoEmbedder
+from elmo_bilm.elmo import ElmoEmbedder, cuda_device_of
 from elmo_bilm.utils.files import UsageError
 
 __all__ = ["Embedder", "logger", "log_handler", "log_formatter"]
@@ -81,8 +80,7 @@ class Embedder:
         self.model_dir = model_dir
         self.batch_size = batch_size
         self.stateful = stateful
-        if cuda_device is None:
-            cuda_device = 0 if torch.cuda.is_available() else -1
+        cuda_device = cuda_device_of(cuda_device)
         self.use_cuda = cuda_device >= 0  # ELMoForManyLangs' attribute
         self.embedder = self._make_embedder(model_dir, cuda_device)
         self.num_layers = self.embedder.elmo_bilm.num_layers

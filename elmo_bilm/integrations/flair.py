@@ -20,7 +20,7 @@ from flair.data import Sentence, Token
 from flair.embeddings import TokenEmbeddings
 from flair.embeddings.base import register_embeddings
 
-from elmo_bilm.elmo import ElmoEmbedder
+from elmo_bilm.elmo import ElmoEmbedder, cuda_device_of
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.sources.published import BASE_URL, LOCAL, PUBLISHED
 from elmo_bilm.sources.resolver import names_whole_bilm
@@ -61,10 +61,6 @@ def bilm_files(
             f"unknown ELMo model {model!r}; one of {known}, or options_file + weight_file"
         )
     return name, None
-
-
-def _cuda_device(device: torch.device) -> int:
-    return -1 if device.type != "cuda" else (device.index or 0)
 
 
 @register_embeddings
@@ -114,7 +110,7 @@ class ELMoEmbeddings(TokenEmbeddings):
             self.ee = ElmoEmbedder.from_bilm(bilm, cuda_device=-1, stateful=stateful)
         else:
             files = bilm_files(model, options_file, weight_file)
-            cuda_device = _cuda_device(flair.device)
+            cuda_device = cuda_device_of(flair.device)
             self.ee = ElmoEmbedder(*files, cuda_device=cuda_device, stateful=stateful)
         for parameter in self.ee.elmo_bilm.parameters():
             parameter.requires_grad_(False)
@@ -138,7 +134,7 @@ class ELMoEmbeddings(TokenEmbeddings):
 
     def _add_embeddings_internal(self, sentences: List[Sentence]) -> List[Sentence]:
         """Embed the sentences in one biLM batch (flair batches them), wherever the model is."""
-        self.ee.cuda_device = _cuda_device(next(self.elmo_bilm.parameters()).device)
+        self.ee.cuda_device = cuda_device_of(next(self.elmo_bilm.parameters()).device)
         layers = self.ee.embed_batch([[token.text for token in s] for s in sentences])
         for sentence, array in zip(sentences, layers):
             vectors = torch.from_numpy(array)  # (n_layers, n_tokens, dim)

@@ -73,7 +73,7 @@ from typing import Any, Iterator, List, Optional, Sequence, Tuple, TypeVar
 import numpy
 import torch
 
-from elmo_bilm.elmo import ElmoEmbedder
+from elmo_bilm.elmo import ElmoEmbedder, cuda_device_of
 from elmo_bilm.utils.files import UsageError
 
 __all__ = [
@@ -150,8 +150,7 @@ class ElmoModel:
                 f"max_batch_size must be a whole number of at least 1, got {max_batch_size!r}"
             )
         self.logger.info("Loading model from %s...", directory)
-        if cuda_device is None:
-            cuda_device = 0 if torch.cuda.is_available() else -1
+        cuda_device = cuda_device_of(cuda_device)
         self.stateful = stateful
         embedder = self._make_embedder(directory, cuda_device)
         bilm = embedder.elmo_bilm
@@ -226,12 +225,11 @@ class ElmoModel:
         if sess is None or not embedder.stateful:
             self._warm(embedder, texts)
             return
-        lstm = embedder.elmo_bilm.lstm
-        lstm._states = self._sessions.get(sess)
+        embedder.states = self._sessions.get(sess)
         try:
             self._warm(embedder, texts)
         finally:
-            self._sessions.put(sess, lstm._states)
+            self._sessions.put(sess, embedder.states)
 
     def _warm(self, embedder: ElmoEmbedder, texts: Sequence[Sequence[str]]) -> None:
         """Run the first batch of `texts` once on the current states (stateful only)."""
@@ -274,12 +272,11 @@ class ElmoModel:
         if not embedder.stateful or session is None:
             embedder.reset_states()  # a fresh TensorFlow session: its state variables are zero
             return self._run(embedder, texts, warmup, layers, padded)
-        lstm = embedder.elmo_bilm.lstm
-        lstm._states = self._sessions.get(session)  # that session's state variables
+        embedder.states = self._sessions.get(session)  # that session's state variables
         try:
             return self._run(embedder, texts, warmup, layers, padded)
         finally:
-            self._sessions.put(session, lstm._states)
+            self._sessions.put(session, embedder.states)
 
     def _run(
         self,

@@ -441,3 +441,35 @@ def test_elmo_module_takes_hub_modules_arguments() -> None:
     assert "\n" not in str(caught.value)
     with pytest.raises(UsageError, match="variable scope"):
         ElmoModule(str(module), name="")
+
+
+# ---- the adapters' shared pieces: one device parse, a public state API
+
+
+def test_one_device_parse_for_every_adapter() -> None:
+    from elmo_bilm.elmo import cuda_device_of
+
+    default = 0 if torch.cuda.is_available() else -1  # bio_embeddings', ManyLangs', TF's choice
+    assert cuda_device_of(None) == default
+    assert [cuda_device_of(d) for d in ("cpu", "cuda", "cuda:2", 3, -1)] == [-1, 0, 2, 3, -1]
+    assert cuda_device_of(torch.device("cuda", 1)) == 1
+    for bad in ("meta", "gpu"):
+        with pytest.raises(UsageError, match="device must be the CPU or a CUDA device"):
+            cuda_device_of(bad)
+
+
+def test_states_are_saved_and_restored_through_the_embedder() -> None:
+    """`ElmoEmbedder.states`: what simple_elmo's sessions keep, without `_states` from outside."""
+    embedder = ElmoEmbedder(*FILES)
+    assert embedder.states == ()
+    embedder.embed_batch(BATCHES[0])
+    saved = embedder.states
+    assert len(saved) == 2 and saved[0].shape[1] == len(BATCHES[0])
+    following = embedder.embed_batch(BATCHES[1])
+    embedder.states = saved  # back to before the second batch
+    assert max_difference(embedder.embed_batch(BATCHES[1]), following) == 0
+    embedder.states = ()
+    fresh = ElmoEmbedder(*FILES).embed_batch(BATCHES[1])
+    assert max_difference(embedder.embed_batch(BATCHES[1]), fresh) == 0
+    with pytest.raises(ValueError, match="stateless"):
+        ElmoEmbedder(*FILES, stateful=False).states = saved
