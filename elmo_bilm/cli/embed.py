@@ -40,7 +40,9 @@ DESCRIPTION = (
     "before any work, naming FILE:LINE; --skip-bad-lines leaves such lines out (the others keep "
     "their numbers). "
     "A FASTA INPUT (.fasta, .fa, .faa, or --fasta) is proteins: each residue a token, one dataset "
-    "per record named by its id."
+    "per record named by its id. Stateless: every sentence starts from zero LSTM states, so it "
+    "gets the same vectors in any batch (AllenNLP 0.9's command carried the states from batch to "
+    "batch; ElmoEmbedder(...).embed_file does, as 0.9's)."
 )
 # the same vectors for any --batch-size / --chunk-size up to float32 rounding (another batch
 # sums the matrix products in another order), bit for bit for the same sizes on one machine

@@ -130,6 +130,9 @@ class ElmoComponent(Pipe):
 
     The biLM is loaded when first needed (`initialize`, the first doc, or `from_disk`), so that
     `spacy.load` of a saved pipeline reads the biLM files saved with it, not the original ones.
+    It is stateless, as this project's own tools are (unlike the mirrored `Elmo` and
+    `ElmoEmbedder`, stateful by default as AllenNLP's): every sequence starts from zero LSTM
+    states, so a doc gets the same vectors in any batch.
     """
 
     def __init__(

@@ -29,7 +29,7 @@ def seqvec():
 
 @pytest.fixture(scope="module")
 def reference():
-    return ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE))
+    return ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE), stateful=False)
 
 
 def test_embed_is_layers_by_residues_by_dim(seqvec, reference):
@@ -118,8 +118,8 @@ def test_a_damaged_model_directory_is_one_line(tmp_path, damage):
 
 
 def test_bad_arguments_are_usage_errors(tmp_path):
-    with pytest.raises(UsageError, match="give model_directory, or weights_file and options_file"):
-        SeqVecEmbedder()
+    with pytest.raises(UsageError, match="weights_file without options_file"):
+        SeqVecEmbedder(weights_file=str(WEIGHT_FILE))  # none of the files: test_dropin_defaults
     with pytest.raises(UsageError, match="either model_directory or"):
         SeqVecEmbedder(model_directory=str(tmp_path), options_file=str(OPTIONS_FILE))
     with pytest.raises(UsageError, match="device must be the CPU or a CUDA device"):

@@ -57,9 +57,40 @@ def test_model_names():
         bilm_files("klingon", None, None)
 
 
+def test_stateful_by_default_as_flairs_through_allennlp_09():
+    """flair's class embeds through AllenNLP 0.9's stateful `ElmoEmbedder`: batch after batch
+    (sizes changing), the vectors are that embedder's (this package's, stateful by default:
+    test_dropin_defaults.py checks it against AllenNLP); `stateful=False` repeats itself."""
+    batches = [["The cat sat .", "Birds fly ."], ["The cat sat .", "A dog", "Hi !"]]
+    embeddings = fixture_embeddings("top")
+    reference = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE))
+    assert embeddings.stateful and embeddings.to_params()["stateful"]
+    for texts in batches:
+        sentences = [Sentence(text.split()) for text in texts]
+        embeddings.embed(sentences)
+        expected = reference.embed_batch([text.split() for text in texts])
+        for sentence, layers in zip(sentences, expected):
+            got = numpy.stack([token.get_embedding().numpy() for token in sentence])
+            numpy.testing.assert_allclose(got, layers[-1], atol=1e-6)
+    first = Sentence(batches[0][0].split())
+    assert numpy.abs(first_vectors(embeddings, first) - expected[0][-1]).max() > 1e-3
+    stateless = fixture_embeddings("top", stateful=False)
+    once = first_vectors(stateless, Sentence(batches[0][0].split()))
+    numpy.testing.assert_array_equal(
+        once, first_vectors(stateless, Sentence(batches[0][0].split()))
+    )
+
+
+def first_vectors(embeddings: ELMoEmbeddings, sentence: Sentence) -> numpy.ndarray:
+    embeddings.embed(sentence)
+    return numpy.stack([token.get_embedding().numpy() for token in sentence])
+
+
 def test_sequence_tagger_step_save_and_load(tmp_path):
     """A SequenceTagger on StackedEmbeddings([ELMoEmbeddings]): one training step moves its
-    weights, not the biLM's; saved and loaded with the biLM files gone, it tags the same."""
+    weights, not the biLM's; saved and loaded with the biLM files gone, it tags the same.
+    Stateless (`stateful=False`, kept through the save), so that the two taggers' vectors do
+    not depend on what each embedded before."""
     torch.manual_seed(0)
     source = tmp_path / "bilm"
     source.mkdir()
@@ -72,7 +103,9 @@ def test_sequence_tagger_step_save_and_load(tmp_path):
             token.add_label("pos", label)
             tags.add_item(label)
         sentences.append(sentence)
-    embeddings = StackedEmbeddings([ELMoEmbeddings(options_file=options, weight_file=weights)])
+    embeddings = StackedEmbeddings(
+        [ELMoEmbeddings(options_file=options, weight_file=weights, stateful=False)]
+    )
     tagger = SequenceTagger(
         hidden_size=8, embeddings=embeddings, tag_dictionary=tags, tag_type="pos", use_crf=False
     )
@@ -100,6 +133,6 @@ def test_sequence_tagger_step_save_and_load(tmp_path):
     embedded = Sentence("The bird sat .".split())
     loaded.embeddings.embed(embedded)
     reference = Sentence("The bird sat .".split())
-    fixture_embeddings().embed(reference)
+    fixture_embeddings(stateful=False).embed(reference)
     for a, b in zip(embedded, reference):
         torch.testing.assert_close(a.get_embedding(), b.get_embedding())

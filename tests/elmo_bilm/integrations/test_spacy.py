@@ -32,7 +32,7 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def embedder() -> ElmoEmbedder:
-    return ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE))
+    return ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE), stateful=False)  # as spaCy's
 
 
 def blank(**config) -> spacy.language.Language:

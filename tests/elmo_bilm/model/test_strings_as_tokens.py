@@ -12,13 +12,15 @@ from elmo_bilm import Elmo, ElmoEmbedder, batch_to_ids
 from elmo_bilm.model import characters
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 
+FILES = (str(OPTIONS_FILE), str(WEIGHT_FILE))
+
 # a 76-residue protein: the old hint's `.split()` made it one token, cut to 48 characters
 PROTEIN = "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQAPILSRVGDGTQDNLSGAEKAVQVKVKALPDAQFEVVHSLAKW"
 
 
 @pytest.fixture(scope="module")
 def embedder():
-    return ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE))
+    return ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE), stateful=False)
 
 
 @pytest.fixture
@@ -73,9 +75,9 @@ def test_every_embedder_method_takes_strings(embedder, fresh_warning):
 
 
 def test_elmo_through_batch_to_ids_of_strings():
-    elmo = Elmo(str(OPTIONS_FILE), str(WEIGHT_FILE), 1, dropout=0.0)
-    got = elmo(batch_to_ids([PROTEIN, "MKV"]))
-    want = elmo(batch_to_ids([list(PROTEIN), list("MKV")]))
+    # two fresh (stateful, as AllenNLP's) Elmos: each call is a first call, from zero states
+    got = Elmo(*FILES, 1, dropout=0.0)(batch_to_ids([PROTEIN, "MKV"]))
+    want = Elmo(*FILES, 1, dropout=0.0)(batch_to_ids([list(PROTEIN), list("MKV")]))
     assert torch.equal(got["elmo_representations"][0], want["elmo_representations"][0])
     assert got["mask"].sum(-1).tolist() == [76, 3]
 

@@ -44,7 +44,7 @@ def test_bad_sizes_are_refused() -> None:
 
 
 def test_the_token_budget_changes_no_vector_beyond_float32_rounding() -> None:
-    embedder = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE))
+    embedder = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE), stateful=False)
     sentences = [["word"] * n for n in (1, 40, 3, 7, 120, 2)]
     unbounded = list(embedder.embed_sentences(sentences, batch_size=64, max_tokens=None))
     bounded = list(embedder.embed_sentences(sentences, batch_size=64, max_tokens=16))
@@ -66,7 +66,7 @@ def test_spacy_vectors_equal_elmo_embedders_with_every_layers_setting(layers: ob
         },
     )
     texts = ["The cat sat on the mat .", "A much longer sentence with more words than that", "x"]
-    embedder = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE))
+    embedder = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE), stateful=False)
     for doc in nlp.pipe(texts):
         expected = embedder.embed_sentence([t.text for t in doc])  # (3, T, dim)
         numpy.testing.assert_allclose(doc._.elmo, expected, rtol=1e-5, atol=1e-6)
@@ -109,7 +109,7 @@ def test_every_max_tokens_setting_reaches_the_batching(tmp_path, monkeypatch) ->
         == 0
     )
     assert seen == [77]
-    embedder = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE))
+    embedder = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE), stateful=False)
     list(embedder.embed_sentences([["a", "b"]], max_tokens=55))
     embedder.embed_file(str(tmp_path / "in.txt"), str(tmp_path / "p.hdf5"), max_tokens=66)
     nlp = spacy.blank("en")

@@ -55,7 +55,7 @@ def test_three_proteins_one_of_10000_residues(tmp_path):
     assert batches == [["sp|P1|SHORT"], ["p3"], ["long"]]
     stored = contents(output)
     assert set(stored) == set(proteins)
-    reference = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE))
+    reference = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE), stateful=False)
     wanted = reference.embed_batch([list(sequence) for sequence in proteins.values()])
     for (name, sequence), want in zip(proteins.items(), wanted):
         data, attrs = stored[name]
@@ -66,7 +66,7 @@ def test_three_proteins_one_of_10000_residues(tmp_path):
 @pytest.mark.numerics
 def test_fasta_is_read_by_name_or_flag_and_keeps_layers(tmp_path):
     records = [("a", "MKTAYIAK"), ("b", "MKV"), ("c", "GSHMASVQKFPGDAN")]
-    reference = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE))
+    reference = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE), stateful=False)
     wanted = {name: reference.embed_sentence(list(seq)) for name, seq in records}
     text = write_fasta(tmp_path / "proteins.txt", records, width=4)  # lines joined
     assert main([text, str(tmp_path / "flag.hdf5"), *BILM, "--fasta", "--batch-size", "2"]) == 0

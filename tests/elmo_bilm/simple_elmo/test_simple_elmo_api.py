@@ -57,7 +57,7 @@ def model(nlpl) -> ElmoModel:
 @pytest.fixture(scope="module")
 def reference() -> List[numpy.ndarray]:
     """Each text's `(3, n_tokens, dim)` layers from `ElmoEmbedder` on the bilm-tf files."""
-    embedder = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE), cuda_device=-1)
+    embedder = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE), cuda_device=-1, stateful=False)
     return [embedder.embed_sentence(text) for text in TEXTS]
 
 

@@ -140,6 +140,7 @@ def test_integer_mix_parameters_as_allennlp_accepts_them():
         str(OPTIONS_FILE), str(WEIGHT_FILE), 1, dropout=0.0, scalar_mix_parameters=[1, 1, 1]
     )
     output = elmo(batch_to_ids([["a", "cat"]]))["elmo_representations"][0]
+    elmo.reset_states()  # stateful, as AllenNLP's: the layers of the same first call
     layers = torch.stack(elmo.bilm(batch_to_ids([["a", "cat"]]))["activations"])
     assert torch.allclose(output, layers.mean(0), atol=1e-6)  # equal weights
     assert all(p.dtype == torch.float32 for p in elmo.scalar_mixes[0].scalar_parameters)

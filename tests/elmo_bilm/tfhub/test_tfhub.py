@@ -40,7 +40,7 @@ def module() -> ElmoModule:
 
 @pytest.fixture(scope="module")
 def embedder() -> ElmoEmbedder:
-    return ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE), cuda_device=-1)
+    return ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE), cuda_device=-1, stateful=False)
 
 
 def _numpy(outputs: Dict[str, torch.Tensor]) -> Dict[str, numpy.ndarray]:
