@@ -4,17 +4,21 @@ A PyTorch script switches with one import line::
 
     from elmo_bilm import Elmo, ElmoEmbedder, batch_to_ids  # was: from allennlp.modules.elmo ...
 
-Same constructor arguments, same outputs. One difference by default: the biLM is stateless
-(every sentence starts from a zero LSTM state), so a sentence gets the same vectors in any batch;
-AllenNLP's carries LSTM states from one batch to the next, so its outputs equal these on its
-first call only. `stateful=True` carries them as AllenNLP does (each batch row's final states
-start the same row of the next batch), and then the outputs equal AllenNLP's call after call.
+Same constructor arguments, same defaults, same outputs, call after call: as AllenNLP's, the
+biLM is stateful by default (each batch row starts from the LSTM states the same row ended with
+in the batch before), and `ElmoEmbedder()` without files loads AllenNLP's `original` biLM, as
+0.9's did (downloaded once into the cache of `elmo_bilm.sources.published`). `stateful=False`
+starts every sentence from zero states instead: a sentence then gets the same vectors in any
+batch, order or call (AllenNLP's first-call vectors). The project's own tools (`elmo-embed`,
+the corpus and FASTA runs, the spaCy component, the plugin's token embedder) are stateless.
 """
 
+import json
 import os
 import warnings
 from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
+import h5py
 import numpy
 import torch
 from torch import nn
@@ -25,21 +29,26 @@ from elmo_bilm.model.chunked import needs_chunks
 from elmo_bilm.model.scalar_mix import ScalarMix
 from elmo_bilm.runtime.engine import (
     DEFAULT_MAX_TOKENS,
+    Layers,
+    count_sentences,
     embed_file,
     embed_sorted,
+    read_chunks,
     sequence_layers,
 )
 from elmo_bilm.runtime.precision import set_precision
 from elmo_bilm.sources.hub import PREFIX, is_hub_id
 from elmo_bilm.sources.published import is_url, published_urls
 from elmo_bilm.sources.resolver import load_bilm
-from elmo_bilm.utils.files import UsageError
+from elmo_bilm.utils.checks import whole_number
+from elmo_bilm.utils.files import FormatError, UsageError, atomic_output
 
 # AllenNLP 0.9's module constants of `allennlp.commands.elmo`, which libraries import (flair's
-# `ELMoEmbeddings` reads the first two): its default biLM, AllenNLP's `original`, and the batch
-# size of `ElmoEmbedder`'s methods (the `elmo-embed` command's is 128). `ElmoEmbedder()` without
-# files uses the shipped biLM instead; these name `original` for code that asks for it.
-DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE = published_urls("original")
+# `ELMoEmbeddings` reads the first two): its default biLM, AllenNLP's `original` (what
+# `ElmoEmbedder()` without files loads, by that name), and the batch size of `ElmoEmbedder`'s
+# methods (the `elmo-embed` command's is 128).
+DEFAULT_MODEL = "original"
+DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE = published_urls(DEFAULT_MODEL)
 DEFAULT_BATCH_SIZE = 64
 batch_to_ids = batch_char_ids  # AllenNLP's name: tokenised sentences -> (batch, T, 50) ids
 
@@ -83,12 +92,12 @@ class Elmo(nn.Module):
     precision : `str`, optional (default = `"float32"`)
         The frozen biLM's arithmetic: `"bfloat16"` or `"int8"` products for cheaper inference
         (`elmo_bilm.runtime.precision`; a pass with gradients runs in float32).
-    stateful : `bool`, optional (default = `False`)
+    stateful : `bool`, optional (default = `True`)
         Carry LSTM states between batches as AllenNLP's `Elmo` does (its only mode): row `i`
         of a batch starts from the final states of row `i` of the batch before (rows a batch
-        has not had yet start from zero); `reset_states()` forgets them. The default starts every
-        sentence from zero, so a sentence's vectors do not depend on the batches before it. Set
-        on the biLM, so an `Elmo` sharing a `module` shares its states.
+        has not had yet start from zero); `reset_states()` forgets them. `False` starts every
+        sentence from zero, so a sentence's vectors do not depend on the batches before it.
+        Set on the biLM, so an `Elmo` sharing a `module` shares its states.
     """
 
     def __init__(
@@ -104,7 +113,7 @@ class Elmo(nn.Module):
         scalar_mix_parameters: Optional[List[float]] = None,
         module: Optional[BiLm] = None,
         precision: str = "float32",
-        stateful: bool = False,
+        stateful: bool = True,
     ) -> None:
         super().__init__()
         if module is not None and (options_file is not None or weight_file is not None):
@@ -215,11 +224,50 @@ class Elmo(nn.Module):
         return inputs.flatten(0, -3), tuple(inputs.shape[:-2])
 
 
+def cuda_device_of(device: Union[None, int, str, torch.device] = None) -> int:
+    """`ElmoEmbedder`'s `cuda_device` (a GPU id, -1 for the CPU) for a device as the mirrored
+    APIs name it: None, GPU 0 when torch sees one, else the CPU (as bio_embeddings,
+    ELMoForManyLangs and TensorFlow decide); an id as it is; `"cpu"`, `"cuda"`, `"cuda:N"` or a
+    `torch.device`. The one device parse of the adapters."""
+    if device is None:
+        return 0 if torch.cuda.is_available() else -1
+    if isinstance(device, int) and not isinstance(device, bool):
+        return device if device >= 0 else -1
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError) as error:
+        raise UsageError(f"device must be the CPU or a CUDA device, got {device!r}") from error
+    if parsed.type == "cpu":
+        return -1
+    if parsed.type == "cuda":
+        return parsed.index or 0
+    raise UsageError(f"device must be the CPU or a CUDA device, got {parsed}")
+
+
 def _set_stateful(bilm: BiLm, stateful: bool) -> None:
     """Switch the biLM's LSTM stack to carrying states between batches or not, with no states
     carried yet."""
     bilm.lstm.stateful = stateful
     bilm.lstm.reset_states()
+
+
+def _default_bilm() -> BiLm:
+    """AllenNLP 0.9's default biLM, `original`, through the resolver and its cache; offline or
+    unreachable, one line naming the file to place where (or the URL to fetch), and the way to
+    another biLM."""
+    try:
+        return load_bilm(DEFAULT_MODEL)
+    except OSError as error:
+        raise OSError(
+            f"ElmoEmbedder() without files loads AllenNLP 0.9's default biLM {DEFAULT_MODEL!r}, "
+            f"which is not in the cache yet: {_one_line(error)}; or name a biLM (e.g. "
+            "ElmoEmbedder('wikipedia'), the one shipped with this package)"
+        ) from None
+
+
+def _one_line(error: BaseException) -> str:
+    """An error's message on one line."""
+    return " ".join(str(error).split()) or type(error).__name__
 
 
 def _words(row: Tuple[int, Sequence[str]]) -> Sequence[str]:
@@ -233,21 +281,24 @@ class ElmoEmbedder:
     # Parameters
 
     options_file, weight_file : `str`, optional
-        bilm-tf files, paths or URLs, or a published name alone (as `Elmo`); neither: the biLM
-        shipped with this package.
+        bilm-tf files, paths or URLs, or any biLM source named alone (as `Elmo`: a published
+        name, `wikipedia` for the biLM shipped with this package, a folder, an archive, ...);
+        neither: AllenNLP's `original` biLM (`DEFAULT_MODEL`), as in 0.9, downloaded once into
+        the cache of `elmo_bilm.sources.published` (offline, the error names the file to place
+        there and its URL).
     cuda_device : `int`, optional (default = `-1`)
         GPU id, -1 for the CPU. Read on every batch, as in 0.9: code that moves a loaded
         embedder sets it and moves `elmo_bilm` (flair does after unpickling).
     precision : `str`, optional (default = `"float32"`)
         `"bfloat16"` or `"int8"` products for cheaper inference (`elmo_bilm.runtime.precision`).
-    stateful : `bool`, optional (default = `False`)
-        Carry LSTM states between batches as AllenNLP 0.9's embedder did (its biLM was stateful):
-        each row of a batch starts from the final states of the same row of the batch before,
-        and `embed_sentences` runs batches of `batch_size` sentences in input order (no token
-        budget), as 0.9 did, so the vectors equal 0.9's call after call; `reset_states()`
-        forgets the states. `embed_file`, whose bulk path sorts sentences by length, refuses a
-        stateful embedder. The default starts every sentence from zero: a sentence's vectors
-        do not depend on the sentences embedded before it.
+    stateful : `bool`, optional (default = `True`)
+        Carry LSTM states between batches as AllenNLP 0.9's embedder did (its biLM was
+        stateful): each row of a batch starts from the final states of the same row of the
+        batch before, and `embed_sentences` and `embed_file` run batches of `batch_size`
+        sentences in input order (no token budget), as 0.9 did, so the vectors equal 0.9's call
+        after call; `reset_states()` forgets the states. `False` starts every sentence from zero:
+        a sentence's vectors do not depend on the sentences embedded before it, and
+        `embed_sentences` and `embed_file` batch by length within `max_tokens`.
     max_tokens : `int`, optional (default = `4096`)
         The token budget of a batch of one sentence (`embed_sentence`, `embed_batch` of one):
         a longer one (its tokens and two boundaries) runs in exact pieces of this many positions
@@ -261,16 +312,29 @@ class ElmoEmbedder:
         weight_file: Optional[str] = None,
         cuda_device: int = -1,
         precision: str = "float32",
-        stateful: bool = False,
+        stateful: bool = True,
         max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
     ) -> None:
-        if max_tokens is not None and max_tokens < 1:
-            raise UsageError("max_tokens must be at least 1")
+        whole_number(max_tokens, "max_tokens", optional=True)
         self.max_tokens = max_tokens
         self.cuda_device = cuda_device
-        bilm = load_bilm(options_file, weight_file).to(self.device).eval()
-        self.elmo_bilm = set_precision(bilm, precision)
+        bilm = _default_bilm() if not options_file and not weight_file else None
+        if bilm is None:
+            bilm = load_bilm(options_file, weight_file)
+        self.elmo_bilm = set_precision(bilm.to(self.device).eval(), precision)
         _set_stateful(self.elmo_bilm, stateful)
+
+    @classmethod
+    def from_bilm(cls, bilm: BiLm, cuda_device: int = -1, stateful: bool = True) -> "ElmoEmbedder":
+        """An embedder around a biLM already in memory (flair's saved models rebuild theirs
+        from a state dict), moved to `cuda_device`, in eval mode, stateful or not as the
+        constructor's `stateful` (the mode is set on the biLM, with no states carried yet)."""
+        embedder = cls.__new__(cls)
+        embedder.cuda_device = cuda_device
+        embedder.max_tokens = DEFAULT_MAX_TOKENS
+        embedder.elmo_bilm = bilm.to(embedder.device).eval()
+        _set_stateful(embedder.elmo_bilm, stateful)
+        return embedder
 
     @property
     def stateful(self) -> bool:
@@ -280,6 +344,19 @@ class ElmoEmbedder:
     def reset_states(self) -> None:
         """Forget the carried LSTM states: the next batch starts from zero, as the first did."""
         self.elmo_bilm.lstm.reset_states()
+
+    @property
+    def states(self) -> Tuple[torch.Tensor, ...]:
+        """The LSTM states carried into the next batch, `(h, c)` each `(layers, rows, [forward;
+        backward])` (AllenNLP's layout), or `()` for zero states: what an adapter saves and
+        restores (simple_elmo's sessions each keep their own)."""
+        return tuple(self.elmo_bilm.lstm._states)
+
+    @states.setter
+    def states(self, states: Sequence[torch.Tensor]) -> None:
+        """Carry `states` (as `states` gave them; `()`: zero states) into the next batch; a
+        stateless embedder takes `()` only."""
+        self.elmo_bilm.lstm._states = tuple(states)
 
     @property
     def device(self) -> torch.device:
@@ -326,11 +403,11 @@ class ElmoEmbedder:
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
     ) -> Iterator[numpy.ndarray]:
-        """Lazily, in input order: reads `16 * batch_size` sentences at a time, embeds them in
-        batches of similar length (the biLM is stateless, so order is free) of at most
-        `batch_size` sentences and `max_tokens` padded tokens, and yields them. A string
-        sentence is its characters (as in AllenNLP). Stateful: batches of `batch_size` in input
-        order, as AllenNLP 0.9 ran them (`max_tokens` is not applied)."""
+        """Lazily, in input order. Stateful (the default): batches of `batch_size` sentences in
+        input order, as AllenNLP 0.9 ran them (`max_tokens` is not applied). Stateless: reads
+        `16 * batch_size` sentences at a time, embeds them in batches of similar length (order
+        is free) of at most `batch_size` sentences and `max_tokens` padded tokens, and yields
+        them. A string sentence is its characters (as in AllenNLP)."""
         if batch_size < 1:
             raise UsageError("batch_size must be at least 1")
         if self.stateful:  # 0.9's order: batches of `batch_size` in input order
@@ -379,14 +456,21 @@ class ElmoEmbedder:
         """The HDF5 file `elmo-embed` writes (one dataset per line; `output_format` "all", "top"
         or "average"); `input_file` is a path or an open text file with a name. An existing
         output file is replaced, as AllenNLP 0.9's method did (atomically: the old file stays
-        whole until the new one is complete)."""
-        if self.stateful:
-            raise UsageError(
-                "embed_file embeds length-sorted batches, which a stateful embedder would carry "
-                "states across in another order than AllenNLP 0.9's; use embed_sentences (input "
-                "order) with stateful=True, or an embedder with stateful=False"
-            )
+        whole until the new one is complete). Stateful (the default): the lines run through
+        `embed_sentences`, batches of `batch_size` in file order carrying the states, as 0.9's
+        method ran them; stateless: the bulk path's length-sorted batches within `max_tokens`."""
         path = input_file if isinstance(input_file, str) else input_file.name
+        if self.stateful:
+            _embed_file_in_order(
+                self,
+                path,
+                output_file_path,
+                output_format,
+                batch_size,
+                forget_sentences,
+                use_sentence_keys,
+            )
+            return
         embed_file(
             self.elmo_bilm,
             path,
@@ -399,3 +483,46 @@ class ElmoEmbedder:
             sentence_keys=use_sentence_keys,
             max_tokens=max_tokens,
         )
+
+
+def _embed_file_in_order(
+    embedder: ElmoEmbedder,
+    input_file: str,
+    output_file: str,
+    output_format: str,
+    batch_size: int,
+    forget_sentences: bool,
+    use_sentence_keys: bool,
+) -> None:
+    """AllenNLP 0.9's `embed_file` for a stateful embedder: the file's sentences through
+    `embed_sentences` in file order, batches of `batch_size` carrying the states as 0.9's did
+    (read in chunks of whole batches, so the batches are the same), the layers kept as
+    `output_format` says (`Layers`), written in the layout `elmo-embed` writes, float32."""
+    layers = Layers.of(output_format)
+    if batch_size < 1:
+        raise UsageError("batch_size must be at least 1")
+    if os.path.exists(output_file) and os.path.samefile(input_file, output_file):
+        raise UsageError(f"{output_file} is the input file; write the output elsewhere")
+    count_sentences(input_file)  # every line checked (an empty one names FILE:LINE) before work
+    sentence_to_index: Dict[str, str] = {}
+    with (
+        atomic_output(output_file, overwrite=True) as partial,
+        open(partial, "w+b") as raw,
+        h5py.File(raw, "w") as out,
+    ):
+        for chunk in read_chunks(input_file, 64 * batch_size):
+            vectors = embedder.embed_sentences([words for _, _, words in chunk], batch_size)
+            for (index, line, _), array in zip(chunk, vectors):
+                if use_sentence_keys and line in sentence_to_index:
+                    raise FormatError(
+                        f"{input_file}:{index + 1}: repeats line "
+                        f"{int(sentence_to_index[line]) + 1}; sentences cannot name datasets "
+                        "twice (do not use sentence keys)"
+                    )
+                sentence_to_index[line] = str(index)
+                kept = layers.select(torch.from_numpy(array)[None])[0].numpy()
+                name = line if use_sentence_keys else str(index)
+                out.create_dataset(name, data=kept.astype(numpy.float32, copy=False))
+        if not forget_sentences and not use_sentence_keys:
+            dataset = out.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
+            dataset[0] = json.dumps(sentence_to_index)

@@ -38,7 +38,12 @@
    the plugin's config errors (`ConfigError`: an unset or missing dataset, a misspelt config name)
    as `allennlp: error: ...`, and an `allennlp train` ended by Ctrl-C or SIGTERM as one line
    naming what its serialization folder holds and the `--recover` command that resumes it
-   (`elmo_plugin.common.command_line`); other exceptions reach AllenNLP's hook as before.
+   (`elmo_plugin.common.command_line`); other exceptions reach AllenNLP's hook as before. Under
+   the command too (`elmo_plugin.common.config_errors`): `Params.pop_choice` raises a subclass of
+   its `ConfigurationError` for an unknown registered name (any config's `type`), printed as one
+   line with the config, the key and the closest names; and `allennlp train`'s `train_model`
+   removes the serialization folder a failed run created when it holds nothing trained, so that
+   the same command retries (a folder there before the run is never removed).
 8. **AllenNLP's `reduce_on_plateau`, fixed for every config** (compatibility with torch >= 2.7).
    AllenNLP 2.10's passes `verbose=` to `ReduceLROnPlateau`, which torch 2.7 removed: every config
    naming it (allennlp-models' ESIM configs among them) failed to build its trainer (`TypeError:

@@ -325,7 +325,7 @@ def test_a_bilm_vocab_without_sentence_boundaries_is_refused(tmp_path):
 @pytest.mark.parametrize("sentence", [[1, 2], [["nested"]]])
 def test_a_sentence_that_is_not_a_token_list_is_refused(sentence):
     """`embed_sentence([1, 2])`: a bare error before. (A string is read as AllenNLP reads it, a
-    sequence of one-character tokens: tests/elmo_bilm/test_strings_as_tokens.py.)"""
+    sequence of one-character tokens: tests/elmo_bilm/model/test_strings_as_tokens.py.)"""
     embedder = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE))
     with pytest.raises(TypeError):
         embedder.embed_sentence(sentence)

@@ -15,8 +15,10 @@ other languages (jsonnet fragments, outputs) are not executed. `--8<-- "FILE"` l
 (pymdownx.snippets) stand for FILE's text, as on the site.
 """
 
+import importlib
 import os
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Optional
 
 import pytest
+import tomllib
 
 from elmo_plugin.common.config_env import data_defaults
 from tests.conftest import REPO_ROOT
@@ -185,15 +188,60 @@ def test_the_readme_python_example_and_an_elmo_embed_block_are_run() -> None:
 
 
 def test_the_readme_first_run_after_make_install_needs_no_data_folder() -> None:
-    """The README's first command after `make install` works on a fresh clone with no data folder
-    beside it: the smoke scale, through `elmo-plugin` (no plugins file needed), naming no data."""
+    """The README's commands before its data-folder section work on a fresh clone with no data
+    folder beside it; the first training run is the smoke scale, through `elmo-plugin` (no
+    plugins file needed), naming no data."""
     set_up = ("make install", "make wheels")  # the set-up and the install from wheels
     readme = [b for b in blocks(REPO_ROOT / "README.md") if b.language == "bash"]
-    first = next(b for b in readme if not any(step in b.code for step in set_up))
-    assert first.code.split("#")[0].split() == [
+    smoke = next(b for b in readme if "elmo-table1" in b.code)
+    assert smoke.code.split("#")[0].split() == [
         *"elmo-plugin elmo-table1 -s runs/smoke --scale smoke --seeds 1".split()
-    ], first.id
-    assert "ELMO_PLUGIN_DATA" not in first.code
+    ], smoke.id
+    before = [b for b in readme if b.line <= smoke.line and not any(s in b.code for s in set_up)]
+    assert before and all("ELMO_PLUGIN_DATA" not in b.code for b in before)
+
+
+# every entry point the README's table must name, each by a string its row holds
+ENTRY_POINTS = {
+    "AllenNLP configs": "elmo_plugin_token_embedder",
+    "AllenNLP code": "from elmo_bilm import Elmo, batch_to_ids",
+    "PyTorch / AllenNLP 0.9": "from elmo_bilm import ElmoEmbedder",
+    "elmo-embed": "elmo-embed IN OUT",
+    "spaCy": 'nlp.add_pipe("elmo")',
+    "flair": "from elmo_bilm.flair import ELMoEmbeddings",
+    "ELMoForManyLangs": "from elmo_bilm.elmoformanylangs import Embedder",
+    "simple_elmo": "from elmo_bilm.simple_elmo import ElmoModel",
+    "SeqVec / bio_embeddings": "from elmo_bilm.bio_embeddings import SeqVecEmbedder",
+    "TF-Hub": "from elmo_bilm.tfhub import ElmoModule",
+    "Hub names": "hf://",
+    "elmo-convert": "elmo-convert SOURCE OUT_DIR",
+    "the corpus on Ray": "elmo-embed-corpus",
+}
+
+
+def test_the_readme_first_screen_holds_the_examples_and_the_entry_point_table() -> None:
+    """The README's first 60 lines: the set-up, three examples the suite runs (a command, PyTorch,
+    an AllenNLP config), and a row for every entry point whose imports and commands exist."""
+    lines = (REPO_ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    first = [b for b in blocks(REPO_ROOT / "README.md") if b.line <= 60]
+    assert any("make install" in b.code and "make test" in b.code for b in first)
+    run = [b for b in first if b.not_run is None and b.language in LANGUAGES]
+    assert any(b.language == "bash" and "elmo-embed " in b.code for b in run)
+    assert any(b.language == "python" and "from elmo_bilm import Elmo" in b.code for b in run)
+    assert any(b.language == "python" and "elmo_plugin_token_embedder" in b.code for b in run)
+    table = [line for line in lines[:60] if line.startswith("| ")]
+    for name, text in ENTRY_POINTS.items():
+        assert any(text in row for row in table), f"no row of the table names {name} ({text})"
+    scripts = set()
+    for path in ("pyproject.toml", "packaging/elmo-bilm/pyproject.toml"):
+        scripts |= set(tomllib.loads((REPO_ROOT / path).read_text())["project"]["scripts"])
+    for row in table:
+        for module, names in re.findall(r"from ([\w.]+) import ([\w, ]+)", row):
+            imported = importlib.import_module(module)
+            for name in names.split(","):
+                assert hasattr(imported, name.strip()), (module, name)
+        for command in re.findall(r"`(elmo-[\w-]+)", row):
+            assert command in scripts, command
 
 
 def test_a_failing_block_fails(tmp_path: Path) -> None:
@@ -223,3 +271,39 @@ def test_a_block_runs_as_a_user_outside_the_checkout(tmp_path: Path) -> None:
     elmo_config = Block("README.md", 1, "bash", "allennlp elmo-config\n", None)
     with pytest.raises(AssertionError, match="invalid choice: 'elmo-config'"):
         run_block(elmo_config, tmp_path / "plain")
+
+
+def written_outputs(block: Block) -> List[str]:
+    """What a bash block's commands write that a second write refuses: `elmo-embed` and
+    `elmo-export-onnx` outputs without `--overwrite`, `elmo-convert` folders without it, and
+    `train -s` folders (AllenNLP refuses a non-empty one)."""
+    outputs = []
+    for line in block.code.replace("\\\n", " ").splitlines():
+        try:
+            words = shlex.split(line.split(" #", 1)[0])
+        except ValueError:
+            continue
+        for index, word in enumerate(words):
+            rest = words[index + 1 :]
+            positional = [arg for arg in rest if not arg.startswith("-")]
+            if word in ("elmo-embed", "elmo-convert", "elmo-export-onnx"):
+                if "--overwrite" not in rest and len(positional) >= 2:
+                    outputs.append(os.path.normpath(positional[1]))
+            if word == "train" and "-s" in rest and "--recover" not in rest and "-f" not in rest:
+                outputs.append(os.path.normpath(rest[rest.index("-s") + 1]))
+    return outputs
+
+
+def test_blocks_run_in_order_in_one_folder_write_no_output_twice() -> None:
+    """Run top to bottom in one folder (README, then docs/ in the site's order of files), no
+    block writes where an earlier one wrote a file the command then refuses to replace."""
+    seen: Dict[str, str] = {}
+    for block in BLOCKS:
+        if block.not_run is not None or block.language != "bash":
+            continue
+        for output in written_outputs(block):
+            assert output not in seen, f"{block.id} writes {output}, as {seen[output]} does"
+            seen[output] = block.id
+    assert seen  # the extractor finds the README's outputs
+    readme = written_outputs(Block("README.md", 1, "bash", "elmo-embed a.txt b.hdf5 --all\n", None))
+    assert readme == ["b.hdf5"]

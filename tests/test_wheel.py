@@ -172,7 +172,7 @@ def test_core_wheel_runs_in_a_fresh_venv_without_allennlp(wheels, tmp_path, repo
         "from elmo_bilm import Elmo, ElmoEmbedder, batch_to_ids\n"
         "elmo = Elmo(None, None, 2, dropout=0.0)\n"
         "out = elmo(batch_to_ids([['a', 'fresh', 'venv']]))\n"
-        "vectors = ElmoEmbedder().embed_sentence(['a', 'fresh', 'venv'])\n"
+        "vectors = ElmoEmbedder('wikipedia').embed_sentence(['a', 'fresh', 'venv'])\n"
         "print(tuple(out['elmo_representations'][1].shape), vectors.shape)\n"
         "assert 'allennlp' not in sys.modules\n"
     )

@@ -11,7 +11,18 @@ written for `bio_embeddings` switches with one import line::
 
 Any biLM source `elmo_bilm.sources.resolver` takes works (bilm-tf files, a folder, an archive,
 `hf://ORG/REPO`), so a protein biLM trained or converted here loads the same way; the width is
-the biLM's (`embedding_dimension`), 1024 for SeqVec.
+the biLM's (`embedding_dimension`), 1024 for SeqVec. `SeqVecEmbedder()` with no files finds
+SeqVec as bio_embeddings does: its two files in bio_embeddings' own cache
+(`~/.cache/bio_embeddings/seqvec/`, or under `$XDG_CACHE_HOME`) if a bio_embeddings install left
+them there, else downloaded once from bio_embeddings' URLs (`SEQVEC_OPTIONS_URL`,
+`SEQVEC_WEIGHTS_URL`) into the cache of `elmo_bilm.sources.published`; offline, one line names
+the file to place and where.
+
+The module's surface is bio_embeddings.embed's: every public name it exports imports from here
+(`EmbedderInterface`, `name_to_embedder`, `ProtTransBertBFDEmbedder`, `ESM1bEmbedder`, ...), so a
+script importing several of them beside `SeqVecEmbedder` runs; the embedders other than SeqVec
+are not implemented (this package is ELMo), and one raises a one-line `UnsupportedEmbedder`
+naming what is supported when it is used (built, or its `reduce_per_protein` called).
 
 As bio_embeddings' does (through AllenNLP 0.9's `ElmoEmbedder`), the embedder is stateful by
 default: each batch row starts from the LSTM states the same row ended with in the batch
@@ -20,14 +31,17 @@ are bio_embeddings' call after call. `stateful=False` starts every protein from 
 instead: its vectors do not depend on what was embedded before, nor on the batching.
 """
 
+import abc
 import logging
 import os
-from typing import Any, Iterable, Iterator, List, Optional, Tuple, Union
+from pathlib import Path
+from typing import Any, ClassVar, Dict, Iterable, Iterator, List, Optional, Tuple, Type, Union
 
 import numpy
 import torch
 
-from elmo_bilm.elmo import ElmoEmbedder
+from elmo_bilm.elmo import ElmoEmbedder, cuda_device_of
+from elmo_bilm.sources import published
 from elmo_bilm.utils.files import UsageError
 
 logger = logging.getLogger(__name__)
@@ -41,19 +55,39 @@ WARMUP_SEQUENCE = (
     "GLVELPPVE"
 )
 DEFAULT_WARMUP_ROUNDS = 4
+# where bio_embeddings downloads SeqVec's two files from when none are given (its
+# `utilities/defaults.yml`, key `seqvec`), and the names it caches them under, in
+# `user_cache_dir("bio_embeddings")/seqvec/`
+SEQVEC_BASE_URL = "http://data.bioembeddings.com/public/embeddings/embedding_models/seqvec"
+SEQVEC_OPTIONS_URL = f"{SEQVEC_BASE_URL}/options.json"
+SEQVEC_WEIGHTS_URL = f"{SEQVEC_BASE_URL}/weights.hdf5"
+BIO_EMBEDDINGS_CACHE_FILES = ("options_file", "weights_file")
 
 
-def _cuda_device(device: Union[None, str, torch.device]) -> int:
-    """`ElmoEmbedder`'s `cuda_device` for bio_embeddings' `device` (None: the first GPU if
-    there is one, as `bio_embeddings.utilities.get_device` chooses)."""
-    if device is None:
-        return 0 if torch.cuda.is_available() else -1
-    device = torch.device(device)
-    if device.type == "cpu":
-        return -1
-    if device.type == "cuda":
-        return device.index or 0
-    raise UsageError(f"device must be the CPU or a CUDA device, got {device}")
+def bio_embeddings_cache() -> Path:
+    """bio_embeddings' own cache folder of SeqVec (appdirs' `user_cache_dir("bio_embeddings")`
+    on Linux: `$XDG_CACHE_HOME`, else `~/.cache`, then `bio_embeddings/seqvec`)."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "bio_embeddings" / "seqvec"
+
+
+def seqvec_files() -> Tuple[str, Optional[str]]:
+    """SeqVec's files, found as bio_embeddings finds them with none given: bio_embeddings' cache
+    folder if it holds both (a bio_embeddings install downloaded them), else this package's
+    download cache, downloading each file once from bio_embeddings' URL. Offline (or the server
+    unreachable): an `OSError` of one line naming the URL, the file to place and the folder."""
+    folder = bio_embeddings_cache()
+    if all((folder / name).is_file() for name in BIO_EMBEDDINGS_CACHE_FILES):
+        return str(folder), None
+    try:
+        return published.cached_path(SEQVEC_OPTIONS_URL), published.cached_path(SEQVEC_WEIGHTS_URL)
+    except OSError as error:
+        message = " ".join(str(error).split())
+        raise OSError(
+            f"SeqVecEmbedder() without files loads bio_embeddings' SeqVec, which is not cached "
+            f"yet: {message}; or pass model_directory= (a folder with options.json and "
+            f"weights.hdf5, or bio_embeddings' options_file and weights_file: {folder})"
+        ) from None
 
 
 def _bilm_files(
@@ -62,20 +96,75 @@ def _bilm_files(
     """`(options, weights)` for `load_bilm`: bio_embeddings' `model_directory` alone (the
     resolver reads its `options_file` + `weights_file`, or any other folder it reads, such as
     SeqVec's unzipped `options.json` + `weights.hdf5`), or the two files (or a source named by
-    `options_file` alone)."""
+    `options_file` alone); none: SeqVec's published files (`seqvec_files`)."""
     if model_directory is not None:
         if weights_file is not None or options_file is not None:
             raise UsageError("give either model_directory or weights_file + options_file")
         return os.fspath(model_directory), None
+    if options_file is None and weights_file is None:
+        return seqvec_files()
     if options_file is None:
         raise UsageError(
-            "give model_directory, or weights_file and options_file (SeqVec's files: "
-            "bio_embeddings downloads them, this package does not)"
+            "weights_file without options_file: give both (or model_directory, or neither for "
+            "bio_embeddings' SeqVec)"
         )
     return options_file, weights_file
 
 
-class SeqVecEmbedder:
+class EmbedderInterface(abc.ABC):
+    """bio_embeddings' `EmbedderInterface`: what every embedder of `bio_embeddings.embed` offers
+    (`embed`, `embed_batch`, `embed_many`, `reduce_per_protein`, and the class attributes `name`,
+    `embedding_dimension`, `number_of_layers`), for code that subclasses it or checks
+    `isinstance`. `embed_many` batches as bio_embeddings does: without `batch_size` one
+    sequence a call of `embed`; with it, consecutive sequences while their residues stay below
+    `batch_size`, a longer one alone (here after the batch pending, which bio_embeddings yields
+    after it, out of input order)."""
+
+    name: str
+    embedding_dimension: int
+    number_of_layers: int
+
+    @abc.abstractmethod
+    def embed(self, sequence: str) -> numpy.ndarray:
+        """The embedding of one amino-acid sequence."""
+
+    def embed_batch(self, batch: List[str]) -> Iterator[numpy.ndarray]:
+        """The embeddings of `batch`, in order (one `embed` each, unless an embedder batches)."""
+        for sequence in batch:
+            yield self.embed(sequence)
+
+    def embed_many(
+        self, sequences: Iterable[str], batch_size: Optional[int] = None
+    ) -> Iterator[numpy.ndarray]:
+        """Lazily, in input order, batched as bio_embeddings batches (see the class)."""
+        if not batch_size:
+            for sequence in sequences:
+                yield self.embed(sequence)
+            return
+        batch: List[str] = []
+        residues = 0
+        for sequence in sequences:
+            if len(sequence) > batch_size:
+                if batch:
+                    yield from self.embed_batch(batch)
+                    batch, residues = [], 0
+                yield from self.embed_batch([sequence])
+                continue
+            if batch and residues + len(sequence) >= batch_size:
+                yield from self.embed_batch(batch)
+                batch, residues = [], 0
+            batch.append(sequence)
+            residues += len(sequence)
+        if batch:
+            yield from self.embed_batch(batch)
+
+    @staticmethod
+    @abc.abstractmethod
+    def reduce_per_protein(embedding: numpy.ndarray) -> numpy.ndarray:
+        """One fixed-size vector for a protein's (variable-size) embedding."""
+
+
+class SeqVecEmbedder(EmbedderInterface):
     """`bio_embeddings.embed.SeqVecEmbedder`: per-residue ELMo embeddings of protein sequences
     (strings of one-letter amino-acid codes), every biLM layer.
 
@@ -89,6 +178,8 @@ class SeqVecEmbedder:
         folder the resolver reads (SeqVec's unzipped `options.json` + `weights.hdf5`).
     weights_file, options_file : `str`, optional
         bilm-tf files instead (paths or URLs), or any biLM source as `options_file` alone.
+        None of the three: SeqVec's published files, as bio_embeddings finds them
+        (`seqvec_files`: its cache, else downloaded once).
     max_amino_acids : `int`, optional (default = `15000`)
         Stateless, `embed_many`'s default batch: at most this many padded residues (rows x the
         longest), the bound that memory follows. Stateful or not, a protein longer than this
@@ -131,7 +222,7 @@ class SeqVecEmbedder:
         self.warmup_rounds = warmup_rounds
         self.max_amino_acids = max_amino_acids
         self._model = ElmoEmbedder(
-            options, weights, _cuda_device(device), precision, stateful, max_amino_acids
+            options, weights, cuda_device_of(device), precision, stateful, max_amino_acids
         )
         self._device = self._model.device
         self.embedding_dimension = self._model.elmo_bilm.get_output_dim()
@@ -165,7 +256,7 @@ class SeqVecEmbedder:
         `max_amino_acids`), so memory stays bounded whatever the lengths; a protein longer than
         that makes a batch of its own."""
         if self.stateful:
-            yield from self._embed_many_stateful(sequences, batch_size)
+            yield from super().embed_many(sequences, batch_size)
             return
         budget = self.max_amino_acids if batch_size is None else batch_size
         if budget < 1:
@@ -181,36 +272,121 @@ class SeqVecEmbedder:
         if batch:
             yield from self.embed_batch(batch)
 
-    def _embed_many_stateful(
-        self, sequences: Iterable[str], batch_size: Optional[int]
-    ) -> Iterator[numpy.ndarray]:
-        """`embed_many` batched as bio_embeddings' `EmbedderInterface.embed_many`."""
-        if not batch_size:
-            for sequence in sequences:
-                yield self.embed(sequence)
-            return
-        batch: List[str] = []
-        residues = 0
-        for sequence in sequences:
-            if len(sequence) > batch_size:
-                if batch:
-                    yield from self.embed_batch(batch)
-                    batch, residues = [], 0
-                yield from self.embed_batch([sequence])
-                continue
-            if batch and residues + len(sequence) >= batch_size:
-                yield from self.embed_batch(batch)
-                batch, residues = [], 0
-            batch.append(sequence)
-            residues += len(sequence)
-        if batch:
-            yield from self.embed_batch(batch)
-
     @staticmethod
     def reduce_per_protein(embedding: numpy.ndarray) -> numpy.ndarray:
         """SeqVec's per-protein vector: the layers summed, then the mean over residues,
-        `(n_layers, n_residues, dim)` -> `(dim,)`."""
+        `(n_layers, n_residues, dim)` -> `(dim,)`. An empty protein (no residues) has no mean:
+        a `UsageError` (bio_embeddings returns NaNs, with numpy's warning)."""
+        if embedding.ndim != 3 or embedding.shape[1] == 0:
+            raise UsageError(
+                f"reduce_per_protein takes SeqVec's (layers, residues, dim) embedding of a "
+                f"protein with residues, got shape {tuple(embedding.shape)}"
+            )
         return embedding.sum(0).mean(0)
 
 
-__all__ = ["DEFAULT_MAX_AMINO_ACIDS", "WARMUP_SEQUENCE", "SeqVecEmbedder"]
+class UnsupportedEmbedder(UsageError, NotImplementedError):
+    """One of bio_embeddings' embedders that this package does not implement, used."""
+
+
+SUPPORTED = "SeqVecEmbedder (SeqVec, bio_embeddings' ELMo)"
+
+
+class _Unsupported(EmbedderInterface):
+    """An embedder of bio_embeddings.embed that is not ELMo: importable (bio_embeddings'
+    surface), refused with one line when built or its `reduce_per_protein` called."""
+
+    family: ClassVar[str] = ""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise self._error()
+
+    @classmethod
+    def _error(cls) -> UnsupportedEmbedder:
+        return UnsupportedEmbedder(
+            f"{cls.__name__} ({cls.family}) is one of bio_embeddings' embedders that elmo_bilm "
+            f"does not implement; supported here: {SUPPORTED}; use bio_embeddings itself for "
+            f"{cls.name!r}"
+        )
+
+    def embed(self, sequence: str) -> numpy.ndarray:
+        raise self._error()
+
+    @classmethod
+    def reduce_per_protein(cls, embedding: numpy.ndarray) -> numpy.ndarray:  # type: ignore[override]
+        raise cls._error()
+
+
+def _unsupported(class_name: str, name: str, family: str) -> Type[EmbedderInterface]:
+    """A class of bio_embeddings.embed's name that refuses to be used (`_Unsupported`)."""
+    doc = f"bio_embeddings' `{class_name}` ({family}): not implemented here; using it raises."
+    attributes = {"name": name, "family": family, "__doc__": doc, "__module__": __name__}
+    return type(class_name, (_Unsupported,), attributes)
+
+
+OneHotEncodingEmbedder = _unsupported("OneHotEncodingEmbedder", "one_hot_encoding", "one-hot")
+FastTextEmbedder = _unsupported("FastTextEmbedder", "fasttext", "fastText")
+GloveEmbedder = _unsupported("GloveEmbedder", "glove", "GloVe")
+Word2VecEmbedder = _unsupported("Word2VecEmbedder", "word2vec", "word2vec")
+ProtTransAlbertBFDEmbedder = _unsupported(
+    "ProtTransAlbertBFDEmbedder", "prottrans_albert_bfd", "ProtTrans ALBERT"
+)
+ProtTransBertBFDEmbedder = _unsupported(
+    "ProtTransBertBFDEmbedder", "prottrans_bert_bfd", "ProtTrans BERT"
+)
+ProtTransXLNetUniRef100Embedder = _unsupported(
+    "ProtTransXLNetUniRef100Embedder", "prottrans_xlnet_uniref100", "ProtTrans XLNet"
+)
+ProtTransT5BFDEmbedder = _unsupported("ProtTransT5BFDEmbedder", "prottrans_t5_bfd", "ProtTrans T5")
+ProtTransT5UniRef50Embedder = _unsupported(
+    "ProtTransT5UniRef50Embedder", "prottrans_t5_uniref50", "ProtTrans T5"
+)
+ProtTransT5XLU50Embedder = _unsupported(
+    "ProtTransT5XLU50Embedder", "prottrans_t5_xl_u50", "ProtTrans T5"
+)
+ESMEmbedder = _unsupported("ESMEmbedder", "esm", "ESM")
+ESM1bEmbedder = _unsupported("ESM1bEmbedder", "esm1b", "ESM-1b")
+ESM1vEmbedder = _unsupported("ESM1vEmbedder", "esm1v", "ESM-1v")
+UniRepEmbedder = _unsupported("UniRepEmbedder", "unirep", "UniRep")
+CPCProtEmbedder = _unsupported("CPCProtEmbedder", "cpcprot", "CPCProt")
+PLUSRNNEmbedder = _unsupported("PLUSRNNEmbedder", "plus_rnn", "PLUS-RNN")
+BeplerEmbedder = _unsupported("BeplerEmbedder", "bepler", "Bepler")
+
+# bio_embeddings.embed's public names (its `__all__` with every extra installed), in its order
+BIO_EMBEDDINGS_NAMES = (
+    "EmbedderInterface",
+    "OneHotEncodingEmbedder",
+    "FastTextEmbedder",
+    "GloveEmbedder",
+    "Word2VecEmbedder",
+    "ProtTransAlbertBFDEmbedder",
+    "ProtTransBertBFDEmbedder",
+    "ProtTransXLNetUniRef100Embedder",
+    "ProtTransT5BFDEmbedder",
+    "ProtTransT5UniRef50Embedder",
+    "ProtTransT5XLU50Embedder",
+    "SeqVecEmbedder",
+    "ESMEmbedder",
+    "ESM1bEmbedder",
+    "ESM1vEmbedder",
+    "UniRepEmbedder",
+    "CPCProtEmbedder",
+    "PLUSRNNEmbedder",
+    "BeplerEmbedder",
+)
+# bio_embeddings' registry, `name` -> class, with the same keys (the unsupported ones refuse use)
+name_to_embedder: Dict[str, Type[EmbedderInterface]] = {
+    globals()[class_name].name: globals()[class_name] for class_name in BIO_EMBEDDINGS_NAMES[1:]
+}
+
+
+__all__ = [
+    *BIO_EMBEDDINGS_NAMES,
+    "DEFAULT_MAX_AMINO_ACIDS",
+    "SEQVEC_OPTIONS_URL",
+    "SEQVEC_WEIGHTS_URL",
+    "WARMUP_SEQUENCE",
+    "UnsupportedEmbedder",
+    "name_to_embedder",
+    "seqvec_files",
+]

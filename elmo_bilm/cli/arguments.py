@@ -4,6 +4,7 @@ import argparse
 from typing import Optional
 
 from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS
+from elmo_bilm.utils.checks import count_argument
 
 
 def add_bilm_arguments(parser: argparse.ArgumentParser, batch_size: Optional[int] = None) -> None:
@@ -21,21 +22,23 @@ def add_bilm_arguments(parser: argparse.ArgumentParser, batch_size: Optional[int
     if batch_size is None:
         return
     add_batch_arguments(parser, batch_size)
-    parser.add_argument("--cuda-device", type=int, default=-1, help="GPU id, -1 for CPU")
+    parser.add_argument(
+        "--cuda-device", type=count_argument(minimum=-1), default=-1, help="GPU id, -1 for CPU"
+    )
 
 
 def add_batch_arguments(parser: argparse.ArgumentParser, batch_size: int) -> None:
     """`--batch-size` (default `batch_size`) and `--max-tokens`: how the engine batches."""
     parser.add_argument(
         "--batch-size",
-        type=int,
+        type=count_argument(),
         default=batch_size,
         help=f"sentences per biLM batch (length-sorted; default {batch_size}; vectors "
         "equal up to float32 rounding whatever the size, bit for bit for the same size)",
     )
     parser.add_argument(
         "--max-tokens",
-        type=int,
+        type=count_argument(),
         default=DEFAULT_MAX_TOKENS,
         help="padded tokens (sentences x the longest) per biLM batch, bounding memory whatever "
         f"the lengths; a longer sentence makes a batch of its own (default {DEFAULT_MAX_TOKENS})",

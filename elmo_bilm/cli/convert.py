@@ -12,7 +12,8 @@ from elmo_bilm.formats.bilm_tf import read_options
 from elmo_bilm.formats.convert import convert_checkpoint
 from elmo_bilm.sources.archives import is_bilm_archive
 from elmo_bilm.sources.resolver import ResolvedBilm, names_whole_bilm, resolve_bilm
-from elmo_bilm.utils.files import PathLike, UsageError, atomic_output, reports_errors
+from elmo_bilm.utils.file_sets import output_set
+from elmo_bilm.utils.files import PathLike, UsageError, reports_errors
 
 logger = logging.getLogger(__name__)
 
@@ -36,12 +37,9 @@ def convert_source(
             raise FileExistsError(f"{path} exists; not overwriting it (--overwrite replaces it)")
     read_options(str(files.options_file))  # a readable bilm-tf options file, or one line naming it
     os.makedirs(out_dir, exist_ok=True)
-    for source_file, path in (
-        (files.options_file, paths["options"]),
-        (files.weight_file, paths["weights"]),
-    ):
-        with atomic_output(path, overwrite) as partial:
-            shutil.copyfile(str(source_file), partial)
+    with output_set(paths, overwrite) as staged:  # both or neither: the old pair kept on failure
+        shutil.copyfile(str(files.options_file), staged["options"])
+        shutil.copyfile(str(files.weight_file), staged["weights"])
     return paths
 
 

@@ -23,6 +23,7 @@ from elmo_bilm.runtime.engine import (
 )
 from elmo_bilm.runtime.precision import add_precision_argument, set_precision
 from elmo_bilm.sources.resolver import load_bilm
+from elmo_bilm.utils.checks import check_output, count_argument, number_argument
 from elmo_bilm.utils.files import UsageError, reports_errors
 
 logger = logging.getLogger(__name__)
@@ -33,9 +34,15 @@ DESCRIPTION = (
     "dataset per line named by its 0-based line number, shape (n_layers, n_tokens, dim) with "
     "--all, (n_tokens, dim) with --top or --average, and 'sentence_to_index', a (1,) string "
     "dataset holding the JSON of {sentence: its line's name}. With --format parquet, one row per "
-    "sentence instead (file, line, tokens, embeddings; read back with elmo_bilm.read_embeddings). "
+    "sentence instead (file, line, tokens, embeddings; read back with elmo_bilm.read_embeddings): "
+    "'line' is the 1-based line number (the HDF5 name is line - 1), rows in length-sorted order "
+    "within a chunk (sort by line for file order). An empty or non-UTF-8 line stops the run "
+    "before any work, naming FILE:LINE; --skip-bad-lines leaves such lines out (the others keep "
+    "their numbers). "
     "A FASTA INPUT (.fasta, .fa, .faa, or --fasta) is proteins: each residue a token, one dataset "
-    "per record named by its id."
+    "per record named by its id. Stateless: every sentence starts from zero LSTM states, so it "
+    "gets the same vectors in any batch (AllenNLP 0.9's command carried the states from batch to "
+    "batch; ElmoEmbedder(...).embed_file does, as 0.9's)."
 )
 # the same vectors for any --batch-size / --chunk-size up to float32 rounding (another batch
 # sums the matrix products in another order), bit for bit for the same sizes on one machine
@@ -55,12 +62,14 @@ def add_layer_arguments(parser: argparse.ArgumentParser) -> None:
     layers.add_argument("--layers", choices=LAYER_CHOICES, help="the same, as one option")
     layers.add_argument(
         "--mix",
-        type=float,
+        type=number_argument(),
         nargs="+",
         metavar="W",
         help="a fixed Eq. (1) mix: one weight per biLM layer, gamma * sum_j softmax(W)_j * h_j",
     )
-    parser.add_argument("--gamma", type=float, default=1.0, help="gamma of --mix (default 1)")
+    parser.add_argument(
+        "--gamma", type=number_argument(), default=1.0, help="gamma of --mix (default 1)"
+    )
     parser.add_argument(
         "--dtype",
         choices=("float32", "float16"),
@@ -93,6 +102,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     parser.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
     parser.add_argument(
+        "--skip-bad-lines",
+        action="store_true",
+        help="leave out empty or non-UTF-8 lines instead of stopping at the first (the other "
+        "lines keep their line numbers as names; as elmo-embed-corpus's flag)",
+    )
+    parser.add_argument(
         "--fasta",
         action="store_true",
         help="read INPUT as FASTA (automatic for .fasta/.fa/.faa): each residue a token, one "
@@ -100,7 +115,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--chunk-size",
-        type=int,
+        type=count_argument(),
         default=10_000,
         help=f"sentences read and length-sorted at a time (bounds memory; vectors {SIZES_HELP})",
     )
@@ -120,6 +135,7 @@ def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
     fasta = getattr(args, "fasta", False) or is_fasta(args.input_file)
     if fasta and (args.format != "hdf5" or args.use_sentence_keys):
         raise UsageError("FASTA input is written to HDF5, each dataset named by its record's id")
+    check_output(args.output_file, args.overwrite)  # before the biLM loads
     bilm = bilm or load_bilm(args.options_file, args.weight_file)
     set_precision(bilm, precision)
     if fasta:
@@ -151,6 +167,7 @@ def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
         sentence_keys=args.use_sentence_keys,
         output_format=args.format,
         dtype=args.dtype,
+        skip_bad_lines=getattr(args, "skip_bad_lines", False),
     )
     logger.info("Wrote %d sentences to %s", count, args.output_file)
 
@@ -167,7 +184,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if others:
         print(
             f"elmo-embed: error: --include-package {others[0]}: elmo-embed imports no package "
-            "(it needs no plugin); drop the option, or use `allennlp elmo-embed` with it",
+            "(it needs no plugin); drop the option, or use `elmo-plugin elmo-embed` with it",
             file=sys.stderr,
         )
         return 1

@@ -14,6 +14,7 @@ from elmo_bilm.integrations.corpus import CorpusOptions, embed_corpus
 from elmo_bilm.integrations.ray_noise import filtered_stderr
 from elmo_bilm.runtime.engine import BULK_BATCH_SIZE
 from elmo_bilm.runtime.precision import add_precision_argument
+from elmo_bilm.utils.checks import count_argument, number_argument
 from elmo_bilm.utils.files import reports_errors
 
 logger = logging.getLogger(__name__)
@@ -27,10 +28,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     add_bilm_arguments(parser)
     add_precision_argument(parser)
     add_batch_arguments(parser, BULK_BATCH_SIZE)
-    parser.add_argument("--shard-lines", type=int, default=1000, help="lines per Parquet shard")
-    parser.add_argument("--num-workers", type=int, default=1, help="biLM actors (default 1)")
-    parser.add_argument("--cpus-per-worker", type=int, default=1, help="CPU threads per actor")
-    parser.add_argument("--gpus-per-worker", type=float, default=0.0, help="e.g. 1, or 0.5")
+    parser.add_argument(
+        "--shard-lines", type=count_argument(), default=1000, help="lines per Parquet shard"
+    )
+    parser.add_argument(
+        "--num-workers", type=count_argument(), default=1, help="biLM actors (default 1)"
+    )
+    parser.add_argument(
+        "--cpus-per-worker", type=count_argument(), default=1, help="CPU threads per actor"
+    )
+    parser.add_argument(
+        "--gpus-per-worker", type=number_argument(minimum=0.0), default=0.0, help="e.g. 1, or 0.5"
+    )
     parser.add_argument(
         "--address", help="a Ray cluster's address (default: a local Ray on this machine)"
     )

@@ -9,6 +9,7 @@ from typing import Optional, Sequence
 from elmo_bilm.cli.arguments import add_bilm_arguments
 from elmo_bilm.runtime.onnx import QUANTIZE_CHOICES, export_onnx
 from elmo_bilm.sources.resolver import load_bilm
+from elmo_bilm.utils.checks import check_output
 from elmo_bilm.utils.files import reports_errors
 
 logger = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # this package's messages; not the ONNX optimiser's (a line per folded constant)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("elmo_bilm").setLevel(logging.INFO)
+    check_output(args.output_file, args.overwrite)  # before a load and an export of minutes
     export_onnx(
         load_bilm(args.options_file, args.weight_file),
         args.output_file,

@@ -29,16 +29,24 @@ vectors whatever the batch, and batches follow `ElmoEmbedder`'s token budget. Th
 `ElmoEmbedder` is built in one method (`Embedder._make_embedder`), which passes the mode through.
 """
 
+import logging
 import random
 from typing import Any, Iterable, List, Optional, Sequence
 
 import numpy
-import torch
 
-from elmo_bilm.elmo import ElmoEmbedder
+from elmo_bilm.elmo import ElmoEmbedder, cuda_device_of
 from elmo_bilm.utils.files import UsageError
 
-__all__ = ["Embedder"]
+__all__ = ["Embedder", "logger", "log_handler", "log_formatter"]
+
+# ELMoForManyLangs' package-level names besides `Embedder`: its logger (which scripts quieten
+# with `elmoformanylangs.logger.setLevel(...)`), and the stderr handler and formatter it attaches
+# to that logger; here the handler is not attached (this module logs nothing through it)
+logger = logging.getLogger(__name__)
+log_formatter = logging.Formatter(fmt="%(asctime)-15s %(levelname)s: %(message)s")
+log_handler = logging.StreamHandler()
+log_handler.setFormatter(log_formatter)
 
 
 class Embedder:
@@ -72,8 +80,7 @@ class Embedder:
         self.model_dir = model_dir
         self.batch_size = batch_size
         self.stateful = stateful
-        if cuda_device is None:
-            cuda_device = 0 if torch.cuda.is_available() else -1
+        cuda_device = cuda_device_of(cuda_device)
         self.use_cuda = cuda_device >= 0  # ELMoForManyLangs' attribute
         self.embedder = self._make_embedder(model_dir, cuda_device)
         self.num_layers = self.embedder.elmo_bilm.num_layers

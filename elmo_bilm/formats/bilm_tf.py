@@ -20,7 +20,8 @@ import numpy
 import torch
 
 from elmo_bilm.model.bilm import BiLm
-from elmo_bilm.utils.files import FormatError, atomic_output
+from elmo_bilm.utils.file_sets import output_set
+from elmo_bilm.utils.files import FormatError
 from elmo_bilm.utils.tensors import all_finite
 
 PathLike = Union[str, os.PathLike]
@@ -387,10 +388,25 @@ def export_bilm_tf(
     `compress`: gzip the datasets (with HDF5's byte shuffle), which every HDF5 reader undoes; it
     pays for weights rounded to fewer bits (float16 values stored as float32 shrink to about
     half), not for full float32 weights.
+
+    The two files are written as one set (`elmo_bilm.utils.file_sets.output_set`): on any
+    failure (a full disk: one line saying so) both old files are kept.
     """
     for path in (options_file, weight_file):
         if os.path.exists(path) and not overwrite:
             raise FileExistsError(f"{path} exists; not overwriting it")
+    with output_set({"weights": weight_file, "options": options_file}, overwrite) as staged:
+        _write_bilm_tf(bilm, staged["weights"], staged["options"], softmax, compress)
+
+
+def _write_bilm_tf(
+    bilm: BiLm,
+    weight_file: str,
+    options_file: str,
+    softmax: Optional[Tuple[numpy.ndarray, numpy.ndarray]],
+    compress: bool,
+) -> None:
+    """`export_bilm_tf`'s two files, written to the paths given."""
     cnn = bilm.char_cnn
     lstm = bilm.lstm
 
@@ -399,7 +415,7 @@ def export_bilm_tf(
 
     storage = {"compression": "gzip", "shuffle": True} if compress else {}
 
-    with atomic_output(weight_file, overwrite) as partial, h5py.File(partial, "w") as file:
+    with h5py.File(weight_file, "w") as file:
 
         def put(name: str, value: numpy.ndarray) -> None:
             file.create_dataset(name, data=value, **storage)
@@ -429,5 +445,5 @@ def export_bilm_tf(
                 put(f"{prefix}/W_0", w)
                 put(f"{prefix}/B", array(lstm.biases[layer][direction, 0]))
                 put(f"{prefix}/W_P_0", array(lstm.projections[layer][direction]).T)
-    with atomic_output(options_file, overwrite) as partial, open(partial, "w") as handle:
+    with open(options_file, "w") as handle:
         json.dump(bilm.options, handle, indent=2)

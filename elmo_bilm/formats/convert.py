@@ -8,38 +8,31 @@ out. The softmax, which fine-tuning needs (with the training `vocab.txt`, in its
 kept in a side file `softmax.hdf5` (`softmax/W`, `softmax/b`), which `read_softmax` reads.
 Optimiser slots (`.../Adagrad`) and `global_step` are not model weights and are left out.
 
-The files are written as a set: into a hidden staging folder in the output folder, moved into
-place only once all of them are complete, so that a failed or killed conversion leaves none of
-them (a staging folder of a killed run is removed by the next).
+The files are written as a set (`elmo_bilm.utils.file_sets.output_set`): into a hidden staging
+folder in the output folder, swapped in as one only once all of them are complete, so that a
+failed or killed conversion leaves the folder as it was, the old files of `--overwrite`
+included (a staging folder of a killed run is undone and removed by the next).
 """
 
 import contextlib
-import glob
 import logging
 import os
 import re
 import shutil
-from typing import Dict, Iterator, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import h5py
 import numpy
 
 from elmo_bilm.formats.bilm_tf import read_options, weight_shapes
 from elmo_bilm.formats.tf_checkpoint import CheckpointReader
-from elmo_bilm.utils.files import (
-    FormatError,
-    PathLike,
-    _alive,
-    _claim,
-    atomic_output,
-    terminate_raises,
-)
+from elmo_bilm.utils.file_sets import output_set
+from elmo_bilm.utils.files import FormatError, PathLike
 
 logger = logging.getLogger(__name__)
 
 SCOPE = "lm/"  # bilm-tf's train() and dump_weights() build the model under variable scope "lm"
 FLOAT_DTYPES = ("float32", "float16", "bfloat16", "float64")
-STAGING = ".elmo-convert.{pid}.partial"  # the staging folder in the output folder
 
 
 def dump_name(tf_name: str) -> str:
@@ -87,6 +80,39 @@ def _check_nesting(targets: Dict[str, str], index_file: str) -> None:
                 )
 
 
+def softmax_shapes(options: Dict[str, Any]) -> Dict[str, Tuple[Optional[int], ...]]:
+    """The shapes bilm-tf's training gives its softmax (`softmax/W` [n_tokens_vocab, the LSTM's
+    output width], `softmax/b` [n_tokens_vocab]); None where the options do not say
+    (`n_tokens_vocab` is a training key, not always kept)."""
+    lstm = options["lstm"]
+    width = lstm.get("projection_dim") or lstm["dim"]
+    vocab = options.get("n_tokens_vocab") or None
+    return {"softmax/W": (vocab, width), "softmax/b": (vocab,)}
+
+
+def _check_softmax(
+    reader: CheckpointReader,
+    name: str,
+    target: str,
+    options: Dict[str, Any],
+    options_file: PathLike,
+) -> None:
+    """Refuse a softmax tensor whose declared shape the options do not imply, before any of it
+    is read (a 416 KB sparse data file declared a 5 GiB softmax: numpy's MemoryError)."""
+    expected = softmax_shapes(options).get(target)
+    shape = reader.entry(name).shape
+    if expected is None:
+        return
+    if len(shape) != len(expected) or any(
+        want is not None and want != got for want, got in zip(expected, shape)
+    ):
+        implied = ["n_tokens_vocab" if want is None else want for want in expected]
+        raise FormatError(
+            f"{reader.index_file}: tensor {name!r} (the softmax) has shape {list(shape)} but "
+            f"{options_file} implies {implied}; damaged, or the options of another model?"
+        )
+
+
 def model_variables(reader: CheckpointReader) -> List[str]:
     """The checkpoint's biLM variables: every tensor under `lm/` except optimiser slots (a slot
     is named after its variable: `lm/char_embed/Adagrad`, `.../Adam_1`)."""
@@ -113,7 +139,8 @@ def convert_checkpoint(
     """Write `out_dir/options.json`, `weights.hdf5` (and `softmax.hdf5` where the checkpoint has
     a softmax) from a bilm-tf checkpoint (a prefix, its `.index`, or its folder). The options
     default to the `options.json` beside the checkpoint (where bilm-tf's training writes it).
-    Every output is written atomically; existing ones are refused unless `overwrite`.
+    The outputs are written as one set (`output_set`: the old ones kept on any failure);
+    existing ones are refused unless `overwrite`.
     `softmax_in_weights` also puts the softmax into weights.hdf5 (as `elmo-export` does; bilm-tf
     readers ignore it), where the plugin's biLM fine-tuning reads it. Returns the paths written,
     by kind."""
@@ -152,6 +179,8 @@ def convert_checkpoint(
                 f"{reader.index_file}: tensor {name!r} has shape {list(entry.shape)} but "
                 f"{options_file} implies {list(expected[target])}"
             )
+        if kind == "softmax":
+            _check_softmax(reader, name, target, options, options_file)
     _check_nesting({**outputs["weights"], **outputs["softmax"]}, reader.index_file)
     for target, shape in expected.items():
         if target not in outputs["weights"]:
@@ -168,71 +197,21 @@ def convert_checkpoint(
     }
     if outputs["softmax"]:
         paths["softmax"] = os.path.join(out_dir, "softmax.hdf5")
-    for path in paths.values():  # all refused before any is written
-        if os.path.exists(path) and not overwrite:
-            raise FileExistsError(f"{path} exists; not overwriting it (--overwrite replaces it)")
-        _claim(path)  # a live writer of it refused, dead writers' PATH.PID.partial removed
     weights = dict(outputs["weights"])
     if softmax_in_weights:
         weights.update(outputs["softmax"])
     try:
-        with _staging(out_dir) as staging:
-            staged = {
-                kind: os.path.join(staging, os.path.basename(path)) for kind, path in paths.items()
-            }
+        with output_set(paths, overwrite) as staged:  # all of them or none, old ones kept
             _write_hdf5(reader, weights, staged["weights"])
             if "softmax" in paths:
                 _write_hdf5(reader, outputs["softmax"], staged["softmax"])
             shutil.copyfile(options_file, staged["options"])
-            _publish_all(staged, paths, overwrite)
     except BaseException:
         if created:  # the folder this call made, left empty: removed too
             with contextlib.suppress(OSError):
                 os.rmdir(out_dir)
         raise
     return paths
-
-
-@contextlib.contextmanager
-def _staging(out_dir: str) -> Iterator[str]:
-    """A hidden staging folder `out_dir/.elmo-convert.PID.partial`, removed on the way out (an
-    error, Ctrl-C, SIGTERM); the staging folders of conversions that died (SIGKILL) are removed
-    first, and one of a live conversion into the same folder is an error."""
-    for folder in glob.glob(os.path.join(glob.escape(out_dir), STAGING.format(pid="*"))):
-        pid_text = os.path.basename(folder)[len(".elmo-convert.") : -len(".partial")]
-        if not pid_text.isdigit():
-            continue
-        if int(pid_text) != os.getpid() and _alive(int(pid_text)):
-            raise FileExistsError(
-                f"{out_dir} is being converted into by process {pid_text} (its "
-                f"{os.path.basename(folder)}); wait for it or convert elsewhere"
-            )
-        shutil.rmtree(folder, ignore_errors=True)
-    staging = os.path.join(out_dir, STAGING.format(pid=os.getpid()))
-    os.mkdir(staging)
-    try:
-        with terminate_raises():
-            yield staging
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
-def _publish_all(staged: Dict[str, str], paths: Dict[str, str], overwrite: bool) -> None:
-    """Move each complete staged file to its path (`atomic_output`: an output that appeared
-    meanwhile is kept without `overwrite`, dead writers' `PATH.PID.partial` files are removed);
-    if one cannot be moved, those already moved are removed again, so that no half set is left
-    (a missing file is noticed, a mixed set would not be)."""
-    published: List[str] = []
-    try:
-        for kind, path in paths.items():
-            with atomic_output(path, overwrite) as partial:
-                os.replace(staged[kind], partial)
-            published.append(path)
-    except BaseException:
-        for path in published:
-            with contextlib.suppress(OSError):
-                os.remove(path)
-        raise
 
 
 def _write_hdf5(reader: CheckpointReader, tensors: Dict[str, str], path: str) -> None:

@@ -23,7 +23,7 @@ How it differs from bilm-tf, and how it maps onto this project's biLM:
   f, o`) with no constant forget bias; a clip of 0 means no clip.
 
 Its `Embedder.sents2elmo(sents, output_layer=l)` returns layer `l` of `ElmoEmbedder`'s output
-(`-1`: the layers' average), equal to float32 rounding (tests/elmo_bilm/test_manylangs.py), for
+(`-1`: the layers' average), equal to float32 rounding (tests/elmo_bilm/formats/test_manylangs.py), for
 the first batch it embeds: its encoder carries LSTM states from one batch to the next, this
 project's starts every sentence from zero states.
 """

@@ -11,6 +11,7 @@ files' sizes (before anything is allocated) and each tensor's crc32c; an error i
 the file and, where there is one, the tensor.
 """
 
+import errno
 import os
 import re
 import stat
@@ -534,7 +535,14 @@ class CheckpointReader:
                 f"{data_file}: tensor {name!r} needs bytes {entry.offset}-"
                 f"{entry.offset + entry.size} but the file has {available}; truncated or damaged"
             )
-        raw = numpy.empty(entry.size, dtype=numpy.uint8)
+        try:
+            raw = numpy.empty(entry.size, dtype=numpy.uint8)
+        except MemoryError:
+            raise OSError(
+                errno.ENOMEM,
+                f"{data_file}: tensor {name!r} declares {entry.size:,} bytes, more memory than "
+                "this machine can give it",
+            ) from None
         with open(data_file, "rb") as handle:
             handle.seek(entry.offset)
             if handle.readinto(raw.data) != entry.size:

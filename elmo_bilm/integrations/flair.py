@@ -4,8 +4,10 @@
 
 flair's own class imports `allennlp.commands.elmo` (AllenNLP 0.9), which no longer installs beside
 current flair; this one has its constructor, name (`elmo-{model}-{embedding_mode}`) and vectors,
-built on `elmo_bilm.ElmoEmbedder`. The biLM is a submodule, so a saved flair model (a
-`SequenceTagger`, say) holds its weights and loads without the original files (or the network).
+built on `elmo_bilm.ElmoEmbedder`, stateful as flair's (AllenNLP 0.9's embedder carried LSTM
+states from batch to batch; `stateful=False` starts every sentence from zero). The biLM is a
+submodule, so a saved flair model (a `SequenceTagger`, say) holds its weights and loads without
+the original files (or the network).
 Needs flair (`pip install "elmo-bilm[flair]"`); the core imports nothing of it.
 """
 
@@ -18,7 +20,7 @@ from flair.data import Sentence, Token
 from flair.embeddings import TokenEmbeddings
 from flair.embeddings.base import register_embeddings
 
-from elmo_bilm.elmo import ElmoEmbedder
+from elmo_bilm.elmo import ElmoEmbedder, cuda_device_of
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.sources.published import BASE_URL, LOCAL, PUBLISHED
 from elmo_bilm.sources.resolver import names_whole_bilm
@@ -61,10 +63,6 @@ def bilm_files(
     return name, None
 
 
-def _cuda_device(device: torch.device) -> int:
-    return -1 if device.type != "cuda" else (device.index or 0)
-
-
 @register_embeddings
 class ELMoEmbeddings(TokenEmbeddings):
     """flair's `ELMoEmbeddings`: per token, every biLM layer concatenated (`embedding_mode="all"`,
@@ -82,6 +80,12 @@ class ELMoEmbeddings(TokenEmbeddings):
         Not flair's: the biLM's options, given by `from_params` when flair loads a saved model
         (the weights then come from the model's state dict, not from files). A saved model
         finds this class only once `elmo_bilm.integrations.flair` is imported (flair's registry).
+    stateful : `bool` (default = `True`)
+        Not flair's argument, flair's behaviour: flair's class embeds through AllenNLP 0.9's
+        stateful `ElmoEmbedder`, so each batch's rows start from the LSTM states the same rows
+        ended with in the batch before; so does this one (`reset_states()` forgets them), and
+        a saved model keeps the mode. `False`: every sentence from zero states, the same
+        vectors in any batch and order.
     """
 
     def __init__(
@@ -91,6 +95,7 @@ class ELMoEmbeddings(TokenEmbeddings):
         weight_file: Optional[str] = None,
         embedding_mode: str = "all",
         options: Optional[Dict[str, Any]] = None,
+        stateful: bool = True,
     ) -> None:
         super().__init__()
         self.instance_parameters = self.get_instance_parameters(locals=locals())
@@ -101,12 +106,12 @@ class ELMoEmbeddings(TokenEmbeddings):
         self.name = f"elmo-{model}-{embedding_mode}"
         self.static_embeddings = True
         if options is not None:  # from a saved flair model: the weights come with its state dict
-            self.ee = ElmoEmbedder.__new__(ElmoEmbedder)
-            self.ee.cuda_device = -1
-            self.ee.elmo_bilm = BiLm(options, initialise=False).eval()
+            bilm = BiLm(options, initialise=False)
+            self.ee = ElmoEmbedder.from_bilm(bilm, cuda_device=-1, stateful=stateful)
         else:
             files = bilm_files(model, options_file, weight_file)
-            self.ee = ElmoEmbedder(*files, cuda_device=_cuda_device(flair.device))
+            cuda_device = cuda_device_of(flair.device)
+            self.ee = ElmoEmbedder(*files, cuda_device=cuda_device, stateful=stateful)
         for parameter in self.ee.elmo_bilm.parameters():
             parameter.requires_grad_(False)
         self.elmo_bilm = self.ee.elmo_bilm  # a submodule: moved with the model, saved in its state
@@ -115,12 +120,21 @@ class ELMoEmbeddings(TokenEmbeddings):
         self.to(flair.device)
 
     @property
+    def stateful(self) -> bool:
+        """Whether LSTM states carry from one batch to the next (the default, as flair's)."""
+        return self.ee.stateful
+
+    def reset_states(self) -> None:
+        """Forget the carried LSTM states: the next batch starts from zero, as the first did."""
+        self.ee.reset_states()
+
+    @property
     def embedding_length(self) -> int:
         return self._embedding_length
 
     def _add_embeddings_internal(self, sentences: List[Sentence]) -> List[Sentence]:
         """Embed the sentences in one biLM batch (flair batches them), wherever the model is."""
-        self.ee.cuda_device = _cuda_device(next(self.elmo_bilm.parameters()).device)
+        self.ee.cuda_device = cuda_device_of(next(self.elmo_bilm.parameters()).device)
         layers = self.ee.embed_batch([[token.text for token in s] for s in sentences])
         for sentence, array in zip(sentences, layers):
             vectors = torch.from_numpy(array)  # (n_layers, n_tokens, dim)
@@ -143,6 +157,7 @@ class ELMoEmbeddings(TokenEmbeddings):
             "weight_file": self.weight_file,
             "embedding_mode": self.embedding_mode,
             "options": self.elmo_bilm.options,
+            "stateful": self.stateful,
         }
 
     @classmethod

@@ -33,8 +33,10 @@ from thinc.types import Floats2d, Floats3d
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS, Layers, embed_sorted
 from elmo_bilm.runtime.precision import PRECISIONS, set_precision
+from elmo_bilm.sources.names import user_path
 from elmo_bilm.sources.published import LOCAL, PUBLISHED, names
 from elmo_bilm.sources.resolver import ResolvedBilm, resolve_bilm
+from elmo_bilm.utils.checks import whole_number
 from elmo_bilm.utils.files import FormatError, UsageError
 
 LayerChoice = Union[str, List[float]]
@@ -128,6 +130,9 @@ class ElmoComponent(Pipe):
 
     The biLM is loaded when first needed (`initialize`, the first doc, or `from_disk`), so that
     `spacy.load` of a saved pipeline reads the biLM files saved with it, not the original ones.
+    It is stateless, as this project's own tools are (unlike the mirrored `Elmo` and
+    `ElmoEmbedder`, stateful by default as AllenNLP's): every sequence starts from zero LSTM
+    states, so a doc gets the same vectors in any batch.
     """
 
     def __init__(
@@ -148,8 +153,11 @@ class ElmoComponent(Pipe):
         install_extensions()
         if precision not in PRECISIONS:
             raise UsageError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-        if batch_size < 1:
-            raise UsageError(f"batch_size must be at least 1, got {batch_size}")
+        batch_size = int(whole_number(batch_size, "batch_size") or 1)
+        max_tokens = whole_number(max_tokens, "max_tokens", optional=True)  # type: ignore[assignment]
+        # named as everywhere (a Path, `~`); "" or nothing: the shipped biLM
+        model = user_path(model, "the elmo component's model") or "wikipedia"
+        weights = user_path(weights, "the elmo component's weights") or ""
         if isinstance(layers, str) and layers not in ("all", "top", "average"):
             raise UsageError(f'layers must be "all", "top", "average" or weights, got {layers!r}')
         self.vocab = vocab

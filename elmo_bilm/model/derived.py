@@ -2,17 +2,20 @@
 and packs) kept in step with the weights, whichever way they change: `.data` edits included,
 which autograd's version counters miss. `DerivedCopies` compares fingerprints of the weights
 (`WeightStamp`) at every pass, or at the first pass of a `fixed_weights` run (a bulk embedding
-that owns its biLM).
+that owns its biLM, in the thread that runs it).
 """
 
 import contextlib
+import threading
 from typing import Any, Callable, Dict, Hashable, Iterator, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
 
-# 64-bit words per row of a weight's fingerprint (`fingerprint`)
+# 32-bit words per row of a weight's fingerprint (`fingerprint`)
 _ROW_WORDS = 1024
+# rows widened to 64 bits at a time (2 MiB of int64): the extra memory a fingerprint takes
+_BLOCK_ROWS = 256
 _multipliers: Dict[torch.device, torch.Tensor] = {}
 
 
@@ -26,23 +29,39 @@ def _row_multipliers(device: torch.device) -> torch.Tensor:
 
 
 def _hash_rows(words: torch.Tensor) -> torch.Tensor:
-    """`sum_j words[r, j] * c_j` modulo 2^64 for each row `r` of the int64 `words` (rows, <=
-    `_ROW_WORDS`): exact integer arithmetic, wrapping, so the order of the sum is irrelevant."""
+    """`sum_j words[r, j] * c_j` modulo 2^64 for each row `r` of `words` (rows, <= `_ROW_WORDS`;
+    int32 words, sign-extended, or bytes), widened to int64 a block of rows at a time into one
+    buffer (fresh memory for the whole tensor would cost more than the products): exact integer
+    arithmetic, wrapping, so the order of the sum is irrelevant."""
     multipliers = _row_multipliers(words.device)[: words.shape[1]]
-    if words.device.type == "cpu":
-        return words @ multipliers  # one pass at memory speed (no integer matmul elsewhere)
-    return torch.cat([(block * multipliers).sum(1) for block in words.split(4096)])
+    rows = words.shape[0]
+    hashes = torch.empty(rows, dtype=torch.int64, device=words.device)
+    buffer = torch.empty(
+        (min(rows, _BLOCK_ROWS), words.shape[1]), dtype=torch.int64, device=words.device
+    )
+    for start in range(0, rows, _BLOCK_ROWS):
+        block = words[start : start + _BLOCK_ROWS]
+        wide = buffer[: block.shape[0]]
+        wide.copy_(block)
+        if wide.device.type == "cpu":  # no integer matmul elsewhere
+            torch.mv(wide, multipliers, out=hashes[start : start + block.shape[0]])
+        else:
+            hashes[start : start + block.shape[0]] = (wide * multipliers).sum(1)
+    return hashes
 
 
 def fingerprint(tensor: torch.Tensor) -> torch.Tensor:
     """A hash of `tensor`'s values, one pass over its memory (int64 `(rows,)`).
 
-    The bytes, in memory order, read as 64-bit words and cut into rows of `_ROW_WORDS`; each row
-    hashes to `sum_j w_j c_j mod 2^64` with fixed random odd `c_j`. A change to one element, or
-    to elements in different rows, always changes it (an odd multiplier is invertible modulo
-    2^64); several changes within one row go unnoticed only when their terms cancel modulo 2^64:
-    a chance of 2^-64 for changes unrelated to the `c_j`, but certain for the sign bits of exactly
-    two odd-numbered float32 elements of a row (their top bits count modulo 2 only). What
+    The bytes, in memory order, read as 32-bit words and cut into rows of `_ROW_WORDS`; each row
+    hashes to `sum_j w_j c_j mod 2^64` with fixed random odd 64-bit `c_j` and each word `w_j`
+    taken as a 64-bit integer. A change to one word, or to words in different rows, always
+    changes it: the word changes by less than 2^32 and an odd multiplier is invertible modulo
+    2^64. Changes to several words of a row go unnoticed only when their terms cancel modulo
+    2^64, which for any bit of a word, the sign bits of floats included, takes a cancellation
+    of the `c_j` modulo at least 2^33: a chance of about 2^-32 for changes unrelated to them.
+    (With 64-bit words, negating two odd-numbered float32 elements of a row, columns 1 and 3,
+    say, cancelled always: a word's top bit counts modulo 2 only; project issue 79.) What
     `WeightStamp` compares: unlike autograd's version counter it sees edits through `.data`."""
     with torch.no_grad():
         if not tensor.is_contiguous():  # a transposed view: its memory in order, no copy
@@ -50,16 +69,16 @@ def fingerprint(tensor: torch.Tensor) -> torch.Tensor:
             permuted = tensor.permute(order)
             tensor = permuted if permuted.is_contiguous() else tensor.contiguous()
         data = tensor.detach().reshape(-1).view(torch.uint8)
-        head = min(-data.storage_offset() % 8, data.numel())  # bytes before an aligned word
-        n_words = (data.numel() - head) // 8
-        words = data[head : head + 8 * n_words].view(torch.int64)
+        head = min(-data.storage_offset() % 4, data.numel())  # bytes before an aligned word
+        n_words = (data.numel() - head) // 4
+        words = data[head : head + 4 * n_words].view(torch.int32)
         full = n_words // _ROW_WORDS * _ROW_WORDS
         parts = [_hash_rows(words[:full].view(-1, _ROW_WORDS))] if full else []
         if n_words > full:
             parts.append(_hash_rows(words[full:].view(1, -1)))
-        loose = torch.cat([data[:head], data[head + 8 * n_words :]])  # at most 14 bytes
+        loose = torch.cat([data[:head], data[head + 4 * n_words :]])  # at most 6 bytes
         if loose.numel():
-            parts.append(_hash_rows(loose.to(torch.int64).view(1, -1)))
+            parts.append(_hash_rows(loose.view(1, -1)))
         return torch.cat(parts) if parts else data.new_zeros(0, dtype=torch.int64)
 
 
@@ -82,8 +101,14 @@ class WeightStamp:
     __hash__ = None  # type: ignore[assignment]
 
 
-# a parameter's storage address -> the `fixed_weights` run that holds it
-_FIXED: Dict[int, object] = {}
+class _Runs(threading.local):
+    """Per thread: a parameter's storage address -> the `fixed_weights` run that holds it."""
+
+    def __init__(self) -> None:
+        self.held: Dict[int, object] = {}
+
+
+_FIXED = _Runs()
 
 
 @contextlib.contextmanager
@@ -92,24 +117,28 @@ def fixed_weights(module: nn.Module) -> Iterator[None]:
     copies derived from them (`DerivedCopies`, the char CNN's word cache) are checked against
     the weights at their first use in the run, not at every pass. The caller promises that the
     weights stay as they are until the run ends; a change made inside it is seen at the first
-    pass after it. Other modules' weights are checked as ever; in a nested run, the outer one
-    holds the weights it holds already."""
+    pass after it. The run holds for the thread that entered it alone: another thread running
+    the same biLM meanwhile checks its weights at every pass, as ever (project issue 79), and
+    so are other modules' weights; in a nested run, the outer one holds the weights it holds
+    already."""
     run = object()
+    held = _FIXED.held
     addresses = {p.untyped_storage().data_ptr() for p in module.parameters()}
-    addresses -= {0, *_FIXED}
+    addresses -= {0, *held}
     for address in addresses:
-        _FIXED[address] = run
+        held[address] = run
     try:
         yield
     finally:
         for address in addresses:
-            del _FIXED[address]
+            del held[address]
 
 
 def fixed_run(tensors: Sequence[torch.Tensor]) -> Optional[object]:
-    """The `fixed_weights` run that holds every one of `tensors` (views of its parameters
-    count), if one does."""
-    runs = {_FIXED.get(t.untyped_storage().data_ptr()) for t in tensors}
+    """The `fixed_weights` run of this thread that holds every one of `tensors` (views of its
+    parameters count), if one does."""
+    held = _FIXED.held
+    runs = {held.get(t.untyped_storage().data_ptr()) for t in tensors}
     return runs.pop() if len(runs) == 1 else None
 
 

@@ -29,7 +29,16 @@ from elmo_bilm.model.bilm import BiLm, frozen
 from elmo_bilm.model.chunked import chunked_layers, needs_chunks
 from elmo_bilm.model.derived import fixed_weights
 from elmo_bilm.model.scalar_mix import ScalarMix
-from elmo_bilm.utils.files import FormatError, UsageError, atomic_output, numbered_lines
+from elmo_bilm.utils.checks import check_output, whole_number
+from elmo_bilm.utils.files import (
+    FormatError,
+    UsageError,
+    atomic_output,
+    decode_line,
+    numbered_lines,
+    open_bytes,
+    raw_lines,
+)
 
 LAYER_CHOICES = ("all", "top", "average")
 FORMATS = ("hdf5", "parquet")
@@ -88,34 +97,65 @@ class Layers:
 
 
 def line_words(input_file: str, line_number: int, line: str) -> List[str]:
-    """The tokens of one input line; an empty line is an error naming FILE:LINE (`elmo-embed`
-    and `elmo-embed-corpus` take one whitespace-tokenised sentence per line)."""
+    """The tokens of one input line; an empty line is an error naming FILE:LINE and the flag that
+    leaves such lines out (`elmo-embed` and `elmo-embed-corpus` take one whitespace-tokenised
+    sentence per line)."""
     words = line.split()
     if not words:
         raise FormatError(
-            f"{input_file}:{line_number}: empty line; one whitespace-tokenised sentence per line"
+            f"{input_file}:{line_number}: empty line; one whitespace-tokenised sentence per line "
+            "(--skip-bad-lines leaves empty and non-UTF-8 lines out)"
         )
     return words
 
 
-def count_sentences(input_file: str) -> Tuple[int, int]:
-    """Check every line (an empty one is an error naming FILE:LINE) and count the sentences and
-    their tokens."""
+def sentence_lines(
+    input_file: str, skip_bad_lines: bool = False, skipped: Optional[List[int]] = None
+) -> Iterator[Tuple[int, str, List[str]]]:
+    """`(line number, line, tokens)` of every line of a UTF-8 (possibly gzip) file, numbered from
+    1; an empty or non-UTF-8 line is a `FormatError` naming FILE:LINE, or with `skip_bad_lines`
+    left out, its number appended to `skipped`."""
+    line_number = 0
+    with open_bytes(input_file) as handle:
+        try:
+            for line_number, (_, raw) in enumerate(raw_lines(handle), start=1):
+                try:
+                    line = decode_line(input_file, line_number, raw)
+                    words = line_words(input_file, line_number, line)
+                except FormatError:
+                    if not skip_bad_lines:
+                        raise
+                    if skipped is not None:
+                        skipped.append(line_number)
+                    continue
+                yield line_number, line, words
+        except (OSError, EOFError) as error:
+            raise FormatError(f"{input_file}:{line_number + 1}: read failed ({error})") from error
+
+
+def count_sentences(
+    input_file: str, skip_bad_lines: bool = False, skipped: Optional[List[int]] = None
+) -> Tuple[int, int]:
+    """Check every line (an empty or non-UTF-8 one is an error naming FILE:LINE, unless
+    `skip_bad_lines`: then it is left out, its number appended to `skipped`) and count the
+    sentences and their tokens."""
     sentences = tokens = 0
-    for line_number, line in numbered_lines(input_file):
+    for _, _, words in sentence_lines(input_file, skip_bad_lines, skipped):
         sentences += 1
-        tokens += len(line_words(input_file, line_number, line))
+        tokens += len(words)
     if sentences == 0:
         raise FormatError(f"{input_file}: no sentences")
     return sentences, tokens
 
 
-def read_chunks(input_file: str, chunk_size: int) -> Iterator[List[Tuple[int, str, List[str]]]]:
+def read_chunks(
+    input_file: str, chunk_size: int, skip_bad_lines: bool = False
+) -> Iterator[List[Tuple[int, str, List[str]]]]:
     """`(index, stripped line, tokens)` of the input's sentences, `chunk_size` at a time, in file
-    order."""
+    order; the index is the 0-based line number (a skipped line's is not used)."""
     chunk: List[Tuple[int, str, List[str]]] = []
-    for line_number, line in numbered_lines(input_file):
-        chunk.append((line_number - 1, line.strip(), line.split()))
+    for line_number, line, words in sentence_lines(input_file, skip_bad_lines):
+        chunk.append((line_number - 1, line.strip(), words))
         if len(chunk) == chunk_size:
             yield chunk
             chunk = []
@@ -145,13 +185,18 @@ def _check_run(
     batch_size: int,
     overwrite: bool,
     cuda_device: int,
+    max_tokens: Optional[int] = None,
 ) -> None:
     """The checks `embed_file` and `embed_fasta` share, before any work: sizes, the output
-    (not there unless `overwrite`, not the input) and the device."""
-    if chunk_size < 1 or batch_size < 1:
-        raise UsageError("chunk_size and batch_size must be at least 1")
-    if os.path.exists(output_file) and not overwrite:
-        raise FileExistsError(f"{output_file} exists; pass --overwrite to replace it")
+    (a file, not there unless `overwrite`, in a writable folder, not the input) and the
+    device."""
+    whole_number(chunk_size, "chunk_size")
+    whole_number(batch_size, "batch_size")
+    whole_number(max_tokens, "max_tokens", optional=True)
+    whole_number(cuda_device, "cuda_device", minimum=-1)
+    if not os.path.isfile(input_file):
+        raise FileNotFoundError(f"{input_file}: no such file")
+    check_output(output_file, overwrite)
     if os.path.exists(output_file) and os.path.samefile(input_file, output_file):
         raise UsageError(f"{output_file} is the input file; write the output elsewhere")
     if cuda_device >= 0 and cuda_device >= torch.cuda.device_count():
@@ -175,13 +220,18 @@ def embed_file(
     sentence_keys: bool = False,
     output_format: str = "hdf5",
     dtype: str = "float32",
+    skip_bad_lines: bool = False,
 ) -> int:
     """Write `allennlp elmo`'s HDF5 layout (AllenNLP 0.9): one dataset per sentence, named by
     its 0-based line, and `sentence_to_index`, a `(1,)` string dataset holding the JSON of
     {stripped line: its last line's name}, unless not `sentence_index`; with `sentence_keys`,
     each dataset is named by its stripped line and there is no index (a repeated sentence is
     then an error, as in AllenNLP 0.9). With `output_format="parquet"`, one row per sentence
-    instead (`elmo_bilm.formats.parquet`). Returns the number of sentences.
+    instead (`elmo_bilm.formats.parquet`), each with its 1-based `line` (the HDF5 name is
+    `line - 1`), in the order written (length-sorted within a chunk; sort by `line` for file
+    order). An empty or non-UTF-8 line is an error naming FILE:LINE before any work, or with
+    `skip_bad_lines` left out (the other lines keep their numbers). Returns the number of
+    sentences written.
 
     The file appears only when complete (written to `OUTPUT.PID.partial`, then renamed); one
     that the disk's free space cannot hold is refused before any work, and a disk that fills
@@ -193,8 +243,16 @@ def embed_file(
         raise UsageError(f"dtype must be one of {DTYPES}, got {dtype!r}")
     if output_format == "parquet" and sentence_keys:
         raise UsageError("--use-sentence-keys names HDF5 datasets; Parquet rows carry their line")
-    _check_run(input_file, output_file, chunk_size, batch_size, overwrite, cuda_device)
-    total, tokens = count_sentences(input_file)
+    _check_run(input_file, output_file, chunk_size, batch_size, overwrite, cuda_device, max_tokens)
+    skipped: List[int] = []
+    total, tokens = count_sentences(input_file, skip_bad_lines, skipped)
+    if skipped:
+        shown = ", ".join(f"{input_file}:{number}" for number in skipped[:5])
+        more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+        print(
+            f"elmo-embed: leaving out {len(skipped)} empty or non-UTF-8 line(s): {shown}{more}",
+            file=sys.stderr,
+        )
     depth = layers.depth(bilm.num_layers)
     width = numpy.dtype(dtype).itemsize
     # the vectors, HDF5's few hundred bytes a dataset, and the index's JSON
@@ -213,7 +271,7 @@ def embed_file(
             sink = _Hdf5Sink(raw, input_file, dtype, sentence_index, sentence_keys)
         with sink, fixed_weights(bilm):  # the run owns the biLM: its weights checked once
             progress = tqdm(total=total, desc="elmo-embed", unit=" sentences", file=sys.stderr)
-            for chunk in read_chunks(input_file, chunk_size):
+            for chunk in read_chunks(input_file, chunk_size, skip_bad_lines):
                 sink.index(chunk)
                 pieces = embed_pieces(bilm, chunk, _words, batch_size, device, layers, max_tokens)
                 for batch, start, host in pieces:
@@ -263,6 +321,12 @@ class _Hdf5Sink(_Sink):
 
     def index(self, chunk: List[Tuple[int, str, List[str]]]) -> None:
         for index, line, _ in chunk:
+            if self.sentence_keys and (line in (".", "..") or "/" in line):
+                raise FormatError(
+                    f"{self.input_file}:{index + 1}: {line[:40]!r} cannot name an HDF5 dataset "
+                    "('/' separates HDF5 groups; '.' is the file itself); leave out "
+                    "--use-sentence-keys (datasets are then named by line number)"
+                )
             if self.sentence_keys and line in self.sentence_to_index:
                 raise FormatError(
                     f"{self.input_file}:{index + 1}: repeats line "
@@ -349,8 +413,7 @@ def length_batches(
     than the budget makes a batch of its own. `max_tokens=None`: no token budget."""
     if batch_size < 1:
         raise UsageError("batch_size must be at least 1")
-    if max_tokens is not None and max_tokens < 1:
-        raise UsageError("max_tokens must be at least 1")
+    whole_number(max_tokens, "max_tokens", optional=True)
     batch: List[T] = []
     for item in sorted(items, key=lambda item: len(words(item))):
         padded = (len(batch) + 1) * (len(words(item)) + 2)  # sorted: this item is the longest
@@ -556,7 +619,7 @@ def embed_fasta(
     layers = Layers.of(layers)
     if dtype not in DTYPES:
         raise UsageError(f"dtype must be one of {DTYPES}, got {dtype!r}")
-    _check_run(input_file, output_file, chunk_size, batch_size, overwrite, cuda_device)
+    _check_run(input_file, output_file, chunk_size, batch_size, overwrite, cuda_device, max_tokens)
     total = residues = 0
     for _, _, sequence in read_fasta(input_file):
         total, residues = total + 1, residues + len(sequence)

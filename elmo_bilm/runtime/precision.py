@@ -134,6 +134,12 @@ def _int8_linear(x: torch.Tensor, packed: Any) -> torch.Tensor:
             f"precision 'int8' runs on the CPU, the biLM is on {x.device}: set another "
             "precision (set_precision) before moving it"
         )
+    if x.dtype != torch.float32:  # a biLM cast (`.double()`, `.half()`) after `set_precision`
+        raise RuntimeError(
+            f"precision 'int8' computes from float32 inputs, this biLM runs in {x.dtype} "
+            "(cast after set_precision?): cast it back with .float(), or call "
+            "set_precision(bilm, 'float32') before casting it"
+        )
     return cast(torch.Tensor, torch.ops.quantized.linear_dynamic(x, packed, _REDUCE_RANGE))
 
 

@@ -35,7 +35,7 @@ in the token layer the character CNN's vector of a token of padding characters (
 LSTM layers are zero there; "average" holds a third of it), and zeros past the batch's longest
 text up to the call's; `get_elmo_vector_average` averages over those same positions, so a
 shorter text's average leans towards that vector (fixtures/simple_elmo holds simple_elmo 0.9.2's
-own outputs, tests/elmo_bilm/test_simple_elmo_reference.py compares).
+own outputs, tests/elmo_bilm/simple_elmo/test_simple_elmo_reference.py compares).
 `load(..., stateful=False)` (keyword only) starts every text from zero states instead, writes
 zeros after each text's tokens and averages over the text's own tokens: a text's vectors then do
 not depend on the texts beside it, and `warmup` and `session` change nothing.
@@ -50,6 +50,9 @@ Differences, on purpose:
   on them): accepted, not needed;
 - `full=True` (the language model's softmax, for `get_elmo_substitutes`) is refused: only the
   embedding layers are here;
+- simple_elmo's other public names (`Batcher`, `BidirectionalLanguageModel`, `weight_layers`,
+  its TensorFlow graph's pieces) import, so that a script importing them runs, and raise
+  `UnsupportedName` (one line naming what is supported) when built or called;
 - a string where a list of tokens belongs is a `TypeError` (simple_elmo embeds its characters as
   tokens); an empty list of texts gives an empty array, and an empty text with nothing to
   average (stateless, or in a batch of empty texts only) a zero average (simple_elmo fails on
@@ -70,10 +73,19 @@ from typing import Any, Iterator, List, Optional, Sequence, Tuple, TypeVar
 import numpy
 import torch
 
-from elmo_bilm.elmo import ElmoEmbedder
+from elmo_bilm.elmo import ElmoEmbedder, cuda_device_of
 from elmo_bilm.utils.files import UsageError
 
-__all__ = ["ElmoModel", "divide_chunks"]
+__all__ = [
+    "ElmoModel",
+    "divide_chunks",
+    "Batcher",
+    "BidirectionalLanguageModel",
+    "weight_layers",
+    "UnsupportedName",
+]
+
+name = "simple_elmo"  # the package attribute simple_elmo's `__init__` sets
 
 LAYERS = ("average", "top", "all")
 LOADED = "The model is now loaded."  # what simple_elmo's `load` returns
@@ -138,8 +150,7 @@ class ElmoModel:
                 f"max_batch_size must be a whole number of at least 1, got {max_batch_size!r}"
             )
         self.logger.info("Loading model from %s...", directory)
-        if cuda_device is None:
-            cuda_device = 0 if torch.cuda.is_available() else -1
+        cuda_device = cuda_device_of(cuda_device)
         self.stateful = stateful
         embedder = self._make_embedder(directory, cuda_device)
         bilm = embedder.elmo_bilm
@@ -214,12 +225,11 @@ class ElmoModel:
         if sess is None or not embedder.stateful:
             self._warm(embedder, texts)
             return
-        lstm = embedder.elmo_bilm.lstm
-        lstm._states = self._sessions.get(sess)
+        embedder.states = self._sessions.get(sess)
         try:
             self._warm(embedder, texts)
         finally:
-            self._sessions.put(sess, lstm._states)
+            self._sessions.put(sess, embedder.states)
 
     def _warm(self, embedder: ElmoEmbedder, texts: Sequence[Sequence[str]]) -> None:
         """Run the first batch of `texts` once on the current states (stateful only)."""
@@ -262,12 +272,11 @@ class ElmoModel:
         if not embedder.stateful or session is None:
             embedder.reset_states()  # a fresh TensorFlow session: its state variables are zero
             return self._run(embedder, texts, warmup, layers, padded)
-        lstm = embedder.elmo_bilm.lstm
-        lstm._states = self._sessions.get(session)  # that session's state variables
+        embedder.states = self._sessions.get(session)  # that session's state variables
         try:
             return self._run(embedder, texts, warmup, layers, padded)
         finally:
-            self._sessions.put(session, lstm._states)
+            self._sessions.put(session, embedder.states)
 
     def _run(
         self,
@@ -311,6 +320,43 @@ class ElmoModel:
                 if self.padding_layers is not None:
                     array[:, len(text) :] = self.padding_layers[:, None, :]
                 yield array
+
+
+class UnsupportedName(UsageError, NotImplementedError):
+    """One of simple_elmo's TensorFlow-level names that this package does not implement, used."""
+
+
+SUPPORTED = "ElmoModel (load, get_elmo_vectors, get_elmo_vector_average, warmup) and divide_chunks"
+
+
+def _unsupported(what: str, role: str) -> UnsupportedName:
+    return UnsupportedName(
+        f"simple_elmo's {what} ({role}) is not implemented by elmo_bilm, which has no "
+        f"TensorFlow graph; supported here: {SUPPORTED}"
+    )
+
+
+class Batcher:
+    """simple_elmo's `Batcher` (`simple_elmo.data`: TensorFlow character ids from a vocabulary
+    file): importable, so that simple_elmo's module surface imports; building one raises
+    `UnsupportedName` (`ElmoModel` makes its ids itself)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise _unsupported("Batcher", "its TensorFlow graph's character ids")
+
+
+class BidirectionalLanguageModel:
+    """simple_elmo's `BidirectionalLanguageModel` (`simple_elmo.model`: bilm-tf's TensorFlow
+    graph): importable; building one raises `UnsupportedName` (`ElmoModel` runs the biLM)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise _unsupported("BidirectionalLanguageModel", "bilm-tf's TensorFlow graph")
+
+
+def weight_layers(*args: Any, **kwargs: Any) -> Any:
+    """simple_elmo's `weight_layers` (`simple_elmo.elmo`: the layer mix as TensorFlow ops):
+    importable; calling it raises `UnsupportedName` (`get_elmo_vectors(layers=...)` mixes)."""
+    raise _unsupported("weight_layers", "the layer mix as TensorFlow ops")
 
 
 class _SessionStates:

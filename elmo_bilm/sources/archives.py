@@ -19,7 +19,9 @@ models and the pretrained-model initialiser) through `extracted_archive` below (
 """
 
 import contextlib
+import errno
 import fnmatch
+import json
 import os
 import posixpath
 import re
@@ -27,6 +29,7 @@ import shutil
 import stat
 import tarfile
 import tempfile
+import urllib.parse
 import zipfile
 import zlib
 from pathlib import Path
@@ -217,6 +220,20 @@ def _copy_counted(
         out.write(chunk)
 
 
+FULL_DISK = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def _raise_if_full(error: BaseException, archive_file: PathLike, target: PathLike) -> None:
+    """A full disk (or quota) while extracting is said as such, naming where it was written,
+    not taken for a damaged archive."""
+    if isinstance(error, OSError) and error.errno in FULL_DISK:
+        raise OSError(
+            error.errno,
+            f"{archive_file}: extracting into {target} failed: the disk is full "
+            f"({error.strerror or error}); nothing kept",
+        ) from error
+
+
 def _extract_zip(archive_file: PathLike, target: PathLike, budget: int) -> None:
     try:
         with zipfile.ZipFile(archive_file) as archive:
@@ -246,6 +263,7 @@ def _extract_zip(archive_file: PathLike, target: PathLike, budget: int) -> None:
     except READ_ERRORS as error:
         if isinstance(error, FormatError):
             raise
+        _raise_if_full(error, archive_file, target)
         raise FormatError(
             f"{archive_file}: extracting failed (truncated or damaged? {error})"
         ) from error
@@ -273,6 +291,7 @@ def extract_archive(
                 f"{archive_file}: member {name!r} refused by the tar data filter ({error})"
             ) from error
         except READ_ERRORS as error:
+            _raise_if_full(error, archive_file, target)
             raise FormatError(
                 f"{archive_file}: extracting failed (truncated or damaged? {error})"
             ) from error
@@ -328,27 +347,38 @@ BILM_ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar")
 
 def is_bilm_archive(name: Optional[str]) -> bool:
     """Whether `name` (a path or URL) names an archive by its suffix."""
-    return isinstance(name, str) and name.lower().split("?")[0].endswith(BILM_ARCHIVE_SUFFIXES)
+    if not isinstance(name, str):
+        return False
+    if name.startswith(("http://", "https://")):  # a URL's query is not part of its file's name
+        name = urllib.parse.urlsplit(name).path
+    return name.lower().endswith(BILM_ARCHIVE_SUFFIXES)
 
 
-# a folder being unpacked: `.DIGEST.PID.RANDOM` (PID: the process unpacking it)
+# a folder being unpacked: `.DIGEST.PID.RANDOM` (PID: the process unpacking it); a damaged
+# entry being removed, `.DIGEST.PID.damaged`; in `unpacked.sizes`, a record being written,
+# `.DIGEST.PID.manifest`
 _PARTIAL_FOLDER = re.compile(r"^\.[0-9a-f]{16}\.([0-9]+)\.")
 
 
-def _remove_stale_partials(unpacked_folder: Path) -> None:
-    """Remove from `unpacked_folder` the hidden partial folders of processes that died while
-    unpacking (killed with SIGKILL, say); those of live processes are theirs to finish."""
+def remove_stale_partials(unpacked_folder: Path) -> None:
+    """Remove from a cache folder (`unpacked`, `unpacked.sizes`, `converted`) the hidden partial
+    folders and files (`.DIGEST.PID.*`) of processes that died while writing them (killed with
+    SIGKILL, say); those of live processes are theirs to finish."""
     try:
         entries = list(os.scandir(unpacked_folder))
     except FileNotFoundError:
         return
     for entry in entries:
         match = _PARTIAL_FOLDER.match(entry.name)
-        if match is None or not entry.is_dir(follow_symlinks=False):
+        if match is None:
             continue
         pid = int(match.group(1))
         if pid != os.getpid() and not _alive(pid):
-            shutil.rmtree(entry.path, ignore_errors=True)
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:  # a manifest being written
+                with contextlib.suppress(OSError):
+                    os.remove(entry.path)
 
 
 def _check_contents(contains: Callable[[Path], object], partial: Path) -> None:
@@ -363,6 +393,73 @@ def _check_contents(contains: Callable[[Path], object], partial: Path) -> None:
         raise type(error)(message) from None
 
 
+# the sizes of the files of each entry `cache/unpacked/DIGEST`, written once it is complete:
+# `cache/unpacked.sizes/DIGEST.json`
+SIZES_FOLDER = "unpacked.sizes"
+
+
+def _manifest(folder: Path) -> Path:
+    """Where the sizes of the entry `folder`'s files are recorded."""
+    return folder.parent.with_name(SIZES_FOLDER) / f"{folder.name}.json"
+
+
+def _sizes(folder: Path) -> Dict[str, int]:
+    """Every regular file under `folder` (relative, `/`-separated) and its size."""
+    return {
+        path.relative_to(folder).as_posix(): path.stat().st_size
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and not path.is_symlink()
+    }
+
+
+def _damage(folder: Path) -> Optional[str]:
+    """Why the cache entry `folder` is not the complete extraction it was (a file missing or of
+    another size than its manifest says, or no manifest: an entry whose writer died before
+    finishing, or one of an older version), or None when it is whole."""
+    manifest = _manifest(folder)
+    try:
+        files = json.loads(manifest.read_text(encoding="utf-8"))["files"]
+        if not isinstance(files, dict):
+            raise ValueError("not a manifest")
+    except FileNotFoundError:
+        return f"no record of its files' sizes ({manifest}, written once it is complete)"
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        return f"its record of its files' sizes ({manifest}) is unreadable ({error})"
+    for name, size in files.items():
+        path = folder / name
+        try:
+            actual = path.stat().st_size
+        except OSError:
+            return f"{name} is missing"
+        if actual != size:
+            return f"{name} has {actual:,} bytes, {size:,} when unpacked"
+    return None
+
+
+def _write_manifest(folder: Path) -> None:
+    """Record the sizes of the files of the complete entry `folder` beside it (atomically)."""
+    manifest = _manifest(folder)
+    manifest.parent.mkdir(exist_ok=True)
+    partial = manifest.with_name(f".{folder.name}.{os.getpid()}.manifest")
+    remove_stale_partials(manifest.parent)
+    partial.write_text(json.dumps({"files": _sizes(folder)}), encoding="utf-8")
+    os.replace(partial, manifest)
+
+
+def _cache_fault(folder: Path, damage: str, error: BaseException) -> OSError:
+    """One line for a damaged cache entry that could not be rebuilt: the cache is at fault,
+    not the archive."""
+    reason = getattr(error, "strerror", None) or str(error)
+    if getattr(error, "errno", None) in FULL_DISK:
+        reason = f"the disk is full: {reason}"
+    return OSError(
+        getattr(error, "errno", None) or errno.EIO,
+        f"{folder}: this cache entry is damaged ({damage}) and could not be rebuilt ({reason}); "
+        "the archive is not at fault: remove the entry, or set ELMO_BILM_CACHE to a writable "
+        "folder with room",
+    )
+
+
 def unpacked(
     archive_file: PathLike, cache: Path, contains: Optional[Callable[[Path], object]] = None
 ) -> Path:
@@ -371,11 +468,53 @@ def unpacked(
     half-extracted folder is ever taken for a complete one; those left by dead processes are
     removed). `contains`, if given, checks the extracted folder before it is kept, raising when
     the archive does not hold what was asked for: then, as on any refusal, nothing is left in
-    the cache."""
+    the cache.
+
+    The entry's file sizes are recorded (`cache/unpacked.sizes/DIGEST.json`) once it is complete, and
+    checked at every use: an entry damaged since (a file truncated or removed, or no record) is
+    extracted again; if that fails, the error names the entry and `ELMO_BILM_CACHE`, not the
+    archive (project issue 79). A full disk is said as such."""
     folder = cache / "unpacked" / sha256_files([archive_file])[:16]
-    _remove_stale_partials(folder.parent)
+    remove_stale_partials(folder.parent)
+    damage = None
     if folder.is_dir():
-        return folder
+        damage = _damage(folder)
+        if damage is None:
+            return folder
+        try:
+            _set_aside(folder)
+        except OSError as error:
+            raise _cache_fault(folder, damage, error) from error
+    try:
+        return _unpack(archive_file, folder, contains)
+    except OSError as error:
+        if damage is not None:
+            raise _cache_fault(folder, damage, error) from error
+        if getattr(error, "errno", None) in FULL_DISK:
+            raise OSError(
+                error.errno,
+                f"{error.strerror}; set ELMO_BILM_CACHE to a folder with room for the "
+                f"unpacked archive",
+            ) from error
+        raise
+
+
+def _set_aside(folder: Path) -> None:
+    """Move the damaged entry `folder` out of the way (to a hidden folder whose name the stale
+    partials' sweep knows) and remove it."""
+    aside = folder.with_name(f".{folder.name}.{os.getpid()}.damaged")
+    try:
+        os.rename(folder, aside)
+    except FileNotFoundError:
+        return  # another process set it aside meanwhile
+    _manifest(folder).unlink(missing_ok=True)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _unpack(
+    archive_file: PathLike, folder: Path, contains: Optional[Callable[[Path], object]]
+) -> Path:
+    """Extract `archive_file` into the cache entry `folder` (see `unpacked`)."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.{os.getpid()}."))
     try:
@@ -391,6 +530,7 @@ def unpacked(
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
+    _write_manifest(folder)
     return folder
 
 
@@ -411,12 +551,34 @@ def _one(files: List[Path], exact: Sequence[str], patterns: Sequence[str], what:
     raise FileNotFoundError(f"no {what} file ({' or '.join([*exact, *patterns])})")
 
 
+# A biLM's folder holds a handful of files; one holding more than this many entries is not one
+# (`--options-file /usr`), refused at once instead of searched for minutes
+MAX_FOLDER_ENTRIES = 10_000
+
+
+def folder_entries(folder: PathLike, source: str) -> List[Path]:
+    """Every entry under `folder` (recursively, links not followed), in name order; a folder
+    with more than `MAX_FOLDER_ENTRIES` is a FormatError naming `source` as soon as that many
+    are seen."""
+    entries: List[Path] = []
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in (*dirs, *files):
+            entries.append(Path(root, name))
+        if len(entries) > MAX_FOLDER_ENTRIES:
+            raise FormatError(
+                f"{source}: more than {MAX_FOLDER_ENTRIES:,} files and folders under it, not a "
+                "biLM's folder (name the folder holding the biLM's files)"
+            )
+    return sorted(entries)
+
+
 def bilm_files_in(folder: PathLike, source: str, options_only: bool = False) -> Tuple[str, str]:
     """The options and weights of the bilm-tf biLM in `folder` (searched recursively):
     `options.json` or the one `*options*.json`; `weights.hdf5`, `model.hdf5` (NLPL /
     simple_elmo) or the one `*weights*.hdf5` or `*.hdf5` (`options_only`: the options alone, the
     weights "" ). Errors name `source`, the archive or repository the folder came from."""
-    files = sorted(path for path in Path(folder).rglob("*") if path.is_file())
+    files = [path for path in folder_entries(folder, source) if path.is_file()]
     try:
         options = _one(files, ["options.json"], ["*options*.json"], "options")
         if options_only:

@@ -49,6 +49,7 @@ except ImportError:  # not on Windows: no lock between processes there
 from tqdm import tqdm
 
 from elmo_bilm.sources.archives import BILM_ARCHIVE_SUFFIXES
+from elmo_bilm.sources.names import url_file_name
 from elmo_bilm.utils.files import UsageError, atomic_output, cache_dir, sha256_files
 
 logger = logging.getLogger(__name__)
@@ -132,7 +133,7 @@ def cached_path(url: str) -> str:
     refused, naming the URL and the path, where it cannot be removed). A process fetching a URL
     that another is downloading waits for it (`NAME.lock`, at most `LOCK_TIMEOUT_S`)."""
     digest = hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
-    path = cache_dir() / f"{digest}_{url.rstrip('/').rsplit('/', 1)[-1]}"
+    path = cache_dir() / f"{digest}_{url_file_name(url)}"
     if path.is_file() and _damage(url, path) is None:
         return str(path)
     try:

@@ -47,10 +47,17 @@ from elmo_bilm.formats.tf_checkpoint import (
 from elmo_bilm.formats.tfhub import is_tfhub_checkpoint, read_tfhub
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.sources import published
-from elmo_bilm.sources.archives import bilm_files_in, is_bilm_archive, unpacked
+from elmo_bilm.sources.archives import (
+    bilm_files_in,
+    folder_entries,
+    is_bilm_archive,
+    remove_stale_partials,
+    unpacked,
+)
 from elmo_bilm.sources.hub import hub_folder, is_hub_id
+from elmo_bilm.sources.names import UserPath, shadows_name, user_path
 from elmo_bilm.sources.shipped import SHIPPED_OPTIONS_FILE, SHIPPED_WEIGHT_FILE
-from elmo_bilm.utils.files import FormatError, UsageError, sha256_files
+from elmo_bilm.utils.files import FormatError, UsageError, cache_writes, sha256_files
 
 # How a biLM was named (`ResolvedBilm.kind`)
 KINDS = (
@@ -129,11 +136,13 @@ class ResolvedBilm:
 
 
 def resolve_bilm(
-    options_file: Optional[str] = None, weight_file: Optional[str] = None
+    options_file: Optional[UserPath] = None, weight_file: Optional[UserPath] = None
 ) -> ResolvedBilm:
-    """Resolve what a user named as a biLM (see the module's docstring); "" counts as not
-    given. One error when nothing fits, naming what was looked for where."""
-    options_file, weight_file = options_file or None, weight_file or None
+    """Resolve what a user named as a biLM (see the module's docstring), each argument read by
+    `elmo_bilm.sources.names.user_path` first (a `pathlib.Path`, `~`, "" as not given). One
+    error when nothing fits, naming what was looked for where."""
+    options_file = user_path(options_file, "the options file")
+    weight_file = user_path(weight_file, "the weight file")
     if options_file is None and weight_file is None:
         return _bilm_tf(
             "shipped", "the shipped biLM", str(SHIPPED_OPTIONS_FILE), str(SHIPPED_WEIGHT_FILE)
@@ -151,6 +160,13 @@ def resolve_bilm(
     source = options_file
     if is_hub_id(source):
         return _in_folder("hub", source, Path(hub_folder(source)))
+    if shadows_name(source, published.names()):  # a path that exists is a path
+        if os.path.isdir(source):
+            return _in_folder("folder", source, Path(source))
+        raise UsageError(
+            f"{source}: an options file needs its weight file (or name a folder, archive or "
+            "checkpoint holding both)"
+        )
     if source in published.LOCAL:
         return _bilm_tf("name", source, *published.local_files(source))
     if source in published.PUBLISHED:
@@ -163,7 +179,9 @@ def resolve_bilm(
         # the check runs on the extraction before it is kept: an archive holding no biLM
         # leaves nothing in the cache
         check = lambda folder: _in_folder("archive", source, folder)  # noqa: E731
-        return _in_folder("archive", source, unpacked(local, published.cache_dir(), check))
+        with cache_writes(f"{source}: unpacking"):
+            folder = unpacked(local, published.cache_dir(), check)
+        return _in_folder("archive", source, folder)
     if published.is_url(source):
         raise UsageError(
             f"{source}: a URL names a biLM alone only as a .zip / .tar.gz; give an options "
@@ -190,10 +208,11 @@ def resolve_bilm(
     raise FileNotFoundError(f"{source}: no such file or folder ({alternatives})")
 
 
-def names_whole_bilm(options_file: Optional[str]) -> bool:
+def names_whole_bilm(options_file: Optional[UserPath]) -> bool:
     """Whether `options_file` alone names a whole biLM, judged without the file system: a
     biLM's name, a Hub repository or an archive (a folder or a checkpoint stands alone too;
     `resolve_bilm` looks at the file system)."""
+    options_file = user_path(options_file, "the options file")
     return isinstance(options_file, str) and (
         options_file in published.names()
         or is_hub_id(options_file)
@@ -201,11 +220,15 @@ def names_whole_bilm(options_file: Optional[str]) -> bool:
     )
 
 
-def options_path(options_file: str) -> str:
-    """The local bilm-tf options file of a biLM named by `options_file` alone or as the options
+def options_path(named: Optional[UserPath]) -> str:
+    """The local bilm-tf options file of a biLM named by `named` alone or as the options
     of a pair (for reading its sizes): a published biLM's options are downloaded without its
-    weights; an ELMoForManyLangs model has none (FormatError)."""
-    if options_file in published.PUBLISHED:
+    weights; an ELMoForManyLangs model has none (FormatError). Nothing named ("", None): the
+    shipped biLM's, as `resolve_bilm` takes it."""
+    options_file = user_path(named, "the options file")
+    if options_file is None:
+        return str(SHIPPED_OPTIONS_FILE)
+    if options_file in published.PUBLISHED and not os.path.lexists(options_file):
         return published.cached_path(published.published_urls(options_file)[0])
     if (
         names_whole_bilm(options_file)
@@ -226,7 +249,9 @@ def options_path(options_file: str) -> str:
 
 
 def load_bilm(
-    options_file: Optional[str] = None, weight_file: Optional[str] = None, dropout: float = 0.0
+    options_file: Optional[UserPath] = None,
+    weight_file: Optional[UserPath] = None,
+    dropout: float = 0.0,
 ) -> BiLm:
     """The biLM that `options_file` (+ `weight_file`) name (`resolve_bilm`), with `dropout` on
     its LSTM inputs in training mode."""
@@ -329,7 +354,7 @@ def _in_folder(kind: str, source: str, folder: Path) -> ResolvedBilm:
     bio = _bio_embeddings_files(folder, source)
     if bio is not None:
         return _bilm_tf(kind, source, *bio)
-    entries = list(folder.rglob("*"))
+    entries = folder_entries(folder, source)
     files = [path for path in entries if path.is_file()]
     if not any(path.suffix == ".hdf5" for path in files):
         # an index that is no regular file (a FIFO, a link to a device) is found, then refused
@@ -361,31 +386,37 @@ def _converted(source: ResolvedBilm) -> ResolvedBilm:
             "(elmo-convert --options-file converts it with bilm-tf options named)"
         )
     out = published.cache_dir() / "converted" / sha256_files(source.files)[:16]
+    remove_stale_partials(out.parent)  # hidden folders of conversions killed before the rename
     if not (out / "weights.hdf5").is_file():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        partial = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
-        try:
-            if source.format == "tfhub":
-                bilm = read_tfhub(str(source.checkpoint)).bilm
-                export_bilm_tf(
-                    bilm, partial / "options.json", partial / "weights.hdf5", overwrite=True
-                )
-            else:
-                convert_checkpoint(
-                    str(source.checkpoint),
-                    partial,
-                    options_file=source.options_file,
-                    overwrite=True,
-                )
-            os.rename(partial, out)
-        except OSError:
-            shutil.rmtree(partial, ignore_errors=True)
-            if not (out / "weights.hdf5").is_file():  # else: another process converted it
-                raise
-        except BaseException:
-            shutil.rmtree(partial, ignore_errors=True)
-            raise
+        with cache_writes(f"{source.source}: converting"):
+            _convert_into(source, out)
     options, weights = str(out / "options.json"), str(out / "weights.hdf5")
     return ResolvedBilm(
         source.kind, source.source, "bilm_tf", options_file=options, weight_file=weights
     )
+
+
+def _convert_into(source: ResolvedBilm, out: Path) -> None:
+    """Convert `source` into `out` (through a hidden partial folder `.DIGEST.PID.RANDOM`,
+    renamed when complete; `_converted` removes those of processes that died converting)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.{os.getpid()}."))
+    try:
+        if source.format == "tfhub":
+            bilm = read_tfhub(str(source.checkpoint)).bilm
+            export_bilm_tf(bilm, partial / "options.json", partial / "weights.hdf5", overwrite=True)
+        else:
+            convert_checkpoint(
+                str(source.checkpoint),
+                partial,
+                options_file=source.options_file,
+                overwrite=True,
+            )
+        os.rename(partial, out)
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)
+        if not (out / "weights.hdf5").is_file():  # else: another process converted it
+            raise
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise

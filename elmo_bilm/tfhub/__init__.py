@@ -8,9 +8,10 @@ A script written for the hub module runs with its import line and constructor sw
     embeddings = elmo(["the cat is on the mat", "dogs are in the fog"],
                       signature="default", as_dict=True)["elmo"]
 
-`ElmoModule(path, trainable=False)` reads a hub module's folder (the extracted
+`ElmoModule(spec, trainable=False, name="module", tags=None)` (`hub.Module`'s arguments, `spec` a
+path here) reads a hub module's folder (the extracted
 `?tf-hub-format=compressed` archive: `variables/variables.index` and its data file; the graph,
-`tfhub_module.pb`, is not read). `path` may also name the `variables/` folder, the checkpoint
+`tfhub_module.pb`, is not read). `spec` may also name the `variables/` folder, the checkpoint
 prefix or the `.tar.gz` itself: the resolver (`elmo_bilm.sources.resolver`) decides what it is
 (format "tfhub") and `elmo_bilm.formats.tfhub` reads it, as for every other entry point
 (`ElmoEmbedder(module_folder)` gives the same biLM's layers). Calls, as the hub module's
@@ -55,7 +56,7 @@ from zero LSTM states. Differences, on purpose:
 """
 
 import os
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 import numpy
 import torch
@@ -141,19 +142,61 @@ def _batch(value: Any, what: str) -> List[Any]:
     return list(value)
 
 
+def _tag_set(tags: Any) -> frozenset:
+    """`hub.Module`'s `tags` as a set of strings: None is the default graph variant, `set()`,
+    the one read here (from the variables alone); any other set is refused, as hub refuses a
+    graph variant it cannot find, rather than served the default's numbers."""
+    if tags is None:
+        return frozenset()
+    if isinstance(tags, (str, bytes)) or not isinstance(tags, Iterable):
+        raise UsageError(f"tags: a set of strings (hub.Module's graph variant), got {tags!r}")
+    tag_set = frozenset(tags)
+    if tag_set:
+        raise UsageError(
+            f"tags={set(tag_set)!r}: ElmoModule reads the default graph variant only (tags None "
+            "or set()); the trainable mix is asked for with trainable=True"
+        )
+    return tag_set
+
+
 class ElmoModule(nn.Module):
     """TF-Hub's ELMo module read from its folder and called as `hub.Module` is (see the module's
-    docstring): `module(inputs, signature="default", as_dict=False)`."""
+    docstring): `module(inputs, signature="default", as_dict=False)`.
+
+    # Parameters
+
+    spec : `str`
+        The hub module's folder (or its `variables/` folder, checkpoint prefix or `.tar.gz`),
+        where `hub.Module` takes its spec (a URL, a folder or a `ModuleSpec`).
+    trainable : `bool`, optional (default = `False`)
+        As `hub.Module`'s: the mix's `aggregation.weights` and `aggregation.scaling` train; the
+        biLM stays frozen, as in the hub's module.
+    name : `str`, optional (default = `"module"`)
+        `hub.Module`'s variable scope, which prefixed the TensorFlow names of its variables
+        (`module/aggregation/weights`); kept as `self.name`. There is no TensorFlow graph here,
+        so it names nothing else (and needs no uniquifying).
+    tags : `Set[str]`, optional (default = `None`)
+        `hub.Module`'s graph variant: None or `set()`, the default one, read here from the
+        variables; any other set is a `UsageError` (hub refuses a variant it cannot find).
+    options_file : `str`, optional (keyword only; not hub's)
+        A bilm-tf `options.json` to use instead of the options derived from the shapes.
+    """
 
     def __init__(
         self,
-        path: PathLike,
+        spec: PathLike,
         trainable: bool = False,
+        name: str = "module",
+        tags: Any = None,
         *,
         options_file: Optional[PathLike] = None,
     ) -> None:
         super().__init__()
-        hub = read_tfhub(module_checkpoint(path), options_file)
+        if not isinstance(name, str) or not name:
+            raise UsageError(f"name: hub.Module's variable scope, a non-empty string; got {name!r}")
+        self.tags = _tag_set(tags)
+        self.name = name
+        hub = read_tfhub(module_checkpoint(spec), options_file)
         for parameter in hub.bilm.parameters():
             parameter.requires_grad_(False)
         self.bilm = hub.bilm.eval()

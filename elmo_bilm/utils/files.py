@@ -9,6 +9,7 @@ import gzip
 import hashlib
 import os
 import re
+import shutil
 import signal
 import sys
 import threading
@@ -203,10 +204,61 @@ def atomic_output(path: PathLike, overwrite: bool = False) -> Iterator[str]:
             os.remove(partial)
 
 
+CACHE_ENV = "ELMO_BILM_CACHE"
+
+
 def cache_dir() -> Path:
     """The biLM cache: downloads, unpacked archives, converted formats, compiled kernels;
-    `$ELMO_BILM_CACHE`, else `~/.cache/elmo_bilm`."""
-    return Path(os.environ.get("ELMO_BILM_CACHE", Path.home() / ".cache" / "elmo_bilm"))
+    `$ELMO_BILM_CACHE` (read as every user path is, `elmo_bilm.sources.names`: empty means
+    unset, `~` expanded, made absolute so that a later `chdir` does not move it), else
+    `~/.cache/elmo_bilm`."""
+    from elmo_bilm.sources.names import user_path  # it imports this module
+
+    named = user_path(os.environ.get(CACHE_ENV), CACHE_ENV)
+    if named is None:
+        return Path.home() / ".cache" / "elmo_bilm"
+    return Path(os.path.abspath(named))
+
+
+# errno values that say the cache folder, not the input, is at fault
+_CACHE_FAULTS = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EFBIG: "the file is too large for the disk",
+    errno.EROFS: "it is on a read-only file system",
+    errno.EACCES: "it is not writable by this user (another user's cache?)",
+    errno.EPERM: "it is not writable by this user (another user's cache?)",
+}
+
+
+@contextlib.contextmanager
+def cache_writes(what: str) -> Iterator[None]:
+    """Within the block, an OSError that is the cache's fault (full, read-only, another
+    user's: `_CACHE_FAULTS`) becomes one line naming `what`, the cache folder and
+    `$ELMO_BILM_CACHE`, instead of raw errno text or a blame on the intact input."""
+    try:
+        yield
+    except OSError as error:
+        fault = _CACHE_FAULTS.get(error.errno or 0)
+        if fault is None or CACHE_ENV in str(error):
+            raise
+        folder = cache_dir()
+        free = ""
+        if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            with contextlib.suppress(OSError):
+                free = f", {shutil.disk_usage(_existing(folder)).free / 1e6:.1f} MB free"
+        raise OSError(
+            error.errno,
+            f"{what}: cannot write the cache {folder}: {fault}{free} (set {CACHE_ENV} to a "
+            "writable folder with room)",
+        ) from None
+
+
+def _existing(path: Path) -> Path:
+    """`path` or its nearest existing parent."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
 
 
 def expand_paths(spec: PathLike) -> List[str]:

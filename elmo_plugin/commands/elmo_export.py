@@ -1,14 +1,17 @@
 """`allennlp elmo-export`: a trained biLM archive -> bilm-tf `options.json` + `weights.hdf5` + `vocab.txt`."""
 
 import argparse
+import contextlib
 import logging
 import os
-import tempfile
+import posixpath
+import tarfile
 
 from allennlp.commands.subcommand import Subcommand
 from allennlp.models.archival import load_archive
 
 from elmo_bilm.formats.bilm_tf import export_bilm_tf
+from elmo_bilm.utils.file_sets import output_set
 from elmo_bilm.utils.files import UsageError, reports_errors
 from elmo_plugin.common.parsers import COMMANDS
 from elmo_plugin.lm.models.bilm_language_model import BiLmLanguageModel
@@ -20,40 +23,88 @@ logger = logging.getLogger(__name__)
 def export_archive(archive_file: str, output_dir: str) -> None:
     """Write `options.json`, `weights.hdf5` (with the softmax as extra datasets) and `vocab.txt` of
     an `elmo_plugin_bilm` archive into `output_dir` (created if needed; existing files there are
-    never overwritten)."""
+    never overwritten). The archive and the output are checked before the model loads."""
+    _check_archive(archive_file)
+    _check_free(output_dir)
     model = load_archive(archive_file).model
     if not isinstance(model, BiLmLanguageModel):
         raise UsageError(f"{archive_file}: not an elmo_plugin_bilm archive")
     export_model(model, output_dir)
 
 
-def export_model(model: BiLmLanguageModel, output_dir: str) -> None:
-    """`export_archive` for a model in memory. The three files are written into a temporary
-    folder beside `output_dir` and moved in only when all are complete, so an interrupted export
-    leaves nothing under `output_dir` that would block a retry."""
-    names = ("options.json", "weights.hdf5", "vocab.txt")
+# What `allennlp train` archives hold, and `load_archive` needs (besides a vocabulary folder)
+ARCHIVE_MEMBERS = ("config.json", "weights.th")
+# What an export writes
+EXPORTED = ("options.json", "weights.hdf5", "vocab.txt")
+
+
+def _check_archive(archive_file: str) -> None:
+    """An AllenNLP model archive (a tar.gz, or its unpacked folder) holding `ARCHIVE_MEMBERS`;
+    anything else is one UsageError naming what it holds."""
+    if os.path.isdir(archive_file):
+        names = set(os.listdir(archive_file))
+    elif os.path.isfile(archive_file):
+        try:
+            with tarfile.open(archive_file, "r:*") as archive:
+                names = {posixpath.normpath(name) for name in archive.getnames()}
+        except (tarfile.TarError, OSError, EOFError):
+            raise UsageError(
+                f"{archive_file}: not an AllenNLP model archive (not a readable tar.gz; allennlp "
+                "train writes model.tar.gz into its serialization folder)"
+            ) from None
+    else:
+        raise FileNotFoundError(f"{archive_file}: no such file or folder")
+    missing = [name for name in ARCHIVE_MEMBERS if name not in names]
+    if missing:
+        held = ", ".join(sorted(names)[:10]) or "nothing"
+        raise UsageError(
+            f"{archive_file}: not an AllenNLP model archive: no {' or '.join(missing)} (it holds "
+            f"{held}; allennlp train writes model.tar.gz into its serialization folder)"
+        )
+
+
+def _check_free(output_dir: str) -> None:
+    """Before any work: none of the three files exists in `output_dir`, which is a folder."""
+    if os.path.lexists(output_dir) and not os.path.isdir(output_dir):
+        raise NotADirectoryError(f"{output_dir}: not a folder (the export writes three files)")
     existing = [
-        os.path.join(output_dir, n) for n in names if os.path.exists(os.path.join(output_dir, n))
+        os.path.join(output_dir, name)
+        for name in EXPORTED
+        if os.path.lexists(os.path.join(output_dir, name))
     ]
     if existing:
         raise FileExistsError(f"not overwriting {', '.join(existing)}")
-    parent = os.path.dirname(os.path.abspath(output_dir))
-    os.makedirs(parent, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=parent, prefix=".elmo-export-") as staging:
-        paths = {name: os.path.join(staging, name) for name in names}
-        tokens = write_bilm_tf_vocab(model.vocab, paths["vocab.txt"], namespace=model.lm_namespace)
-        # softmax rows in vocab.txt order (<UNK> = the namespace's OOV row)
-        rows = [model.vocab.get_token_index(token, model.lm_namespace) for token in tokens]
-        weight, bias = (
-            parameter.detach().float().cpu()[rows].numpy()
-            for parameter in model.softmax_parameters()
-        )
-        softmax = (weight, bias)
-        model.bilm.options["n_tokens_vocab"] = len(tokens)
-        export_bilm_tf(model.bilm, paths["options.json"], paths["weights.hdf5"], softmax=softmax)
-        os.makedirs(output_dir, exist_ok=True)
-        for name in names:
-            os.replace(paths[name], os.path.join(output_dir, name))
+
+
+def export_model(model: BiLmLanguageModel, output_dir: str) -> None:
+    """`export_archive` for a model in memory. The three files are written as one set
+    (`elmo_bilm.utils.file_sets.output_set`: staged in a hidden folder in `output_dir`, moved in
+    only when all are complete), so an interrupted export leaves nothing under `output_dir` that
+    would block a retry, and a killed one's staging folder is removed by the next export."""
+    names = EXPORTED
+    _check_free(output_dir)
+    created = not os.path.isdir(output_dir)
+    os.makedirs(output_dir, exist_ok=True)
+    try:
+        with output_set({name: os.path.join(output_dir, name) for name in names}) as paths:
+            vocab = write_bilm_tf_vocab(
+                model.vocab, paths["vocab.txt"], namespace=model.lm_namespace
+            )
+            # softmax rows in vocab.txt order (<UNK> = the namespace's OOV row)
+            rows = [model.vocab.get_token_index(token, model.lm_namespace) for token in vocab]
+            weight, bias = (
+                parameter.detach().float().cpu()[rows].numpy()
+                for parameter in model.softmax_parameters()
+            )
+            model.bilm.options["n_tokens_vocab"] = len(vocab)
+            export_bilm_tf(
+                model.bilm, paths["options.json"], paths["weights.hdf5"], softmax=(weight, bias)
+            )
+    except BaseException:
+        if created:  # the folder this call made, left empty: removed too
+            with contextlib.suppress(OSError):
+                os.rmdir(output_dir)
+        raise
 
 
 @Subcommand.register("elmo-export")

@@ -7,6 +7,11 @@ by `import elmo_plugin` in a script or a test. A `sys.excepthook` reports:
 
 - the plugin's `ConfigError` (an unset or missing dataset, a misspelt config name):
   `allennlp: error: MESSAGE`, exit status 1;
+- a config's unknown registered name (a model's, reader's, embedder's, encoder's `type`, ...):
+  `allennlp: error: CONFIG: KEY: "NAME" is not a registered name; did you mean ...?`
+  (`elmo_plugin.common.config_errors`), exit status 1; a run that failed before it trained
+  anything removes the serialization folder it created, and its line says so (the same command
+  retries);
 - Ctrl-C or SIGTERM (AllenNLP's `SigTermReceived`) during `allennlp train`, after AllenNLP has
   archived the best weights so far: `allennlp train: interrupted ...` naming what the
   serialization folder holds and the command that resumes the run (`--recover`).
@@ -125,12 +130,19 @@ def make_excepthook(previous: ExceptHook) -> ExceptHook:
     from allennlp.common.util import SigTermReceived
 
     from elmo_plugin.common.config_env import ConfigError
+    from elmo_plugin.common.config_errors import UnknownNameError, config_argument, removal_note
 
     def excepthook(
         kind: Type[BaseException], error: BaseException, traceback: Optional[TracebackType]
     ) -> None:
-        if isinstance(error, ConfigError):
-            print(f"{PROG}: error: {error}", file=sys.stderr, flush=True)
+        removed = removal_note(error)
+        if isinstance(error, (ConfigError, UnknownNameError)):
+            if isinstance(error, UnknownNameError):
+                message = error.one_line(config_argument(sys.argv))
+            else:
+                message = str(error)
+            tail = f"; {removed}" if removed else ""
+            print(f"{PROG}: error: {message}{tail}", file=sys.stderr, flush=True)
             return
         training = len(sys.argv) > 1 and sys.argv[1] == "train"
         if training and isinstance(error, (KeyboardInterrupt, SigTermReceived)):
@@ -138,6 +150,8 @@ def make_excepthook(previous: ExceptHook) -> ExceptHook:
             print(interrupted_line(sys.argv, name), file=sys.stderr, flush=True)
             return
         previous(kind, error, traceback)
+        if removed:
+            print(f"{PROG} train: {removed}", file=sys.stderr, flush=True)
 
     excepthook._elmo_plugin = True  # type: ignore[attr-defined]
     return excepthook
@@ -155,6 +169,10 @@ def install(force: bool = False) -> None:
     if not (force or is_allennlp_command()):
         return
     from allennlp.common import logging as common_logging
+
+    from elmo_plugin.common import config_errors
+
+    config_errors.install()
 
     prepare = common_logging.prepare_global_logging
     if not getattr(prepare, "_elmo_plugin", False):

@@ -341,8 +341,8 @@ def check_word_vectors(config_file: str, params: Dict[str, Any], ext_vars: Dict[
         named = f"{names[0]}={path}" if names else path
         raise ConfigError(
             f"{named}: no such word-vector file, which {config_file} reads "
-            "(pretrained_word_vectors=true): `allennlp elmo-word-vectors` builds one (the baseline "
-            f"files, under {vectors_dir()}, also `allennlp elmo-table1`); or train the word "
+            "(pretrained_word_vectors=true): `elmo-plugin elmo-word-vectors` builds one (the baseline "
+            f"files, under {vectors_dir()}, also `elmo-plugin elmo-table1`); or train the word "
             "embeddings from scratch with pretrained_word_vectors=false"
         )
 

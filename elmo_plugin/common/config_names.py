@@ -24,9 +24,9 @@ def did_you_mean(name: str, list_all: bool = True) -> str:
     close += [other for other in names if len(name) >= 3 and name in other and other not in close]
     close = close[:4]
     if close:
-        return f"did you mean {' or '.join(close)}? (`allennlp elmo-config` lists them all)"
+        return f"did you mean {' or '.join(close)}? (`elmo-plugin elmo-config` lists them all)"
     if not list_all:
-        return "`allennlp elmo-config` lists the packaged configs"
+        return "`elmo-plugin elmo-config` lists the packaged configs"
     return f"the packaged configs: {', '.join(names)}"
 
 

@@ -41,7 +41,7 @@ class BilmTfVocabulary(Vocabulary):
             raise FormatError(
                 f"{vocab_file}: no {' and no '.join(missing)} line"
                 f"{' within max_size ' + str(max_size) if max_size is not None else ''}; a "
-                f"bilm-tf vocab.txt lists {BOS}, {EOS} and {UNK} first (`allennlp elmo-vocab` "
+                f"bilm-tf vocab.txt lists {BOS}, {EOS} and {UNK} first (`elmo-plugin elmo-vocab` "
                 "writes one)"
             )
         vocab = Vocabulary(non_padded_namespaces=())

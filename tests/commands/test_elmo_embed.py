@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
-from tests.elmo_bilm.test_embed import assert_same_contents, contents, write_input
+from tests.elmo_bilm.cli.test_embed import assert_same_contents, contents, write_input
 
 
 def allennlp(*args, cwd, **kwargs):

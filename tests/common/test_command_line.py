@@ -12,7 +12,7 @@ from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.util import SigTermReceived
 
-from elmo_plugin.common import command_line
+from elmo_plugin.common import command_line, config_errors
 from tests.conftest import REPO_ROOT
 
 ALLENNLP = os.path.join(os.path.dirname(sys.executable), "allennlp")
@@ -87,6 +87,77 @@ def test_not_installed_by_a_plain_import():
     assert result.stdout.strip() == "False", result.stderr[-2000:]
 
 
+TINY = str(REPO_ROOT / "fixtures" / "bilm_tiny.jsonnet")
+
+
+def embedder_typo() -> ConfigurationError:
+    """The error of a config whose ELMo embedder's `type` is misspelt, as a model builds it."""
+    from allennlp.modules.text_field_embedders import TextFieldEmbedder
+
+    embedders = {"token_embedders": {"elmo": {"type": "elmo_plugin_token_embeder"}}}
+    params = Params(embedders, history="model.text_field_embedder.")
+    with pytest.raises(ConfigurationError) as info:
+        TextFieldEmbedder.from_params(params)
+    return info.value
+
+
+def test_an_unknown_registered_name_is_one_line_with_the_config_key_and_closest_names(
+    capsys, monkeypatch
+):
+    """AllenNLP's message (every registered name, `--include-package` advice) is kept for
+    everyone else; under the command the line names the config, the key and the closest names."""
+    allennlp_own = str(embedder_typo())
+    assert "not in acceptable choices" in allennlp_own and "did you mean" not in allennlp_own
+    monkeypatch.setattr(Params, "pop_choice", Params.pop_choice)  # restored after the test
+    config_errors.install_unknown_names()
+    error = embedder_typo()
+    assert isinstance(error, config_errors.UnknownNameError) and str(error) == allennlp_own
+    argv = ("allennlp", "train", "my.jsonnet", "-s", "out", "--include-package", "elmo_plugin")
+    line = one_line(error, capsys, monkeypatch, argv)
+    assert line == (
+        "allennlp: error: my.jsonnet: model.text_field_embedder.token_embedders.elmo.type: "
+        '"elmo_plugin_token_embeder" is not a registered name; did you mean '
+        '"elmo_plugin_token_embedder"?'
+    ), line
+    nothing_close = config_errors.UnknownNameError("m", "model.type", "zzz", ["b", "a"])
+    assert nothing_close.one_line(None) == (
+        'model.type: "zzz" is not a registered name; the registered names there: a, b'
+    )
+    assert (
+        config_errors.config_argument(["x", "train", "-s", "o", "-f", "c.jsonnet"]) == "c.jsonnet"
+    )
+
+
+def test_a_failed_start_removes_only_the_folder_it_created_and_the_retry_trains(
+    tmp_path, monkeypatch
+):
+    from allennlp.commands import train
+
+    monkeypatch.setattr(Params, "pop_choice", Params.pop_choice)
+    monkeypatch.setattr(train, "train_model", train.train_model)
+    config_errors.install()
+    typo = json.dumps({"model.type": "elmo_plugin_bilmm", "trainer.num_epochs": 1})
+    out = tmp_path / "out"
+    with pytest.raises(config_errors.UnknownNameError) as info:
+        train.train_model_from_file(TINY, str(out), overrides=typo)
+    assert not out.exists()
+    assert config_errors.removal_note(info.value) == (
+        f"removed {out}, which this run created before it failed and which held nothing "
+        "trained; the same command retries"
+    )
+    # a folder there before the run (here: an empty one) is never removed
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    with pytest.raises(config_errors.UnknownNameError) as info:
+        train.train_model_from_file(TINY, str(kept), overrides=typo)
+    assert kept.is_dir() and config_errors.removal_note(info.value) is None
+    # the retry, with the config fixed, trains where the failed run was
+    fixed = json.dumps({"trainer.num_epochs": 1})
+    train.train_model_from_file(TINY, str(out), overrides=fixed)
+    assert (out / "model.tar.gz").is_file()
+    assert config_errors.holds_training(out)
+
+
 CASES = {
     "misspelt config": ("snli_esim_elmoo", {}, "snli_esim_elmoo: no such config file"),
     "unset variable": ("snli_esim_elmo", {"ELMO_PLUGIN_DATA": None}, "SNLI_DEV is not set: "),
@@ -110,6 +181,33 @@ def test_a_user_error_under_allennlp_train_is_one_line(tmp_path, case):
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith(f"allennlp: error: {message}"), last
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["allennlp", "elmo-plugin"])
+def test_a_typo_in_a_config_is_one_line_and_the_same_command_then_trains(tmp_path, command):
+    """Through `allennlp train ... --include-package elmo_plugin` and `elmo-plugin train`: the
+    misspelt name in one line with the right suggestion, no folder left; the retry trains."""
+    script = os.path.join(os.path.dirname(sys.executable), command)
+    home = tmp_path / "home"
+    home.mkdir()
+    run = dict(cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    run["env"] = {**os.environ, "HOME": str(home)}
+    line = [script, "train", TINY, "-s", "out"]
+    line += ["--include-package", "elmo_plugin"] if command == "allennlp" else []
+    typo = {"dataset_reader.type": "elmo_plugin_lm_corpuss", "trainer.num_epochs": 1}
+    result = subprocess.run([*line, "-o", json.dumps(typo)], **run)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last == (
+        f'{command}: error: {TINY}: dataset_reader.type: "elmo_plugin_lm_corpuss" is not a '
+        'registered name; did you mean "elmo_plugin_lm_corpus"?; removed out, which this run '
+        "created before it failed and which held nothing trained; the same command retries"
+    ), last
+    assert not (tmp_path / "out").exists()
+    result = subprocess.run([*line, "-o", json.dumps({"trainer.num_epochs": 1})], **run)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (tmp_path / "out" / "model.tar.gz").is_file()
 
 
 @pytest.mark.slow

@@ -79,7 +79,7 @@ def test_resolved_prints_the_json_allennlp_builds_with_each_variables_source(
         ),
         (
             ["/nope/x.jsonnet"],
-            "elmo-config: error: /nope/x.jsonnet: no such config file; `allennlp elmo-config` "
+            "elmo-config: error: /nope/x.jsonnet: no such config file; `elmo-plugin elmo-config` "
             "lists the packaged configs",
         ),
         (

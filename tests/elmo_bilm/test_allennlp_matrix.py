@@ -1,11 +1,12 @@
 """`elmo_bilm.Elmo` / `ElmoEmbedder` against AllenNLP itself, argument by argument.
 
 Every `Elmo` argument and combination a script can pass is run through AllenNLP 2.10's `Elmo`
-(fresh, so its carried LSTM state is zero: the one documented difference) and ours, on the same
-bilm-tf fixture weights and inputs; outputs, masks and, with `requires_grad`, gradients must agree
-within float32 rounding of a whole biLM pass (`tests.numerics.NETWORK`). `ElmoEmbedder`'s methods
-are compared with AllenNLP 0.9's method bodies run over AllenNLP 2.10's `_ElmoBiLm` (0.9 itself no
-longer installs), its state reset before each call.
+and ours, both fresh (and both stateful, ours by default as AllenNLP's: later calls are compared
+in test_dropin_defaults.py), on the same bilm-tf fixture weights and inputs; outputs, masks and,
+with `requires_grad`, gradients must agree within float32 rounding of a whole biLM pass
+(`tests.numerics.NETWORK`). `ElmoEmbedder`'s methods are compared with AllenNLP 0.9's method
+bodies run over AllenNLP 2.10's `_ElmoBiLm` (0.9 itself no longer installs), stateful as 0.9's
+was, call after call.
 """
 
 import copy
@@ -185,8 +186,10 @@ def allennlp_elmo_with_module(module: torch.nn.Module) -> torch.nn.Module:
 class AllenNlp09Embedder:
     """AllenNLP 0.9's `ElmoEmbedder` methods in outline (`batch_to_embeddings`: the biLM's
     layers less the sentence boundaries, stacked on dim 1; `embed_batch`: each sentence cut to its
-    length, float64 zeros `(3, 0, dim)` for an empty one) over 2.10's `_ElmoBiLm`, its state
-    reset before each batch."""
+    length, float64 zeros `(3, 0, dim)` for an empty one; `embed_sentences`: groups of
+    `batch_size` in input order) over 2.10's `_ElmoBiLm`, stateful as 0.9's: its states carried
+    from batch to batch (issue 80: the reference reset them before each batch while this
+    project's embedder was stateless by default)."""
 
     def __init__(self) -> None:
         from allennlp.modules.elmo import _ElmoBiLm
@@ -196,7 +199,6 @@ class AllenNlp09Embedder:
     def batch_to_embeddings(self, batch: List[List[str]]):
         from allennlp.nn.util import remove_sentence_boundaries
 
-        self.bilm._elmo_lstm.reset_states()
         with torch.no_grad():
             output = self.bilm(batch_to_ids(batch))
         pieces = [
@@ -210,6 +212,12 @@ class AllenNlp09Embedder:
         for row in range(len(batch)):
             length = int(mask[row].sum())
             out.append(activations[row, :, :length].numpy() if length else numpy.zeros((3, 0, 32)))
+        return out
+
+    def embed_sentences(self, sentences: List[List[str]], batch_size: int) -> List[numpy.ndarray]:
+        out: List[numpy.ndarray] = []
+        for start in range(0, len(sentences), batch_size):
+            out += self.embed_batch(sentences[start : start + batch_size])
         return out
 
 
@@ -226,8 +234,9 @@ def test_elmo_embedder_methods_equal_allennlp_09s() -> None:
         ours.embed_sentence(SENTENCES[0]), theirs.embed_batch(SENTENCES[:1])[0], NETWORK
     )
     lazy = list(ours.embed_sentences(iter(SENTENCES), batch_size=2))
-    for got, sentence in zip(lazy, SENTENCES):
-        assert_float32_close(got, theirs.embed_batch([sentence])[0], NETWORK)
+    for got, reference in zip(lazy, theirs.embed_sentences(SENTENCES, 2), strict=True):
+        assert got.shape == reference.shape
+        assert_float32_close(got, reference, NETWORK)
 
 
 def test_embed_file_replaces_an_existing_output_as_allennlp_09(tmp_path) -> None:
@@ -288,7 +297,7 @@ class FlairStyleElmoEmbeddings:
 
 
 def test_flair_style_pickle_round_trip_and_deepcopy() -> None:
-    embedder = ElmoEmbedder(*FILES)
+    embedder = ElmoEmbedder(*FILES, stateful=False)  # what flair's legacy pickles hold
     expected = embedder.embed_sentence(SENTENCES[0])
     loaded = pickle.loads(pickle.dumps(FlairStyleElmoEmbeddings(embedder)))
     assert loaded.ee.elmo_bilm._elmo_lstm._states == ()  # stateless: nothing carried
@@ -298,8 +307,21 @@ def test_flair_style_pickle_round_trip_and_deepcopy() -> None:
     with pytest.raises(ValueError, match="stateless"):
         loaded.ee.elmo_bilm._elmo_lstm._states = (torch.zeros(1),)
 
-    elmo = Elmo(*FILES, 2, dropout=0.0)
+    # stateful (the default): a copy carries the states, and goes on as the original does
+    stateful = ElmoEmbedder(*FILES)
+    stateful.embed_sentence(SENTENCES[0])
+    loaded = pickle.loads(pickle.dumps(FlairStyleElmoEmbeddings(stateful)))
+    assert len(loaded.ee.elmo_bilm._elmo_lstm._states) == 2  # (h, c), moved by flair's code
+    copied = copy.deepcopy(stateful)
+    following = stateful.embed_sentence(SENTENCES[0])
+    assert numpy.abs(following - expected).max() > 1e-3  # the carried state shows
+    assert numpy.array_equal(loaded.ee.embed_sentence(SENTENCES[0]), following)
+    assert numpy.array_equal(copied.embed_sentence(SENTENCES[0]), following)
+
+    elmo = Elmo(*FILES, 2, dropout=0.0)  # stateful, as AllenNLP's: copies carry the states
     ids = batch_to_ids(SENTENCES)
+    elmo(ids)
+    copies = (pickle.loads(pickle.dumps(elmo)), copy.deepcopy(elmo))
     reference = elmo(ids)
-    for copied in (pickle.loads(pickle.dumps(elmo)), copy.deepcopy(elmo)):
-        assert_same_outputs(copied(ids), reference)
+    for copied_elmo in copies:
+        assert_same_outputs(copied_elmo(ids), reference)

@@ -117,7 +117,9 @@ def test_elmo_options_of_allennlp():
 
 @pytest.mark.numerics
 def test_elmo_embedder_methods(tmp_path, fixture_sentences):
-    embedder = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE))
+    """The stateless mode's contract: every method gives each sentence's vectors alone, in any
+    batch (the stateful default, 0.9's: test_dropin_defaults.py)."""
+    embedder = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE), stateful=False)
     sentences = fixture_sentences[0][:5] + [[]] + fixture_sentences[1][:40]
     bilm = load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE).eval()
     with torch.no_grad():
@@ -233,7 +235,18 @@ def test_public_style_script_runs_with_its_import_lines_switched(tmp_path):
     assert activations.shape == (2, 3, 4, 32) and mask.sum().item() == 6
     assert mixed.shape == (2, 4, 32) and grad is not None and grad.abs().sum() > 0
     assert index == {"The cat sat .": "0", "Hello !": "1"} and vector.shape == (4, 32)
-    assert_float32_close(vector, activations[0, -1], NETWORK)
+    # stateful, as 0.9's: embed_file's batch starts from the states batch_to_embeddings left,
+    # so its vectors are AllenNLP's second call's (2.10's `_ElmoBiLm`, stateful as 0.9's)
+    from allennlp.modules.elmo import _ElmoBiLm
+
+    reference = _ElmoBiLm(str(OPTIONS_FILE), str(WEIGHT_FILE)).eval()
+    ids = batch_to_ids([["The", "cat", "sat", "."], ["Hello", "!"]])
+    with torch.no_grad():
+        first = reference(ids)["activations"][-1][0, 1:5]
+        second = reference(ids)["activations"][-1][0, 1:5]
+    assert_float32_close(activations[0, -1], first, NETWORK)
+    assert_float32_close(vector, second, NETWORK)
+    assert (second - first).abs().max().item() > 1e-3  # the carried state shows
 
 
 def test_published_names_are_allennlps_urls():
@@ -252,10 +265,14 @@ def test_published_names_are_allennlps_urls():
 
 def test_elmo_moved_to_float64_after_use_runs_in_float64():
     """The word cache filled in float32 is not served after `.double()` (it compared values,
-    which the cast keeps, and the LSTM then met float32 vectors)."""
+    which the cast keeps, and the LSTM then met float32 vectors). Stateful, the default: the
+    second call goes on from the first's states (cast with the call), as a float32 `Elmo`'s
+    second call does."""
     elmo = Elmo(str(OPTIONS_FILE), str(WEIGHT_FILE), 1, dropout=0.0).eval()
     ids = batch_to_ids([["The", "cat", "sat", "."]])
-    first = elmo(ids)["elmo_representations"][0]
+    elmo(ids)
     again = elmo.double()(ids)["elmo_representations"][0]
     assert again.dtype == torch.float64
-    assert_float32_close(again, first, NETWORK)
+    in_float32 = Elmo(str(OPTIONS_FILE), str(WEIGHT_FILE), 1, dropout=0.0).eval()
+    in_float32(ids)
+    assert_float32_close(again, in_float32(ids)["elmo_representations"][0], NETWORK)

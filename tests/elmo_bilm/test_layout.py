@@ -25,6 +25,26 @@ def test_at_most_six_modules_at_the_root() -> None:
     }
 
 
+def test_the_tests_mirror_the_subpackages() -> None:
+    """`tests/elmo_bilm/NAME/` for `elmo_bilm/NAME/` (each a package, so that test files of one
+    name in two folders do not collide); at the root only the tests of the root modules (the
+    public API of `elmo.py`, the mirrored names' defaults across families, this layout)."""
+    tests = Path(__file__).parent
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    packages = {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()}
+    assert folders and folders <= packages, folders - packages
+    assert all((tests / name / "__init__.py").is_file() for name in folders)
+    assert all(list((tests / name).glob("test_*.py")) for name in folders)
+    at_root = {p.name for p in tests.glob("test_*.py")}
+    assert at_root == {
+        "test_allennlp_matrix.py",
+        "test_dropin_defaults.py",
+        "test_elmo_api.py",
+        "test_layout.py",
+        "test_stateful.py",
+    }, at_root
+
+
 def test_documented_module_paths_are_the_same_modules() -> None:
     for old, new in (
         ("elmo_bilm.spacy", "elmo_bilm.integrations.spacy"),

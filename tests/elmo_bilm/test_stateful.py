@@ -1,14 +1,14 @@
-"""The stateful mode (issue 68 item 3): `Elmo(stateful=True)` and `ElmoEmbedder(stateful=True)`
-carry LSTM states between batches as AllenNLP does, so a sequence of batches gives AllenNLP
-2.10's numbers batch after batch; ELMoForManyLangs' `Embedder` and simple_elmo's `ElmoModel` are
-stateful by default, as their originals are, and batch as those do.
+"""The stateful mode (issue 68 item 3; the default since issue 80): `Elmo(stateful=True)` and
+`ElmoEmbedder(stateful=True)` carry LSTM states between batches as AllenNLP does, so a sequence
+of batches gives AllenNLP 2.10's numbers batch after batch; ELMoForManyLangs' `Embedder` and
+simple_elmo's `ElmoModel` are stateful by default, as their originals are, and batch as those do.
 
 Tolerance: `NETWORK` float32 units, as for one stateless pass. Each batch is one biLM pass whose
 starting states already equal AllenNLP's to within the previous batch's rounding; the forget gate
 (gain below 1) scales what is carried, so differences do not add up from batch to batch (seen:
 at most 4 units over these four batches). A state carried into the wrong row, or not carried,
-differs by 0.1 or more, tens of thousands of units; the stateless default is asserted to differ
-so from the second batch on, which shows these comparisons can fail.
+differs by 0.1 or more, tens of thousands of units; the stateless mode (`stateful=False`) is
+asserted to differ so from the second batch on, which shows these comparisons can fail.
 """
 
 import json
@@ -24,7 +24,6 @@ import torch
 from elmo_bilm import Elmo, ElmoEmbedder, batch_to_ids
 from elmo_bilm.elmoformanylangs import Embedder
 from elmo_bilm.simple_elmo import ElmoModel
-from elmo_bilm.utils.files import UsageError
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 from tests.numerics import NETWORK, assert_float32_close
 
@@ -71,7 +70,7 @@ def test_stateful_elmo_equals_allennlp_batch_after_batch() -> None:
         gap = (representation(stateless, ids) - reference).abs().max().item()
         if number == 0:  # both start from zero states
             assert gap <= NETWORK * 2**-23 * max(1.0, reference.abs().max().item())
-        else:  # the stateless default is the documented difference
+        else:  # the stateless mode is the documented difference
             assert gap > DIFFERENT, f"batch {number}: stateless equals stateful ({gap})"
     # the carried states themselves, AllenNLP's layout: (layers, rows, [forward; backward])
     their_states = theirs._elmo_lstm._elmo_lstm._states
@@ -127,14 +126,14 @@ def _allennlp_layers(bilm: torch.nn.Module, batch: Sequence[Sequence[str]]) -> L
 
 def test_stateful_elmo_embedder_equals_allennlp_batch_after_batch() -> None:
     """`embed_batch` batch after batch, and `embed_sentences` in batches of `batch_size` in input
-    order (0.9's), equal AllenNLP's stateful biLM; the stateless default differs after the first
-    batch; `embed_file` refuses a stateful embedder."""
+    order (0.9's), equal AllenNLP's stateful biLM; the stateless mode differs after the first
+    batch (`embed_file`, stateful in input order: test_dropin_defaults.py)."""
     from allennlp.modules.elmo import _ElmoBiLm
 
     theirs = _ElmoBiLm(*FILES).eval()
     references = [_allennlp_layers(theirs, batch) for batch in BATCHES]
     embedder = ElmoEmbedder(*FILES, stateful=True)
-    stateless = ElmoEmbedder(*FILES)
+    stateless = ElmoEmbedder(*FILES, stateful=False)
     for number, (batch, expected) in enumerate(zip(BATCHES, references)):
         for row, (mine, reference) in enumerate(zip(embedder.embed_batch(batch), expected)):
             assert_float32_close(mine, reference, NETWORK, f"batch {number} row {row}")
@@ -155,8 +154,6 @@ def test_stateful_elmo_embedder_equals_allennlp_batch_after_batch() -> None:
         zip(embedder.embed_sentences(flat, batch_size=3), expected)
     ):
         assert_float32_close(mine, reference, NETWORK, f"sentence {index}")
-    with pytest.raises(UsageError, match="stateful"):
-        embedder.embed_file("unused.txt", "unused.hdf5")
 
 
 # ELMoForManyLangs: fixtures/elmoformanylangs/expected.npz holds what its own `sents2elmo` gave on
@@ -236,7 +233,7 @@ def test_manylangs_batches_run_as_the_original_runs_them(manylangs_expected) -> 
 # its first batch, then runs the batches in input order; a session passed in keeps its own
 # states from call to call. After a text's tokens, up to its batch's longest text, simple_elmo
 # leaves bilm-tf's padding-position layers (`ElmoModel.padding_layers`, which
-# tests/elmo_bilm/test_simple_elmo_reference.py finds in simple_elmo 0.9.2's own output; AllenNLP
+# tests/elmo_bilm/simple_elmo/test_simple_elmo_reference.py finds in simple_elmo 0.9.2's own output; AllenNLP
 # masks them to zero), zero past that (fixtures/simple_elmo measured both).
 TEXTS = [sentence for batch in BATCHES for sentence in batch if sentence][:7]
 

@@ -55,6 +55,7 @@ from elmo_bilm.integrations.corpus.plan import (
 from elmo_bilm.integrations.corpus.resources import check_resources, require_ray
 from elmo_bilm.integrations.corpus.worker import ShardEmbedder
 from elmo_bilm.runtime.engine import BULK_BATCH_SIZE, DEFAULT_MAX_TOKENS, Layers
+from elmo_bilm.utils.checks import finite_number, whole_number
 from elmo_bilm.utils.files import UsageError
 
 __all__ = [
@@ -110,9 +111,10 @@ class CorpusOptions:
             object.__setattr__(self, name, os.fspath(value) if value else None)
         if self.dtype not in DTYPES:
             raise UsageError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
-        sizes = (self.batch_size, self.shard_lines, self.num_workers, self.cpus_per_worker)
-        if min(sizes) < 1 or self.gpus_per_worker < 0:
-            raise UsageError("sizes and worker counts must be at least 1 (GPUs per worker >= 0)")
+        for name in ("batch_size", "shard_lines", "num_workers", "cpus_per_worker"):
+            whole_number(getattr(self, name), name)
+        whole_number(self.max_tokens, "max_tokens", optional=True)
+        finite_number(self.gpus_per_worker, "gpus_per_worker", minimum=0.0)
 
 
 def embed_corpus(
@@ -130,9 +132,10 @@ def embed_corpus(
             f"embed_corpus: options must be a CorpusOptions, not {type(options).__name__} "
             "(name the biLM's files as options_file= and weight_file=)"
         )
-    ray = require_ray()
     if settings:
         options = dataclasses.replace(options, **settings)  # checked as CorpusOptions(...) is
+    _check_output_dir(output_dir)  # before Ray starts
+    ray = require_ray()
 
     shards, skipped = plan(inputs, options.shard_lines, options.skip_bad_lines)
     fs, root = filesystem(output_dir)
@@ -270,3 +273,20 @@ def _embed(
         if not ready:
             ray.shutdown()
     return workers, busy
+
+
+def _check_output_dir(output_dir: str) -> None:
+    """A local output folder, before any work: not a file, and its nearest existing folder
+    writable (missing folders are made; a URI's is the cluster's file system's to check)."""
+    text = os.fspath(output_dir)
+    if "://" in text:
+        return
+    if os.path.lexists(text) and not os.path.isdir(text):
+        raise NotADirectoryError(f"{text}: not a folder (the output is a folder of Parquet shards)")
+    folder = os.path.abspath(text)
+    while not os.path.lexists(folder):
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder):
+        raise NotADirectoryError(f"{folder}: not a folder, cannot make {text} under it")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise PermissionError(f"{folder}: not writable, cannot write the shards in {text}")

@@ -410,3 +410,22 @@ def test_an_interrupted_export_leaves_nothing_that_blocks_a_retry(tiny_run, tmp_
     assert not out.exists() and list(tmp_path.iterdir()) == []  # no vocab.txt alone, no staging
     export_archive(str(tiny_run / "model.tar.gz"), str(out))
     assert sorted(p.name for p in out.iterdir()) == ["options.json", "vocab.txt", "weights.hdf5"]
+
+
+def test_a_killed_exports_staging_folder_is_removed_by_the_next(tiny_run, tmp_path):
+    """Issue 79: a staging folder left by an export killed with SIGKILL (a temporary folder
+    beside the output, never removed) is removed by the next export into the folder."""
+    import subprocess
+    import sys
+
+    from elmo_bilm.utils import file_sets
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    out = tmp_path / "bilm_tf"
+    staging = out / file_sets.STAGING.format(pid=child.pid)
+    (staging / "new").mkdir(parents=True)
+    (staging / "new" / "1-weights.hdf5").write_bytes(b"half the weights of a killed export")
+    export_archive(str(tiny_run / "model.tar.gz"), str(out))
+    assert sorted(p.name for p in out.iterdir()) == ["options.json", "vocab.txt", "weights.hdf5"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bilm_tf"]

@@ -1,0 +1,96 @@
+"""Checks made before any work: the ranges of sizes and counts (the API's arguments when an object
+is made or a run starts, the commands' options when they are parsed) and the output a run will
+write, so that a wrong value fails in one line before a biLM loads, a line is counted or Ray
+starts, never after the work."""
+
+import argparse
+import math
+import numbers
+import os
+from typing import Any, Callable, Optional
+
+from elmo_bilm.utils.files import PathLike, UsageError
+
+
+def whole_number(value: Any, name: str, minimum: int = 1, optional: bool = False) -> Optional[int]:
+    """`value` as an int of at least `minimum` (`optional`: None passes); a bool, a float with
+    a fraction, NaN, infinity or a smaller number is a UsageError naming `name`."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise UsageError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    if isinstance(value, numbers.Integral):
+        number = int(value)
+    elif math.isfinite(float(value)) and float(value).is_integer():
+        number = int(float(value))
+    else:
+        raise UsageError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    if number < minimum:
+        raise UsageError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    return number
+
+
+def finite_number(value: Any, name: str, minimum: Optional[float] = None) -> float:
+    """`value` as a finite float (at least `minimum`); else a UsageError naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise UsageError(f"{name} must be a number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number) or (minimum is not None and number < minimum):
+        bound = f" >= {minimum:g}" if minimum is not None else ""
+        raise UsageError(f"{name} must be a finite number{bound}, got {value!r}")
+    return number
+
+
+def count_argument(minimum: int = 1) -> Callable[[str], int]:
+    """An argparse `type`: a whole number of at least `minimum`, refused at parse time (argparse
+    then prints `PROG: error: argument --OPTION: ...` and exits with status 2)."""
+
+    def parse(text: str) -> int:
+        try:
+            number = int(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number >= {minimum}, got {text!r}"
+            ) from None
+        if number < minimum:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {text!r}")
+        return number
+
+    parse.__name__ = "whole number"  # argparse names the type in some messages
+    return parse
+
+
+def number_argument(minimum: Optional[float] = None) -> Callable[[str], float]:
+    """An argparse `type`: a finite number (at least `minimum`), refused at parse time."""
+
+    def parse(text: str) -> float:
+        try:
+            number = float(text)
+        except ValueError:
+            number = math.nan
+        if not math.isfinite(number) or (minimum is not None and number < minimum):
+            bound = f" >= {minimum:g}" if minimum is not None else ""
+            raise argparse.ArgumentTypeError(f"expected a finite number{bound}, got {text!r}")
+        return number
+
+    parse.__name__ = "number"
+    return parse
+
+
+def check_output(path: PathLike, overwrite: bool, kind: str = "file") -> str:
+    """Before any work, the output a run will write: not a folder (for a file output), not there
+    unless `overwrite` (`--overwrite`), in a folder that exists and can be written. Returns the
+    path as a string; each problem is one error naming the path and what to do."""
+    text = os.fspath(path)
+    if not text:
+        raise UsageError("no output named (an empty path)")
+    if kind == "file" and os.path.isdir(text):
+        raise IsADirectoryError(f"{text}: a folder; name the file to write (e.g. {text}/out.hdf5)")
+    if os.path.lexists(text) and not overwrite:
+        raise FileExistsError(f"{text} exists; pass --overwrite (overwrite=True) to replace it")
+    folder = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"{folder}: no such folder for {os.path.basename(text)}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise PermissionError(f"{folder}: not writable, cannot write {os.path.basename(text)}")
+    return text

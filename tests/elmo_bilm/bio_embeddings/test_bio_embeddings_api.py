@@ -1,0 +1,128 @@
+"""`elmo_bilm.bio_embeddings.SeqVecEmbedder`: bio_embeddings' SeqVec API (issue 68) on any biLM
+source, here the tiny bilm-tf fixture, stateless: shapes, values equal to `ElmoEmbedder`'s on the
+residue lists, `embed_many`'s residue budget and order, SeqVec's per-protein reduction, the ways
+to name the model."""
+
+import os
+import shutil
+
+import numpy
+import pytest
+
+from elmo_bilm import ElmoEmbedder
+from elmo_bilm.bio_embeddings import DEFAULT_MAX_AMINO_ACIDS, SeqVecEmbedder
+from elmo_bilm.sources.resolver import resolve_bilm
+from elmo_bilm.utils.files import FormatError, UsageError
+from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
+from tests.numerics import NETWORK, assert_float32_close
+
+PROTEINS = ["MKTAYIAKQRQISFVKSHFSRQ", "MKV", "GSHMASVQKFPGDANCDGIVDISDAVLIMQTM", "A", "MKTAYIAK"]
+
+
+@pytest.fixture(scope="module")
+def seqvec():
+    """Stateless: every protein from zero states (the stateful default: test_seqvec_stateful)."""
+    return SeqVecEmbedder(
+        options_file=str(OPTIONS_FILE), weights_file=str(WEIGHT_FILE), device="cpu", stateful=False
+    )
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE), stateful=False)
+
+
+def test_embed_is_layers_by_residues_by_dim(seqvec, reference):
+    embedding = seqvec.embed(PROTEINS[0])
+    assert embedding.shape == (3, len(PROTEINS[0]), 32) and embedding.dtype == numpy.float32
+    numpy.testing.assert_array_equal(embedding, reference.embed_sentence(list(PROTEINS[0])))
+    assert (seqvec.embedding_dimension, seqvec.number_of_layers) == (32, 3)
+    assert SeqVecEmbedder.embedding_dimension == 1024  # SeqVec's, as bio_embeddings declares
+    assert seqvec.max_amino_acids == DEFAULT_MAX_AMINO_ACIDS == 15_000
+
+
+@pytest.mark.numerics
+def test_embed_batch_and_embed_many_equal_embed_in_order(seqvec, monkeypatch):
+    alone = [seqvec.embed(p) for p in PROTEINS]
+    for got, want in zip(seqvec.embed_batch(PROTEINS), alone, strict=True):
+        assert_float32_close(got, want, NETWORK)
+    batches = []
+    embed_batch = seqvec.embed_batch
+    monkeypatch.setattr(
+        seqvec,
+        "embed_batch",
+        lambda b: batches.append(list(b)) or embed_batch(b),  # type: ignore[func-returns-value]
+    )
+    many = list(seqvec.embed_many(iter(PROTEINS), batch_size=40))
+    assert [m.shape[1] for m in many] == [len(p) for p in PROTEINS]  # input order
+    for got, want in zip(many, alone):
+        assert_float32_close(got, want, NETWORK)
+    # consecutive proteins, at most 40 padded residues a batch; the 32-residue one fits alone
+    assert batches == [[PROTEINS[0]], [PROTEINS[1]], [PROTEINS[2]], PROTEINS[3:]]
+    batches.clear()
+    list(seqvec.embed_many(PROTEINS, batch_size=1))  # each longer than the budget: one a batch
+    assert batches == [[p] for p in PROTEINS]
+    batches.clear()
+    list(seqvec.embed_many(PROTEINS))  # max_amino_acids: everything in one batch
+    assert batches == [PROTEINS]
+
+
+def test_reduce_per_protein_is_seqvecs(seqvec):
+    embedding = seqvec.embed(PROTEINS[2])
+    reduced = SeqVecEmbedder.reduce_per_protein(embedding)
+    assert reduced.shape == (32,)
+    numpy.testing.assert_allclose(reduced, embedding.sum(axis=0).mean(axis=0))
+    numpy.testing.assert_allclose(reduced, embedding.sum(axis=0).sum(axis=0) / 32, rtol=1e-5)
+
+
+@pytest.mark.numerics
+def test_model_directory_in_both_layouts(tmp_path, seqvec):
+    want = seqvec.embed("MKV")
+    bio = tmp_path / "bio_embeddings"  # bio_embeddings' names, without suffixes
+    bio.mkdir()
+    shutil.copy(OPTIONS_FILE, bio / "options_file")
+    shutil.copy(WEIGHT_FILE, bio / "weights_file")
+    unzipped = tmp_path / "uniref50_v2"  # SeqVec's zip, unpacked
+    unzipped.mkdir()
+    shutil.copy(OPTIONS_FILE, unzipped / "options.json")
+    shutil.copy(WEIGHT_FILE, unzipped / "weights.hdf5")
+    # the resolver alone reads bio_embeddings' layout: a folder of bilm-tf files
+    resolved = resolve_bilm(str(bio))
+    assert (resolved.kind, resolved.format) == ("folder", "bilm_tf")
+    assert resolved.files == (str(bio / "options_file"), str(bio / "weights_file"))
+    for folder in (bio, unzipped):
+        embedder = SeqVecEmbedder(0, model_directory=str(folder), device="cpu")
+        # to rounding: `seqvec`'s character CNN may serve cached vectors from another batch
+        assert_float32_close(embedder.embed("MKV"), want, NETWORK)
+
+
+@pytest.mark.parametrize("damage", ["no weights", "huge options", "fifo weights"])
+def test_a_damaged_model_directory_is_one_line(tmp_path, damage):
+    """bio_embeddings' folder is untrusted input: half of it, an options file too large to be
+    bilm-tf's (sparse, never read) or weights that are no regular file are refused by name."""
+    folder = tmp_path / "seqvec"
+    folder.mkdir()
+    shutil.copy(OPTIONS_FILE, folder / "options_file")
+    if damage == "huge options":
+        shutil.copy(WEIGHT_FILE, folder / "weights_file")
+        with open(folder / "options_file", "r+b") as handle:
+            handle.truncate(2**31)
+        match = "options_file: 2,147,483,648 bytes, not bilm-tf options"
+    elif damage == "fifo weights":
+        os.mkfifo(folder / "weights_file")
+        match = "weights_file: not a regular file"
+    else:
+        match = "has options_file but no weights_file"
+    with pytest.raises(FormatError, match=match):
+        SeqVecEmbedder(0, model_directory=str(folder), device="cpu")
+
+
+def test_bad_arguments_are_usage_errors(tmp_path):
+    with pytest.raises(UsageError, match="weights_file without options_file"):
+        SeqVecEmbedder(weights_file=str(WEIGHT_FILE))  # none of the files: test_dropin_defaults
+    with pytest.raises(UsageError, match="either model_directory or"):
+        SeqVecEmbedder(model_directory=str(tmp_path), options_file=str(OPTIONS_FILE))
+    with pytest.raises(UsageError, match="device must be the CPU or a CUDA device"):
+        SeqVecEmbedder(options_file=str(OPTIONS_FILE), weights_file=str(WEIGHT_FILE), device="meta")
+    with pytest.raises(UsageError, match="max_amino_acids must be at least 1"):
+        SeqVecEmbedder(options_file=str(OPTIONS_FILE), max_amino_acids=0)

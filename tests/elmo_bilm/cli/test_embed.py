@@ -1,0 +1,271 @@
+import json
+import os
+import subprocess
+import sys
+
+import h5py
+import pytest
+import torch
+from allennlp.modules.elmo import batch_to_ids
+
+from elmo_bilm import load_bilm_tf
+from elmo_bilm.cli.embed import main
+from elmo_bilm.runtime.engine import count_sentences, embed_file
+from elmo_bilm.utils.files import FormatError
+from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
+from tests.numerics import NETWORK, assert_float32_close
+
+
+@pytest.fixture(scope="module")
+def bilm():
+    return load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE).eval()
+
+
+def write_input(path, sentences):
+    path.write_text("\n".join(" ".join(s) for s in sentences) + "\n")
+    return str(path)
+
+
+def contents(path):
+    with h5py.File(path, "r") as out:
+        return {key: out[key][()] for key in out.keys()}
+
+
+def assert_same_contents(a, b, units=0):
+    """The same datasets and index; values within `units` float32 rounding units (0: equal)."""
+    assert a.keys() == b.keys()
+    for key in a:
+        if key == "sentence_to_index":
+            assert json.loads(a[key][0]) == json.loads(b[key][0])
+        else:
+            assert_float32_close(a[key], b[key], units, key)
+
+
+@pytest.mark.numerics
+def test_all_layers_of_every_sentence(tmp_path, bilm, fixture_sentences):
+    sentences = fixture_sentences[0][:5] + [["Single"], fixture_sentences[0][2]]  # a repeat
+    source = write_input(tmp_path / "in.txt", sentences)
+    assert embed_file(bilm, source, str(tmp_path / "out.hdf5"), batch_size=4) == 7
+    stored = contents(tmp_path / "out.hdf5")
+    assert set(stored) == {str(i) for i in range(7)} | {"sentence_to_index"}
+    index = json.loads(stored["sentence_to_index"][0])  # AllenNLP 0.9 readers' idiom
+    assert index[" ".join(sentences[2])] == "6"  # the last line of a repeated sentence
+    for i, sentence in enumerate(sentences):
+        assert stored[str(i)].shape == (3, len(sentence), 32)
+        with torch.no_grad():
+            alone = torch.stack(bilm(batch_to_ids([sentence]))["activations"])[:, 0].numpy()
+        assert_float32_close(stored[str(i)], alone, NETWORK)
+
+
+@pytest.mark.numerics
+@pytest.mark.parametrize("layers", ["top", "average"])
+def test_single_layer_outputs(tmp_path, bilm, fixture_sentences, layers):
+    sentences = fixture_sentences[1][:3]
+    source = write_input(tmp_path / "in.txt", sentences)
+    embed_file(bilm, source, str(tmp_path / "out.hdf5"), layers=layers, batch_size=2)
+    with torch.no_grad():
+        all_layers = torch.stack(bilm(batch_to_ids(sentences))["activations"], 1)
+    stored = contents(tmp_path / "out.hdf5")
+    for i, sentence in enumerate(sentences):
+        expected = all_layers[i, :, : len(sentence)]
+        expected = expected[-1] if layers == "top" else expected.mean(0)
+        assert stored[str(i)].shape == (len(sentence), 32)
+        assert_float32_close(stored[str(i)], expected, NETWORK)
+
+
+@pytest.mark.numerics
+def test_chunked_sorting_writes_the_same_file(tmp_path, bilm, fixture_sentences):
+    source = write_input(tmp_path / "in.txt", [s for group in fixture_sentences for s in group])
+    embed_file(bilm, source, str(tmp_path / "whole.hdf5"), batch_size=4, chunk_size=10_000)
+    embed_file(bilm, source, str(tmp_path / "chunks.hdf5"), batch_size=4, chunk_size=7)
+    # the same datasets and index; values equal up to float32 rounding (other batches pad to
+    # other lengths, which changes the order of summation inside the matrix products)
+    whole, chunks = contents(tmp_path / "whole.hdf5"), contents(tmp_path / "chunks.hdf5")
+    assert_same_contents(whole, chunks, NETWORK)
+    embed_file(bilm, source, str(tmp_path / "again.hdf5"), batch_size=4, chunk_size=7)
+    assert_same_contents(chunks, contents(tmp_path / "again.hdf5"))  # deterministic
+
+
+def test_existing_output_is_not_overwritten(tmp_path, bilm):
+    source = write_input(tmp_path / "in.txt", [["x"]])
+    (tmp_path / "out.hdf5").write_text("precious")
+    with pytest.raises(FileExistsError, match="--overwrite"):
+        embed_file(bilm, source, str(tmp_path / "out.hdf5"))
+    assert (tmp_path / "out.hdf5").read_text() == "precious"
+    embed_file(bilm, source, str(tmp_path / "out.hdf5"), overwrite=True)
+    assert contents(tmp_path / "out.hdf5")["0"].shape == (3, 1, 32)
+
+
+def test_input_errors_name_file_and_line(tmp_path):
+    (tmp_path / "empty.txt").write_text("")
+    with pytest.raises(FormatError, match="empty.txt: no sentences"):
+        count_sentences(str(tmp_path / "empty.txt"))
+    (tmp_path / "gap.txt").write_text("a sentence\n\nanother one\n")
+    with pytest.raises(FormatError, match="gap.txt:2: empty line"):
+        count_sentences(str(tmp_path / "gap.txt"))
+    assert main([str(tmp_path / "gap.txt"), str(tmp_path / "out.hdf5")]) == 1
+    assert not (tmp_path / "out.hdf5").exists() and not (tmp_path / "out.hdf5.partial").exists()
+
+
+def test_skip_bad_lines_leaves_out_empty_and_non_utf8_lines_keeping_line_names(
+    tmp_path, bilm, capsys
+):
+    """Without the flag the first bad line stops the run, naming FILE:LINE and the flag; with it
+    the bad lines are left out and named once, the others keep their line numbers (HDF5 name =
+    line - 1, Parquet `line` = line), with the vectors of a file without the bad lines."""
+    source = tmp_path / "gap.txt"
+    source.write_bytes(b"a sentence\n\n   \nanother one\n\xff bad\nlast\n")
+    files = ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
+    assert main([str(source), str(tmp_path / "refused.hdf5"), *files]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("elmo-embed: error:") and "gap.txt:2: empty line" in line, line
+    assert "--skip-bad-lines" in line and not (tmp_path / "refused.hdf5").exists()
+
+    assert main([str(source), str(tmp_path / "out.hdf5"), *files, "--skip-bad-lines"]) == 0
+    err = capsys.readouterr().err
+    assert f"leaving out 3 empty or non-UTF-8 line(s): {source}:2, {source}:3, {source}:5" in err
+    clean = write_input(tmp_path / "clean.txt", [["a", "sentence"], ["another", "one"], ["last"]])
+    embed_file(bilm, clean, str(tmp_path / "clean.hdf5"))
+    stored, reference = contents(tmp_path / "out.hdf5"), contents(tmp_path / "clean.hdf5")
+    assert set(stored) == {"0", "3", "5", "sentence_to_index"}
+    assert json.loads(stored["sentence_to_index"][0]) == {
+        "a sentence": "0",
+        "another one": "3",
+        "last": "5",
+    }
+    # the fixture biLM has embedded other files first (its word cache warm): float32 rounding
+    for name, clean_name in (("0", "0"), ("3", "1"), ("5", "2")):
+        assert_float32_close(stored[name], reference[clean_name], NETWORK, name)
+
+    pytest.importorskip("pyarrow")
+    from elmo_bilm.formats.parquet import read_embeddings
+
+    parquet = str(tmp_path / "out.parquet")
+    assert main([str(source), parquet, *files, "--skip-bad-lines", "--format", "parquet"]) == 0
+    rows = {row.line: row for row in read_embeddings(parquet)}
+    assert sorted(rows) == [1, 4, 6]  # 1-based line numbers: the HDF5 name plus one
+    for line_number, row in rows.items():
+        assert_float32_close(row.embeddings, stored[str(line_number - 1)], 0, str(line_number))
+
+
+def test_installed_script_reports_errors_with_its_exit_status(tmp_path):
+    """The script exits through `console` (no interpreter teardown): status and message survive."""
+    (tmp_path / "gap.txt").write_text("a sentence\n\nanother one\n")
+    script = os.path.join(os.path.dirname(sys.executable), "elmo-embed")
+    result = subprocess.run(
+        [script, str(tmp_path / "gap.txt"), str(tmp_path / "out.hdf5")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert "elmo-embed: error:" in result.stderr and "gap.txt:2: empty line" in result.stderr
+    assert not (tmp_path / "out.hdf5").exists()
+
+
+def test_console_script_imports_no_allennlp(tmp_path):
+    source = write_input(tmp_path / "in.txt", [["a", "cat"], ["sat"]])
+    code = (
+        "import sys\n"
+        "from elmo_bilm.cli.embed import main\n"
+        f"code = main([{source!r}, {str(tmp_path / 'out.hdf5')!r}, '--options-file', "
+        f"{str(OPTIONS_FILE)!r}, '--weight-file', {str(WEIGHT_FILE)!r}, '--include-package', 'elmo_plugin'])\n"
+        "heavy = ('allennlp', 'elmo_plugin', 'transformers')\n"
+        "print(code, sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "0 []"
+    assert "2/2" in result.stderr  # progress in sentences
+    assert contents(tmp_path / "out.hdf5")["1"].shape == (3, 1, 32)
+
+
+def test_output_over_the_input_is_refused_even_with_overwrite(tmp_path, bilm):
+    source = write_input(tmp_path / "in.txt", [["a", "b"]])
+    with pytest.raises(ValueError, match="is the input file"):
+        embed_file(bilm, source, source, overwrite=True)
+    assert (tmp_path / "in.txt").read_text() == "a b\n"
+
+
+@pytest.mark.parametrize(
+    "output, extra, message",
+    [
+        ("missing/out.hdf5", [], r"missing: no such folder for out.hdf5"),
+        (
+            "out.hdf5",
+            ["--cuda-device", "0"],
+            r"--cuda-device 0, but this machine has 0 CUDA devices",
+        ),
+    ],
+)
+def test_command_errors_are_one_line(tmp_path, capsys, output, extra, message):
+    import re
+
+    source = write_input(tmp_path / "in.txt", [["a", "b"]])
+    argv = [source, str(tmp_path / output), "--options-file", str(OPTIONS_FILE)]
+    assert main([*argv, "--weight-file", str(WEIGHT_FILE), *extra]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.search(message, err[0]), err
+    assert not list(tmp_path.glob("**/*.partial")) and not (tmp_path / "out.hdf5").exists()
+
+
+def test_read_only_folder_is_one_line(tmp_path, capsys):
+    if os.geteuid() == 0:
+        pytest.skip("root writes to read-only folders")
+    source = write_input(tmp_path / "in.txt", [["a"]])
+    (tmp_path / "ro").mkdir(mode=0o500)
+    out = str(tmp_path / "ro" / "out.hdf5")
+    assert (
+        main([source, out, "--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)])
+        == 1
+    )
+    assert "not writable" in capsys.readouterr().err
+
+
+def test_allennlp_elmo_flags_and_layout(tmp_path, bilm, capsys):
+    """`elmo-embed` takes `allennlp elmo`'s flags and writes its layout: `--top` / `--average`
+    (one layer), `--use-sentence-keys` (datasets named by the stripped line, no index),
+    `--forget-sentences` (no index), `--all` and the index of AllenNLP 0.9 otherwise."""
+    source = tmp_path / "in.txt"
+    source.write_text("The cat  sat .\nHello !\n")
+    files = ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
+    runs = {
+        "all": ["--all"],
+        "top": ["--top"],
+        "keys": ["--average", "--use-sentence-keys"],
+        "forget": ["--forget-sentences"],
+    }
+    for name, flags in runs.items():
+        assert main([str(source), str(tmp_path / f"{name}.hdf5"), *files, *flags]) == 0
+    with h5py.File(tmp_path / "all.hdf5", "r") as out:
+        index = out["sentence_to_index"]
+        assert index.shape == (1,) and h5py.check_string_dtype(index.dtype) is not None
+        assert json.loads(index[0]) == {"The cat  sat .": "0", "Hello !": "1"}
+        assert out["0"].dtype == "float32" and out["0"].shape == (3, 4, 32)
+    with h5py.File(tmp_path / "top.hdf5", "r") as out:
+        assert out["1"].shape == (2, 32)
+    with h5py.File(tmp_path / "keys.hdf5", "r") as out:
+        assert sorted(out.keys()) == ["Hello !", "The cat  sat ."] and out["Hello !"].shape == (
+            2,
+            32,
+        )
+    with h5py.File(tmp_path / "forget.hdf5", "r") as out:
+        assert sorted(out.keys()) == ["0", "1"]
+    with pytest.raises(SystemExit):  # one of the three, as AllenNLP's mutually exclusive group
+        main([str(source), str(tmp_path / "x.hdf5"), "--top", "--average"])
+
+
+def test_include_package_other_than_the_plugin_is_refused_in_one_line(tmp_path, capsys):
+    """`--include-package elmo_plugin` (a habit from `allennlp elmo-embed`) is accepted; another
+    package, which this command would not import, is refused (it was silently ignored)."""
+    from elmo_bilm.cli.embed import main
+
+    source = write_input(tmp_path / "in.txt", [["a", "cat"]])
+    arguments = [source, str(tmp_path / "out.hdf5"), "--options-file", str(OPTIONS_FILE)]
+    arguments += ["--weight-file", str(WEIGHT_FILE), "--include-package", "my_components"]
+    assert main(arguments) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("elmo-embed: error: --include-package my_components:")
+    assert not (tmp_path / "out.hdf5").exists()

@@ -1,0 +1,208 @@
+"""Outputs of several files written as one (issue 79, `elmo_bilm.utils.file_sets`): a disk that
+fills, a file that cannot be moved in, a writer killed midway: the old set stays whole and the
+error says what happened in one line; leftovers of dead writers are undone at the next start.
+Every file is written into the test's tmp_path."""
+
+import errno
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict
+
+import pytest
+
+from elmo_bilm.cli import convert as convert_cli
+from elmo_bilm.cli.convert import main as elmo_convert
+from elmo_bilm.formats import bilm_tf
+from elmo_bilm.formats.convert import convert_checkpoint
+from elmo_bilm.sources import resolver
+from elmo_bilm.sources.resolver import resolve_bilm
+from elmo_bilm.utils import file_sets
+from tests.conftest import OPTIONS_FILE, REPO_ROOT, WEIGHT_FILE
+
+CHECKPOINT = REPO_ROOT / "fixtures" / "tf_checkpoint" / "save_dir"
+OLD = {"options.json": b'{"old": "options"}', "weights.hdf5": b"old weights", "softmax.hdf5": b"s"}
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def _old_outputs(out: Path, names=("options.json", "weights.hdf5")) -> Dict[str, bytes]:
+    out.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (out / name).write_bytes(OLD[name])
+    return {name: OLD[name] for name in names}
+
+
+def _contents(out: Path) -> Dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(out.iterdir())}
+
+
+def _source_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "source"
+    folder.mkdir()
+    shutil.copyfile(OPTIONS_FILE, folder / "options.json")
+    shutil.copyfile(WEIGHT_FILE, folder / "weights.hdf5")
+    return folder
+
+
+def test_a_disk_that_fills_keeps_the_old_pair_and_says_so(tmp_path, monkeypatch, capsys):
+    """`elmo-convert SRC OUT --overwrite`: the weights' copy fails with ENOSPC after the options
+    were written. The old options.json and weights.hdf5 are both as they were (before: the new
+    options beside the old weights, and "nothing was written")."""
+    source, out = _source_folder(tmp_path), tmp_path / "out"
+    old = _old_outputs(out)
+    copy = shutil.copyfile
+
+    def full_at_the_weights(src, dst, *args, **kwargs):
+        if str(dst).endswith("weights.hdf5"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return copy(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(convert_cli.shutil, "copyfile", full_at_the_weights)
+    with pytest.raises(SystemExit) as exited:
+        elmo_convert([str(source), str(out), "--overwrite"])
+    message = str(exited.value.code)
+    assert message.startswith("elmo-convert: error: ") and "\n" not in message
+    assert "the disk is full" in message and str(out / "weights.hdf5") in message
+    assert _contents(out) == old  # the old pair, and no staging folder left
+    monkeypatch.setattr(convert_cli.shutil, "copyfile", copy)
+    elmo_convert([str(source), str(out), "--overwrite"])  # with room: the new pair
+    assert _contents(out) == {
+        "options.json": OPTIONS_FILE.read_bytes(),
+        "weights.hdf5": WEIGHT_FILE.read_bytes(),
+    }
+
+
+def test_a_checkpoint_conversion_that_fails_to_move_a_file_in_keeps_the_old_set(
+    tmp_path, monkeypatch
+):
+    """The set appears whole or not at all: if the last file cannot be moved into place, the
+    ones moved before it go and the old ones come back."""
+    out = tmp_path / "out"
+    old = _old_outputs(out, tuple(OLD))
+    replace = os.replace
+
+    def refuses_softmax(src, dst, *args, **kwargs):
+        if str(dst).endswith(os.sep + "softmax.hdf5") and "new" in str(src):
+            raise OSError(errno.EIO, "Input/output error (simulated)")
+        return replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(file_sets.os, "replace", refuses_softmax)
+    with pytest.raises(OSError, match="simulated"):
+        convert_checkpoint(CHECKPOINT, out, overwrite=True)
+    assert _contents(out) == old
+    monkeypatch.setattr(file_sets.os, "replace", replace)
+    with pytest.raises(OSError, match="simulated"):  # and without old files: none is left
+        monkeypatch.setattr(file_sets.os, "replace", refuses_softmax)
+        convert_checkpoint(CHECKPOINT, tmp_path / "fresh")
+    assert not (tmp_path / "fresh").exists()
+
+
+def test_an_export_that_fills_the_disk_keeps_the_old_pair(tmp_path, monkeypatch):
+    bilm = resolve_bilm(str(OPTIONS_FILE), str(WEIGHT_FILE)).load()
+    out = tmp_path / "out"
+    old = _old_outputs(out)
+    write = bilm_tf._write_bilm_tf
+
+    def fills(bilm, weight_file, options_file, *rest):
+        write(bilm, weight_file, options_file, *rest)
+        raise OSError(errno.ENOSPC, "No space left on device")  # say, closing the last file
+
+    monkeypatch.setattr(bilm_tf, "_write_bilm_tf", fills)
+    with pytest.raises(OSError) as raised:
+        bilm_tf.export_bilm_tf(bilm, out / "options.json", out / "weights.hdf5", overwrite=True)
+    assert "the disk is full" in str(raised.value) and "\n" not in str(raised.value)
+    assert _contents(out) == old
+
+
+@pytest.mark.parametrize("killed", ["while writing", "mid-swap", "after the swap"])
+def test_a_writer_killed_midway_is_undone_at_the_next_start(tmp_path, killed):
+    """A dead writer's staging folder as SIGKILL leaves it at each stage: the next writer into
+    the folder puts the old set back (or, once the swap was complete, keeps the new one) and
+    removes the staging folder; then writes its own."""
+    out = tmp_path / "out"
+    old = _old_outputs(out)
+    staging = out / file_sets.STAGING.format(pid=_dead_pid())
+    (staging / "new").mkdir(parents=True)
+    record = {
+        "0-options.json": str(out / "options.json"),
+        "1-weights.hdf5": str(out / "weights.hdf5"),
+    }
+    (staging / "set.json").write_text(json.dumps(record))
+    (staging / "new" / "0-options.json").write_bytes(b"new options")
+    (staging / "new" / "1-weights.hdf5").write_bytes(b"new weights")
+    expected = old
+    if killed != "while writing":  # both old files aside, the options moved in
+        (staging / "old").mkdir()
+        os.replace(out / "options.json", staging / "old" / "0-options.json")
+        os.replace(out / "weights.hdf5", staging / "old" / "1-weights.hdf5")
+        os.replace(staging / "new" / "0-options.json", out / "options.json")
+    if killed == "after the swap":
+        os.replace(staging / "new" / "1-weights.hdf5", out / "weights.hdf5")
+        (staging / "committed").mkdir()
+        expected = {"options.json": b"new options", "weights.hdf5": b"new weights"}
+    assert file_sets.sweep(out) == [str(staging)]
+    assert _contents(out) == expected and not staging.exists()
+
+
+def test_a_live_writers_staging_folder_is_left_and_refuses(tmp_path):
+    out = tmp_path / "out"
+    _old_outputs(out)
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as other:
+        try:
+            staging = out / file_sets.STAGING.format(pid=other.pid)
+            staging.mkdir()
+            assert file_sets.sweep(out) == []
+            with pytest.raises(FileExistsError, match=f"process {other.pid}"):
+                with file_sets.output_set({"options": out / "options.json"}, overwrite=True):
+                    pass
+            # untouched for longer than STALE_SECONDS: abandoned, whatever its process id
+            os.utime(staging, (1, 1))
+            assert file_sets.sweep(out) == [str(staging)]
+        finally:
+            other.kill()
+
+
+def test_a_conversion_into_the_cache_killed_before_its_rename_is_swept(tmp_path, monkeypatch):
+    """A TensorFlow checkpoint converted into the cache's `converted/` goes through a hidden
+    folder renamed at the end; one left by a killed process was never removed."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ELMO_BILM_CACHE", str(cache))
+    source = resolve_bilm(str(CHECKPOINT))
+    converted = cache / "converted"
+    converted.mkdir(parents=True)
+    leftover = converted / f".0123456789abcdef.{_dead_pid()}.k3x9q2zz"
+    leftover.mkdir()
+    (leftover / "weights.hdf5").write_bytes(b"half a conversion")
+    files = resolver._converted(source)
+    assert not leftover.exists()
+    assert [path.name for path in converted.iterdir()] == [Path(files.weight_file).parent.name]
+
+
+def test_a_planted_record_moves_or_removes_nothing_outside_its_folder(tmp_path):
+    """A staging folder planted in a shared output folder, its record naming files elsewhere
+    (or here under other names): the sweep removes the staging folder and touches nothing else."""
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    old = _old_outputs(out)
+    elsewhere.mkdir()
+    (elsewhere / "important").write_bytes(b"keep me")
+    staging = out / file_sets.STAGING.format(pid=_dead_pid())
+    (staging / "new").mkdir(parents=True)
+    (staging / "old").mkdir()
+    (staging / "old" / "0-important").write_bytes(b"planted")
+    record = {
+        "0-important": str(elsewhere / "important"),  # outside the folder
+        "1-x": str(out / "options.json"),  # not the name it was staged under
+        "../2-weights.hdf5": str(out / "weights.hdf5"),
+    }
+    (staging / "set.json").write_text(json.dumps(record))
+    assert file_sets.sweep(out) == [str(staging)]
+    assert (elsewhere / "important").read_bytes() == b"keep me"
+    assert _contents(out) == old
