@@ -247,6 +247,20 @@ def test_elmo_embedder_without_files_offline_is_one_line(server, tmp_path) -> No
     assert "ElmoEmbedder('wikipedia')" in message
 
 
+@pytest.mark.parametrize("blank", ["  ", b"", "\u3000"])
+def test_elmo_embedder_of_a_blank_name_is_the_default(server, blank) -> None:
+    """ElmoEmbedder("  ") (an unset variable in a notebook's f-string) loaded the shipped
+    test-size biLM, not the default `original` ElmoEmbedder() loads: the blank name passed the
+    constructor's `not options_file` and the resolver read it as nothing named."""
+    server.stop()  # offline: the default's one line, as ElmoEmbedder()'s
+    with pytest.raises(OSError, match="ElmoEmbedder\\(\\) without files"):
+        ElmoEmbedder(blank)
+
+
+def test_elmo_embedder_takes_a_path_object() -> None:
+    assert same_weights(ElmoEmbedder(Path(OPTIONS_FILE), Path(WEIGHT_FILE)).elmo_bilm)
+
+
 # ---- bio_embeddings
 
 
