@@ -303,11 +303,13 @@ class ElmoEmbedder:
         self,
         options_file: Optional[UserPath] = None,
         weight_file: Optional[UserPath] = None,
-        cuda_device: int = -1,
+        cuda_device: Union[int, str, torch.device] = -1,
         precision: str = "float32",
         stateful: bool = True,
     ) -> None:
-        self.cuda_device = cuda_device
+        # an id as AllenNLP 0.9's; "cpu", "cuda:1" or a torch.device as PyTorch users write it;
+        # anything else one line (cuda_device="gpu" was a bare TypeError of `<`)
+        self.cuda_device = cuda_device_of(cuda_device)
         # read as every biLM source is first: "  " and b"" are nothing named (the default
         # biLM, as ElmoEmbedder()), a pathlib.Path its path
         options_file = user_path(options_file, "the options file")
