@@ -219,11 +219,18 @@ def cache_dir() -> Path:
     if named is None:
         return Path.home() / ".cache" / "elmo_bilm"
     if os.path.isabs(named):
-        return Path(os.path.normpath(named))
-    # a relative value is made absolute where it is first read, once: every later call (after
-    # a chdir, a notebook's %cd, a Ray worker's) finds the same cache (it was made absolute at
-    # each call, so a chdir moved the cache)
-    return _RELATIVE_CACHES.setdefault(named, Path(os.path.abspath(named)))
+        folder = Path(os.path.normpath(named))
+    else:
+        # a relative value is made absolute where it is first read, once: every later call
+        # (after a chdir, a notebook's %cd, a Ray worker's) finds the same cache (it was made
+        # absolute at each call, so a chdir moved the cache)
+        folder = _RELATIVE_CACHES.setdefault(named, Path(os.path.abspath(named)))
+    if os.path.lexists(folder) and not os.path.isdir(folder):  # was ENOTDIR on cache/unpacked
+        raise UsageError(
+            f"{CACHE_ENV}={named}: {folder} is a file (or a dangling link), not a folder; "
+            f"point {CACHE_ENV} at a folder"
+        )
+    return folder
 
 
 # $ELMO_BILM_CACHE's relative values, each made absolute where it was first read

@@ -343,3 +343,32 @@ def test_a_url_typed_carelessly_is_the_url(typed: str) -> None:
 def test_a_path_with_a_space_is_kept(tmp_path: Path) -> None:
     """Only a URL loses its surrounding spaces: a file name may end in one."""
     assert user_path(f"{tmp_path}/a ") == f"{tmp_path}/a "
+
+
+def test_a_dangling_link_named_like_a_bilm_is_said_to_be_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A link `small` to a folder since removed: the error said an options file needs its
+    weight file, which names neither the link nor the missing target."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "small").symlink_to(tmp_path / "gone")
+    with pytest.warns(PathShadowsName):
+        with pytest.raises(FileNotFoundError, match="a link to .*gone, which does not exist"):
+            resolve_bilm("small")
+
+
+@pytest.mark.parametrize("kind", ["file", "dangling link"])
+def test_a_cache_variable_naming_a_file_is_one_line(
+    kind: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """ELMO_BILM_CACHE naming a file: unpacking an archive was a bare NotADirectoryError on
+    FILE/unpacked, naming neither the variable nor what to do."""
+    cache = tmp_path / "cache"
+    if kind == "file":
+        cache.write_text("not a folder")
+    else:
+        cache.symlink_to(tmp_path / "gone")
+    monkeypatch.setenv("ELMO_BILM_CACHE", str(cache))
+    with pytest.raises(UsageError, match="ELMO_BILM_CACHE=.*not a folder") as error:
+        cache_dir()
+    assert "\n" not in str(error.value)
