@@ -257,3 +257,18 @@ def test_ctrl_c_midway_keeps_the_old_set(tmp_path):
             raise KeyboardInterrupt
     assert [(tmp_path / n).read_text() for n in ("a.json", "b.json")] == ["old", "old"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json"]
+
+
+def test_elmo_convert_into_a_file_is_one_line_before_the_biLM_is_resolved(tmp_path, monkeypatch):
+    """`elmo-convert SOURCE weights.hdf5 --overwrite` (the output folder typed as a file) was
+    os.makedirs' bare "[Errno 17] File exists: 'weights.hdf5'", after the source was resolved
+    (a download, an unpacking); the file is left as it was."""
+    target = tmp_path / "weights.hdf5"
+    target.write_bytes(b"kept")
+    resolved = []
+    monkeypatch.setattr(convert_cli, "resolve_bilm", lambda *a: resolved.append(a))
+    with pytest.raises(SystemExit) as exit_:
+        elmo_convert([str(CHECKPOINT), str(target), "--overwrite"])
+    err = str(exit_.value.code)
+    assert err.count("\n") == 0 and "a file, not a folder" in err, err
+    assert not resolved and target.read_bytes() == b"kept"
