@@ -38,6 +38,7 @@ from elmo_bilm.runtime.engine import (
 )
 from elmo_bilm.runtime.precision import set_precision
 from elmo_bilm.sources.hub import PREFIX, is_hub_id
+from elmo_bilm.sources.names import UserPath, user_path
 from elmo_bilm.sources.published import is_url, published_urls
 from elmo_bilm.sources.resolver import load_bilm
 from elmo_bilm.utils.checks import whole_number
@@ -308,17 +309,23 @@ class ElmoEmbedder:
 
     def __init__(
         self,
-        options_file: Optional[str] = None,
-        weight_file: Optional[str] = None,
-        cuda_device: int = -1,
+        options_file: Optional[UserPath] = None,
+        weight_file: Optional[UserPath] = None,
+        cuda_device: Union[int, str, torch.device] = -1,
         precision: str = "float32",
         stateful: bool = True,
         max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
     ) -> None:
         whole_number(max_tokens, "max_tokens", optional=True)
         self.max_tokens = max_tokens
-        self.cuda_device = cuda_device
-        bilm = _default_bilm() if not options_file and not weight_file else None
+        # an id as AllenNLP 0.9's; "cpu", "cuda:1" or a torch.device as PyTorch users write it;
+        # anything else one line (cuda_device="gpu" was a bare TypeError of `<`)
+        self.cuda_device = cuda_device_of(cuda_device)
+        # read as every biLM source is first: "  " and b"" are nothing named (the default
+        # biLM, as ElmoEmbedder()), a pathlib.Path its path
+        options_file = user_path(options_file, "the options file")
+        weight_file = user_path(weight_file, "the weight file")
+        bilm = _default_bilm() if options_file is None and weight_file is None else None
         if bilm is None:
             bilm = load_bilm(options_file, weight_file)
         self.elmo_bilm = set_precision(bilm.to(self.device).eval(), precision)

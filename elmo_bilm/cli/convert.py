@@ -78,6 +78,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     flags = args.options_file or args.softmax_in_weights
     if flags and names_whole_bilm(args.checkpoint) and not is_bilm_archive(args.checkpoint):
         raise UsageError("--options-file and --softmax-in-weights are for TensorFlow checkpoints")
+    if os.path.lexists(args.out_dir) and not os.path.isdir(args.out_dir):
+        # before a biLM is resolved (a download, an unpacking); was "[Errno 17] File exists"
+        raise UsageError(f"{args.out_dir}: a file, not a folder; name the folder to write")
     source = resolve_bilm(args.checkpoint)
     if source.format == "tf_checkpoint":
         paths = convert_checkpoint(

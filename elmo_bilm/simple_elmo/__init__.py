@@ -74,6 +74,7 @@ import numpy
 import torch
 
 from elmo_bilm.elmo import ElmoEmbedder, cuda_device_of
+from elmo_bilm.sources.names import UserPath
 from elmo_bilm.utils.files import UsageError
 
 __all__ = [
@@ -120,7 +121,7 @@ class ElmoModel:
 
     def load(
         self,
-        directory: str,
+        directory: UserPath,
         max_batch_size: int = 32,
         limit: int = 100,
         full: bool = False,
@@ -162,7 +163,7 @@ class ElmoModel:
         self.padding_layers = _padding_layers(bilm, self.max_chars)
         return LOADED
 
-    def _make_embedder(self, directory: str, cuda_device: int) -> ElmoEmbedder:
+    def _make_embedder(self, directory: UserPath, cuda_device: int) -> ElmoEmbedder:
         """The one place the underlying embedder is built, stateful or not (`self.stateful`)."""
         return ElmoEmbedder(directory, None, cuda_device=cuda_device, stateful=self.stateful)
 

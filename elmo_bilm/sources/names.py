@@ -10,8 +10,9 @@ string, `~` is their home, a URL is fetched, and a path that exists is that path
 - a leading `~` or `~user` is expanded (not inside a URL, nor a Hub id);
 - a control character (a newline, a tab, an escape) anywhere is refused in one line: no file
   name a user means holds one, and an error message printing it would break across lines;
-- a URL is kept as it is (its query, a presigned signature, say, never becomes part of a file
-  name: `url_file_name`).
+- a URL is kept as it is but for spaces around it and its scheme's case (`HTTPS://` is
+  `https://`); its query, a presigned signature, say, never becomes part of a file name
+  (`url_file_name`).
 
 A name that is both one of this project's biLM names and a path that exists (a folder called
 `wikipedia` in the working directory) is the path: what exists where the user stands wins, as
@@ -32,6 +33,8 @@ UserPath = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
 # C0 and C1 control characters and DEL: never part of a name a user means
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# an http(s) URL's scheme, in any case (RFC 3986: schemes are case-insensitive)
+_URL_SCHEME = re.compile(r"(https?)://", re.IGNORECASE)
 # the longest file name most file systems take (ext4, XFS, APFS: 255 bytes)
 MAX_FILE_NAME_BYTES = 255
 
@@ -73,6 +76,9 @@ def user_path(value: Optional[UserPath], what: str = "the biLM") -> Optional[str
     text = user_text(value, what)
     if text is None:
         return None
+    url = _URL_SCHEME.match(text.strip())
+    if url is not None:  # a URL pasted with spaces around it, or as HTTPS://: the URL
+        return url.group(1).lower() + text.strip()[url.end(1) :]
     if text.startswith("~") and not is_url(text):
         text = os.path.expanduser(text)
     return text

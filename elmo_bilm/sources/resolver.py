@@ -161,6 +161,11 @@ def resolve_bilm(
     if is_hub_id(source):
         return _in_folder("hub", source, Path(hub_folder(source)))
     if shadows_name(source, published.names()):  # a path that exists is a path
+        if not os.path.exists(source):  # a dangling link: said so (not "needs its weight file")
+            raise FileNotFoundError(
+                f"{source}: a link to {os.readlink(source)}, which does not exist (remove the "
+                "link for the named biLM, or run from another folder)"
+            )
         if os.path.isdir(source):
             return _in_folder("folder", source, Path(source))
         raise UsageError(

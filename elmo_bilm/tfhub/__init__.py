@@ -150,7 +150,12 @@ def _tag_set(tags: Any) -> frozenset:
         return frozenset()
     if isinstance(tags, (str, bytes)) or not isinstance(tags, Iterable):
         raise UsageError(f"tags: a set of strings (hub.Module's graph variant), got {tags!r}")
-    tag_set = frozenset(tags)
+    try:
+        tag_set = frozenset(tags)
+    except TypeError:  # tags=[["train"]]: a bare "unhashable type: 'list'" before
+        raise UsageError(
+            f"tags: a set of strings (hub.Module's graph variant), got {tags!r}"
+        ) from None
     if tag_set:
         raise UsageError(
             f"tags={set(tag_set)!r}: ElmoModule reads the default graph variant only (tags None "

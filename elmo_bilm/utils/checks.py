@@ -86,6 +86,15 @@ def check_output(path: PathLike, overwrite: bool, kind: str = "file") -> str:
         raise UsageError("no output named (an empty path)")
     if kind == "file" and os.path.isdir(text):
         raise IsADirectoryError(f"{text}: a folder; name the file to write (e.g. {text}/out.hdf5)")
+    if kind == "file" and text.endswith(("/", os.sep)):
+        raise IsADirectoryError(f"{text}: ends in a separator (a folder's name); name the file")
+    if kind == "file" and os.path.exists(text) and not os.path.isfile(text):
+        # the output is written beside it and renamed over it: a device (/dev/null), a FIFO or
+        # a socket would be replaced by a regular file, not written to
+        raise UsageError(
+            f"{text}: not a regular file (a device, FIFO or socket); the output is written to a "
+            "file and renamed into place, so name a file"
+        )
     if os.path.lexists(text) and not overwrite:
         raise FileExistsError(f"{text} exists; pass --overwrite (overwrite=True) to replace it")
     folder = os.path.dirname(os.path.abspath(text))

@@ -165,11 +165,15 @@ def output_set(paths: Mapping[str, PathLike], overwrite: bool = False) -> Iterat
     if len(set(outputs.values())) != len(outputs):
         raise ValueError(f"an output named twice: {sorted(outputs.values())}")
     for path in outputs.values():
+        if os.path.isdir(path):  # --overwrite would have removed the folder and all it holds
+            raise IsADirectoryError(f"{path}: a folder, not a file; name another output")
         if os.path.exists(path) and not overwrite:
             raise FileExistsError(f"{path} exists; not overwriting it (--overwrite replaces it)")
     folders = sorted({os.path.dirname(path) for path in outputs.values()})
     for path in outputs.values():
         folder, name = os.path.split(path)
+        if os.path.lexists(folder) and not os.path.isdir(folder):
+            raise NotADirectoryError(f"{folder}: a file, not a folder; cannot write {name} in it")
         if not os.path.isdir(folder):
             raise FileNotFoundError(f"{folder}: no such folder for {name}")
         if not os.access(folder, os.W_OK):

@@ -19,6 +19,7 @@ from typing import (
     Any,
     BinaryIO,
     Callable,
+    Dict,
     Iterable,
     Iterator,
     List,
@@ -217,7 +218,23 @@ def cache_dir() -> Path:
     named = user_path(os.environ.get(CACHE_ENV), CACHE_ENV)
     if named is None:
         return Path.home() / ".cache" / "elmo_bilm"
-    return Path(os.path.abspath(named))
+    if os.path.isabs(named):
+        folder = Path(os.path.normpath(named))
+    else:
+        # a relative value is made absolute where it is first read, once: every later call
+        # (after a chdir, a notebook's %cd, a Ray worker's) finds the same cache (it was made
+        # absolute at each call, so a chdir moved the cache)
+        folder = _RELATIVE_CACHES.setdefault(named, Path(os.path.abspath(named)))
+    if os.path.lexists(folder) and not os.path.isdir(folder):  # was ENOTDIR on cache/unpacked
+        raise UsageError(
+            f"{CACHE_ENV}={named}: {folder} is a file (or a dangling link), not a folder; "
+            f"point {CACHE_ENV} at a folder"
+        )
+    return folder
+
+
+# $ELMO_BILM_CACHE's relative values, each made absolute where it was first read
+_RELATIVE_CACHES: Dict[str, Path] = {}
 
 
 # errno values that say the cache folder, not the input, is at fault

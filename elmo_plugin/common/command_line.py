@@ -130,7 +130,12 @@ def make_excepthook(previous: ExceptHook) -> ExceptHook:
     from allennlp.common.util import SigTermReceived
 
     from elmo_plugin.common.config_env import ConfigError
-    from elmo_plugin.common.config_errors import UnknownNameError, config_argument, removal_note
+    from elmo_plugin.common.config_errors import (
+        UnknownNameError,
+        config_argument,
+        jsonnet_line,
+        removal_note,
+    )
 
     def excepthook(
         kind: Type[BaseException], error: BaseException, traceback: Optional[TracebackType]
@@ -143,6 +148,11 @@ def make_excepthook(previous: ExceptHook) -> ExceptHook:
                 message = str(error)
             tail = f"; {removed}" if removed else ""
             print(f"{PROG}: error: {message}{tail}", file=sys.stderr, flush=True)
+            return
+        jsonnet = jsonnet_line(error, config_argument(sys.argv))
+        if jsonnet is not None:  # was a traceback ending in _jsonnet's RuntimeError
+            tail = f"; {removed}" if removed else ""
+            print(f"{PROG}: error: {jsonnet}{tail}", file=sys.stderr, flush=True)
             return
         training = len(sys.argv) > 1 and sys.argv[1] == "train"
         if training and isinstance(error, (KeyboardInterrupt, SigTermReceived)):

@@ -166,3 +166,19 @@ def install() -> None:
     """Both wraps (idempotent); `command_line.install` calls this under the command only."""
     install_unknown_names()
     install_failed_start_cleanup()
+
+
+JSONNET_ERRORS = ("STATIC ERROR:", "RUNTIME ERROR:")
+
+
+def jsonnet_line(error: BaseException, config: Optional[str]) -> Optional[str]:
+    """A config that is not valid Jsonnet (`_jsonnet`'s RuntimeError: a syntax error, a field
+    or variable that does not exist) in one line: the config, the error's first line and,
+    for a runtime error, the first place its stack names; None for any other error."""
+    text = str(error)
+    if not isinstance(error, RuntimeError) or not text.startswith(JSONNET_ERRORS):
+        return None
+    first, *stack = [line.strip() for line in text.splitlines() if line.strip()]
+    place = stack[0].split("\t")[0].split()[0] if stack and text.startswith("RUNTIME") else ""
+    where = f"{config}: " if config else ""
+    return f"{where}not valid Jsonnet: {first}" + (f" (at {place})" if place else "")

@@ -265,3 +265,27 @@ def test_elmo_table1_keeps_plugin_discovery_off_its_console_unless_verbose(tmp_p
     assert "elmo-table1: error: --runs-from missing: no such file" in done.stderr
     assert ("Plugin allennlp_models available" in done.stderr) == verbose
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('{"model": {"type": "x",}\n', "STATIC ERROR: "),  # a missing brace
+        ('{"a": std.extVar("NO_SUCH_VARIABLE_SET")}', "RUNTIME ERROR: "),
+        ('local x = {}; {"a": x.missing}', "RUNTIME ERROR: field does not exist: missing"),
+    ],
+)
+def test_a_config_that_is_not_valid_jsonnet_is_one_line(
+    text, expected, capsys, monkeypatch, tmp_path
+):
+    """Was a traceback of AllenNLP's Params.from_file ending in _jsonnet's RuntimeError (and,
+    for a runtime error, its Jsonnet stack on further lines)."""
+    config = tmp_path / "broken.jsonnet"
+    config.write_text(text)
+    with pytest.raises(RuntimeError) as info:
+        Params.from_file(str(config))
+    argv = ("allennlp", "train", str(config), "-s", "out")
+    line = one_line(info.value, capsys, monkeypatch, argv)
+    assert line.startswith(f"allennlp: error: {config}: not valid Jsonnet: {expected}"), line
+    if expected.startswith("RUNTIME"):
+        assert f"(at {config}:1:" in line, line

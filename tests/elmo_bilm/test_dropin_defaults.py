@@ -247,6 +247,20 @@ def test_elmo_embedder_without_files_offline_is_one_line(server, tmp_path) -> No
     assert "ElmoEmbedder('wikipedia')" in message
 
 
+@pytest.mark.parametrize("blank", ["  ", b"", "\u3000"])
+def test_elmo_embedder_of_a_blank_name_is_the_default(server, blank) -> None:
+    """ElmoEmbedder("  ") (an unset variable in a notebook's f-string) loaded the shipped
+    test-size biLM, not the default `original` ElmoEmbedder() loads: the blank name passed the
+    constructor's `not options_file` and the resolver read it as nothing named."""
+    server.stop()  # offline: the default's one line, as ElmoEmbedder()'s
+    with pytest.raises(OSError, match="ElmoEmbedder\\(\\) without files"):
+        ElmoEmbedder(blank)
+
+
+def test_elmo_embedder_takes_a_path_object() -> None:
+    assert same_weights(ElmoEmbedder(Path(OPTIONS_FILE), Path(WEIGHT_FILE)).elmo_bilm)
+
+
 # ---- bio_embeddings
 
 
@@ -473,3 +487,32 @@ def test_states_are_saved_and_restored_through_the_embedder() -> None:
     assert max_difference(embedder.embed_batch(BATCHES[1]), fresh) == 0
     with pytest.raises(ValueError, match="stateless"):
         ElmoEmbedder(*FILES, stateful=False).states = saved
+
+
+# ---- careless values (the sweep of issue 80's surfaces)
+
+
+@pytest.mark.parametrize("tags", [[["train"]], [{"train"}]])
+def test_elmo_module_tags_of_unhashable_items_are_one_line(tags) -> None:
+    """Was a bare TypeError "unhashable type: 'list'" from frozenset()."""
+    from elmo_bilm.tfhub import ElmoModule
+
+    module = Path(__file__).resolve().parents[2] / "fixtures" / "tfhub" / "tiny_module"
+    with pytest.raises(UsageError, match="tags: a set of strings") as caught:
+        ElmoModule(str(module), tags=tags)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("device", ["cpu", torch.device("cpu"), -1, -7])
+def test_elmo_embedder_takes_a_device_as_pytorch_names_it(device) -> None:
+    """cuda_device="cpu" (or a torch.device) was a TypeError of `<` at the first batch."""
+    embedder = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE), cuda_device=device)
+    assert embedder.cuda_device == -1 and embedder.device == torch.device("cpu")
+    assert embedder.embed_sentence(["a", "cat"]).shape[1] == 2
+
+
+@pytest.mark.parametrize("device", ["gpu", "tpu:0", 1.5])
+def test_elmo_embedder_refuses_a_device_it_cannot_read_in_one_line(device) -> None:
+    with pytest.raises(UsageError, match="device must be the CPU or a CUDA device") as caught:
+        ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE), cuda_device=device)
+    assert "\n" not in str(caught.value)

@@ -5,6 +5,8 @@ count options for any text typed."""
 
 import argparse
 import math
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -242,3 +244,42 @@ def test_a_bad_option_through_the_installed_script_is_one_line(tmp_path: Path) -
     assert result.returncode == 2
     assert "argument --max-tokens: expected a whole number >= 1, got '0'" in result.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_an_output_that_is_a_device_or_fifo_is_refused_before_the_biLM_loads(
+    text: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], no_load: List[Any]
+) -> None:
+    """`elmo-embed in.txt /dev/null --overwrite` (a benchmark's habit) passed the check, and the
+    output, written beside it and renamed, would have replaced the device node itself (as root,
+    /dev/null). A FIFO in a temporary folder stands in for the device here."""
+    fifo = tmp_path / "null"
+    os.mkfifo(fifo)
+    assert embed_main([str(text), str(fifo), "--overwrite", *BILM]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "not a regular file" in err and not no_load
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still the FIFO
+    with pytest.raises(UsageError, match="not a regular file"):
+        check_output(fifo, overwrite=True)
+
+
+def test_an_output_ending_in_a_separator_is_refused_before_the_biLM_loads(
+    text: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], no_load: List[Any]
+) -> None:
+    """`elmo-embed in.txt out.hdf5/` passed the check (abspath drops the slash) and failed
+    after the whole input was embedded, writing `out.hdf5/.PID.partial`."""
+    assert embed_main([str(text), f"{tmp_path}/out.hdf5/", *BILM]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "ends in a separator" in err and not no_load
+    assert list(tmp_path.iterdir()) == [text]
+
+
+def test_a_dangling_link_as_output_needs_overwrite_and_is_then_replaced(
+    text: Path, tmp_path: Path
+) -> None:
+    """A dangling link is something there: not replaced without --overwrite; with it, the link
+    itself is replaced by the output (its missing target is not created)."""
+    link = tmp_path / "out.hdf5"
+    link.symlink_to(tmp_path / "missing" / "target.hdf5")
+    with pytest.raises(FileExistsError, match="--overwrite"):
+        check_output(link, overwrite=False)
+    assert check_output(link, overwrite=True) == str(link)

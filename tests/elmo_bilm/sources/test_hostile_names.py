@@ -22,6 +22,7 @@ from elmo_bilm.sources import names, published
 from elmo_bilm.sources.archives import MAX_FOLDER_ENTRIES, is_bilm_archive
 from elmo_bilm.sources.names import PathShadowsName, url_file_name, user_path
 from elmo_bilm.sources.resolver import options_path, resolve_bilm
+from elmo_bilm.utils import files
 from elmo_bilm.utils.files import FormatError, UsageError, cache_dir
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 from tests.local_server import LocalServer
@@ -130,9 +131,27 @@ def test_a_tilde_cache_variable_is_expanded_and_absolute(
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("ELMO_BILM_CACHE", "~/x")  # was a folder named `~`
     assert cache_dir() == tmp_path / "x"
+    monkeypatch.setattr(files, "_RELATIVE_CACHES", {})  # no earlier test's first read
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ELMO_BILM_CACHE", "relative")
     assert cache_dir() == tmp_path / "relative"
+
+
+def test_a_relative_cache_variable_stays_where_it_was_first_read(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """ELMO_BILM_CACHE=cache and a chdir (a notebook's %cd, a script's os.chdir) between two
+    loads: the second looked in NEW_FOLDER/cache, a second cache with nothing in it (so a
+    second download, and kernels compiled again)."""
+    monkeypatch.setattr(files, "_RELATIVE_CACHES", {})
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ELMO_BILM_CACHE", "cache")
+    first = cache_dir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert cache_dir() == first == tmp_path / "cache"
+    monkeypatch.setenv("ELMO_BILM_CACHE", str(tmp_path / "a" / ".." / "b"))  # absolute: as is
+    assert cache_dir() == tmp_path / "b"
 
 
 def test_a_control_character_in_the_cache_variable_is_one_line(
@@ -306,3 +325,50 @@ def test_a_conversion_into_a_full_cache_is_named(
     with pytest.raises(OSError, match="converting: cannot write the cache .*the disk is full"):
         resolve_bilm(checkpoint).as_bilm_tf()
     assert not list((cache_dir() / "converted").iterdir())  # no partial folder left
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "  https://example.org/elmo.tar.gz  ",  # pasted with the spaces around it
+        "HTTPS://example.org/elmo.tar.gz",  # a scheme in capitals (RFC 3986: the same URL)
+        "Https://example.org/elmo.tar.gz ",
+    ],
+)
+def test_a_url_typed_carelessly_is_the_url(typed: str) -> None:
+    """Both were read as local paths: 'no such archive' naming a file nobody meant."""
+    assert user_path(typed) == "https://example.org/elmo.tar.gz"
+
+
+def test_a_path_with_a_space_is_kept(tmp_path: Path) -> None:
+    """Only a URL loses its surrounding spaces: a file name may end in one."""
+    assert user_path(f"{tmp_path}/a ") == f"{tmp_path}/a "
+
+
+def test_a_dangling_link_named_like_a_bilm_is_said_to_be_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A link `small` to a folder since removed: the error said an options file needs its
+    weight file, which names neither the link nor the missing target."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "small").symlink_to(tmp_path / "gone")
+    with pytest.warns(PathShadowsName):
+        with pytest.raises(FileNotFoundError, match="a link to .*gone, which does not exist"):
+            resolve_bilm("small")
+
+
+@pytest.mark.parametrize("kind", ["file", "dangling link"])
+def test_a_cache_variable_naming_a_file_is_one_line(
+    kind: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """ELMO_BILM_CACHE naming a file: unpacking an archive was a bare NotADirectoryError on
+    FILE/unpacked, naming neither the variable nor what to do."""
+    cache = tmp_path / "cache"
+    if kind == "file":
+        cache.write_text("not a folder")
+    else:
+        cache.symlink_to(tmp_path / "gone")
+    monkeypatch.setenv("ELMO_BILM_CACHE", str(cache))
+    with pytest.raises(UsageError, match="ELMO_BILM_CACHE=.*not a folder") as error:
+        cache_dir()
+    assert "\n" not in str(error.value)

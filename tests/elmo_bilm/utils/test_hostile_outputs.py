@@ -206,3 +206,69 @@ def test_a_planted_record_moves_or_removes_nothing_outside_its_folder(tmp_path):
     assert file_sets.sweep(out) == [str(staging)]
     assert (elsewhere / "important").read_bytes() == b"keep me"
     assert _contents(out) == old
+
+
+def test_an_output_that_is_a_folder_is_refused_even_with_overwrite(tmp_path):
+    """elmo-convert --overwrite with an output named like a folder that exists removed the
+    folder and everything in it (it was renamed aside as the old output, then deleted)."""
+    folder = tmp_path / "weights.hdf5"
+    folder.mkdir()
+    (folder / "precious.txt").write_text("kept")
+    with pytest.raises(IsADirectoryError, match="a folder, not a file"):
+        with file_sets.output_set(
+            {"weights": folder, "options": tmp_path / "options.json"}, overwrite=True
+        ) as staged:
+            for path in staged.values():
+                Path(path).write_text("new")
+    assert (folder / "precious.txt").read_text() == "kept"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["weights.hdf5"]
+
+
+def test_an_output_folder_that_is_a_file_is_named_as_a_file(tmp_path):
+    (tmp_path / "out").write_text("a file")
+    with pytest.raises(NotADirectoryError, match="a file, not a folder"):
+        with file_sets.output_set({"weights": tmp_path / "out" / "weights.hdf5"}):
+            pass
+
+
+def test_an_output_that_is_a_link_elsewhere_is_replaced_not_its_target(tmp_path):
+    """The link in the output folder is what is replaced; the file it pointed to (another
+    user's, another folder's) is left as it was."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "options.json").write_text("theirs")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "options.json").symlink_to(elsewhere / "options.json")
+    with file_sets.output_set({"options": out / "options.json"}, overwrite=True) as staged:
+        Path(staged["options"]).write_text("ours")
+    assert (elsewhere / "options.json").read_text() == "theirs"
+    assert not (out / "options.json").is_symlink() and (out / "options.json").read_text() == "ours"
+
+
+def test_ctrl_c_midway_keeps_the_old_set(tmp_path):
+    for name in ("a.json", "b.json"):
+        (tmp_path / name).write_text("old")
+    with pytest.raises(KeyboardInterrupt):
+        with file_sets.output_set(
+            {"a": tmp_path / "a.json", "b": tmp_path / "b.json"}, overwrite=True
+        ) as staged:
+            Path(staged["a"]).write_text("new")
+            raise KeyboardInterrupt
+    assert [(tmp_path / n).read_text() for n in ("a.json", "b.json")] == ["old", "old"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json"]
+
+
+def test_elmo_convert_into_a_file_is_one_line_before_the_biLM_is_resolved(tmp_path, monkeypatch):
+    """`elmo-convert SOURCE weights.hdf5 --overwrite` (the output folder typed as a file) was
+    os.makedirs' bare "[Errno 17] File exists: 'weights.hdf5'", after the source was resolved
+    (a download, an unpacking); the file is left as it was."""
+    target = tmp_path / "weights.hdf5"
+    target.write_bytes(b"kept")
+    resolved = []
+    monkeypatch.setattr(convert_cli, "resolve_bilm", lambda *a: resolved.append(a))
+    with pytest.raises(SystemExit) as exit_:
+        elmo_convert([str(CHECKPOINT), str(target), "--overwrite"])
+    err = str(exit_.value.code)
+    assert err.count("\n") == 0 and "a file, not a folder" in err, err
+    assert not resolved and target.read_bytes() == b"kept"
