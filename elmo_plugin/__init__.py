@@ -34,7 +34,7 @@ _COMPONENTS = (
     ("elmo_plugin.token_embedders", ("ElmoPluginTokenEmbedder",)),
     (
         "elmo_plugin.training",
-        ("ReduceOnPlateauScheduler", "SafeCheckpointer", "ValidateBeforeTraining"),
+        ("ReduceOnPlateauScheduler", "RunProgress", "SafeCheckpointer", "ValidateBeforeTraining"),
     ),
 )
 
