@@ -32,6 +32,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Type
 
+from elmo_plugin.common import allennlp_parsers
 from elmo_plugin.common.config_names import config_names, find_config
 from elmo_plugin.common.parsers import COMMANDS
 
@@ -291,7 +292,8 @@ def log_plugins() -> None:
 
 def light_parser(command: Optional[str]) -> argparse.ArgumentParser:
     """AllenNLP's top-level parser as `elmo-plugin` builds it, without AllenNLP: every command's
-    name and help line, and the arguments of `command` alone (an `elmo-*` command, or None)."""
+    name and help line, and the arguments of `command` alone (an `elmo-*` command, one of
+    AllenNLP's in `allennlp_parsers`' snapshot, or None)."""
     parser = ParserWithDefaults(description="Run AllenNLP", prog=PROG)
     parser.add_argument("--version", action="version", version=f"%(prog)s {ALLENNLP_VERSION}")
     subparsers = parser.add_subparsers(title="Commands", metavar="")
@@ -299,6 +301,9 @@ def light_parser(command: Optional[str]) -> argparse.ArgumentParser:
     for name in sorted(helps):
         if name != command:
             subparsers.add_parser(name, help=helps[name])
+            continue
+        if name not in COMMANDS:  # AllenNLP's own, from the snapshot (`--include-package` in it)
+            allennlp_parsers.add_parser(subparsers, name)
             continue
         subparser = COMMANDS[name].add_parser(subparsers, name)
         # what AllenNLP adds to every command that `requires_plugins`, as the plugin's do
@@ -323,12 +328,14 @@ def config_path(name: str) -> str:
 
 def answer_without_allennlp(argv: Sequence[str]) -> bool:
     """Answer `argv` without importing AllenNLP if it needs no model: `elmo-plugin` with no
-    command, `-h` / `--help`, an `elmo-*` command's help (or a bad argument of it), and
-    `elmo-config [NAME]`; the same output as AllenNLP's command line. False: nothing was done,
-    the command needs AllenNLP."""
+    command, `-h` / `--help`, the help of an `elmo-*` command or of AllenNLP's own (`train`,
+    `evaluate`, ...: `allennlp_parsers`), or a bad argument before it, and `elmo-config [NAME]`;
+    the same output as AllenNLP's command line. False: nothing was done, the command needs
+    AllenNLP."""
     argv = list(argv)
     top_help = argv in ([], ["-h"], ["--help"])
-    command = argv[0] if argv and argv[0] in COMMANDS else None
+    known = (*COMMANDS, *allennlp_parsers.load()["commands"])
+    command = argv[0] if argv and argv[0] in known else None
     wants_help = command is not None and ("-h" in argv or "--help" in argv)
     if not (top_help or wants_help or command == "elmo-config") or not known_command_line():
         return False

@@ -105,9 +105,28 @@ CASES: List[Tuple[List[str], str]] = [
     (["elmo-probe", "sst", "-h"], WITH_TORCH),
     (["elmo-probe", "wsd", "--help"], WITH_TORCH),
     (["elmo-neighbours", "--help"], WITH_TORCH),
+    # AllenNLP's own commands (issue 82 item 4), from `elmo_plugin.common.allennlp_parsers`
+    (["train", "--help"], TORCH_FREE),
+    (["train", "-h"], TORCH_FREE),
+    (["train", "config.jsonnet", "-s", "out", "--help"], TORCH_FREE),
+    (["build-vocab", "--help"], TORCH_FREE),
+    (["count-instances", "--help"], TORCH_FREE),
+    (["diff", "--help"], TORCH_FREE),
+    (["evaluate", "--help"], TORCH_FREE),
+    (["evaluate", "--cuda-device", "x", "--help"], TORCH_FREE),  # the bad value first
+    (["find-lr", "--help"], TORCH_FREE),
+    (["predict", "-h"], TORCH_FREE),
+    (["print-results", "--help"], TORCH_FREE),
+    (["push-to-hf", "--help"], TORCH_FREE),
+    (["test-install", "--help"], TORCH_FREE),
 ]
 
-PLAIN = [([], TORCH_FREE), (["--help"], TORCH_FREE), (["elmo-config", "sst_bcn"], TORCH_FREE)]
+PLAIN = [
+    ([], TORCH_FREE),
+    (["--help"], TORCH_FREE),
+    (["elmo-config", "sst_bcn"], TORCH_FREE),
+    (["train", "--help"], TORCH_FREE),
+]
 
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - ", re.MULTILINE)
 
@@ -197,7 +216,11 @@ def test_the_fast_path_is_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".allennlp_plugins").write_text("elmo_plugin\n")
     assert command_line.known_command_line()
-    assert not command_line.answer_without_allennlp(["train", "--help"])
+    assert not command_line.answer_without_allennlp(["train", "config.jsonnet", "-s", "out"])
+    assert not command_line.answer_without_allennlp(
+        ["train", "-s", "out", "--", "--help"]
+    )  # a file
+    assert not command_line.answer_without_allennlp(["cached-path", "--help"])  # left out
     assert not command_line.answer_without_allennlp(["elmo-config", "x", "--resolved"])
     assert not command_line.answer_without_allennlp(["elmo-embed", "in.txt", "out.hdf5"])
 
@@ -232,3 +255,37 @@ def test_the_values_repeated_for_the_fast_path_match_their_sources(
         data = config_env.data_dir()
         expected = os.path.join(str(data) if data is not None else "", "sst", "train.txt")
         assert parsers.data_default("sst", "train.txt") == expected
+
+
+def test_the_snapshot_of_allennlps_parsers_is_allennlps() -> None:
+    """`allennlp_parsers.json` is what `snapshot()` reads from the installed AllenNLP (rewrite it
+    with `python -m elmo_plugin.common.allennlp_parsers`), for the AllenNLP version and the
+    commands `command_line` lists; a command whose parser depends on the machine is left out."""
+    from elmo_plugin.common import allennlp_parsers, command_line
+
+    shipped = allennlp_parsers.load()
+    assert allennlp_parsers.snapshot() == shipped
+    assert shipped["allennlp"] == command_line.ALLENNLP_VERSION
+    commands = shipped["commands"]
+    assert set(commands) == set(command_line.ALLENNLP_COMMANDS) - set(allennlp_parsers.LEFT_OUT)
+    for name, entry in commands.items():
+        # argparse folds the white space of a help line
+        assert " ".join(entry["help"].split()) == command_line.ALLENNLP_COMMANDS[name]
+
+
+def test_a_parser_the_snapshot_cannot_rebuild_is_refused() -> None:
+    """An argument of a kind the snapshot does not describe (here a `type` that is not str, int
+    or float) is an error when the snapshot is made, never a different help at run time."""
+    import argparse
+
+    from elmo_plugin.common import allennlp_parsers
+
+    parser = argparse.ArgumentParser(prog="x")
+    parser.add_argument("--when", type=lambda text: text)
+    with pytest.raises(ValueError, match="--when"):
+        allennlp_parsers.describe(parser, "help line")
+    plain = argparse.ArgumentParser(prog="y")
+    plain.add_argument("--count", type=int, default=3, help="how many")
+    described = allennlp_parsers.describe(plain, "help line")
+    assert [action["dest"] for action in described["actions"]] == ["count"]
+    assert described["actions"][0]["type"] == "int"
