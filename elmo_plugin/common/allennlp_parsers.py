@@ -21,6 +21,30 @@ from typing import Any, Dict, List, Optional
 
 SNAPSHOT = Path(__file__).with_name("allennlp_parsers.json")
 
+# AllenNLP's own subcommands and their one-line help, as `allennlp --help` of `ALLENNLP_VERSION`
+# (with allennlp-models, which adds none) lists them; the fast path is taken with that version only
+ALLENNLP_VERSION = "2.10.1"
+ALLENNLP_COMMANDS: Dict[str, str] = {
+    "build-vocab": "Build a vocabulary from an experiment config file.",
+    "cached-path": "Cache remote files to the AllenNLP cache.",
+    "checklist": "Run a trained model through a checklist suite.",
+    "count-instances": "Count the number of training instances in an experiment config file.",
+    "diff": "Display a diff between two model checkpoints.",
+    "evaluate": "Evaluate the specified model + dataset(s).",
+    "find-lr": "Find a learning rate range.",
+    "predict": "Use a trained model to make predictions.",
+    "print-results": "Print results from allennlp serialization directories to the console.",
+    "push-to-hf": "Push a model to the Hugging Face Hub. Pushing your models to the Hugging Face "
+    "Hub ([hf.co](https://hf.co/)) allows you to share your models with others. On top of that, "
+    "you can try the models directly in the browser with the available widgets. Before running "
+    "this command, login to Hugging Face with `huggingface-cli login`. You can specify either a "
+    "`serialization_dir` or an `archive_path`, but using the first option is recommended since "
+    "the `serialization_dir` contains more useful information such as metrics and TensorBoard "
+    "traces.",
+    "test-install": "Test AllenNLP installation.",
+    "train": "Train a model.",
+}
+
 # AllenNLP's commands whose parser depends on the machine, left to AllenNLP: `cached-path`'s
 # default folder comes from the environment, `checklist`'s arguments from whether the checklist
 # package is installed
@@ -109,8 +133,6 @@ def snapshot() -> Dict[str, Any]:
     from allennlp import __version__
     from allennlp.commands import ArgumentParserWithDefaults
     from allennlp.commands.subcommand import Subcommand
-
-    from elmo_plugin.common.command_line import ALLENNLP_COMMANDS
 
     parser = ArgumentParserWithDefaults(description="Run AllenNLP", prog="allennlp")
     subparsers = parser.add_subparsers(title="Commands", metavar="")

@@ -33,6 +33,7 @@ from types import TracebackType
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Type
 
 from elmo_plugin.common import allennlp_parsers
+from elmo_plugin.common.allennlp_parsers import ALLENNLP_COMMANDS, ALLENNLP_VERSION
 from elmo_plugin.common.config_names import config_names, find_config
 from elmo_plugin.common.parsers import COMMANDS
 
@@ -187,29 +188,6 @@ def install(force: bool = False) -> None:
     _put_in_front()
 
 
-# AllenNLP's own subcommands and their one-line help, as `allennlp --help` of `ALLENNLP_VERSION`
-# (with allennlp-models, which adds none) lists them; the fast path is taken with that version only
-ALLENNLP_VERSION = "2.10.1"
-ALLENNLP_COMMANDS: Dict[str, str] = {
-    "build-vocab": "Build a vocabulary from an experiment config file.",
-    "cached-path": "Cache remote files to the AllenNLP cache.",
-    "checklist": "Run a trained model through a checklist suite.",
-    "count-instances": "Count the number of training instances in an experiment config file.",
-    "diff": "Display a diff between two model checkpoints.",
-    "evaluate": "Evaluate the specified model + dataset(s).",
-    "find-lr": "Find a learning rate range.",
-    "predict": "Use a trained model to make predictions.",
-    "print-results": "Print results from allennlp serialization directories to the console.",
-    "push-to-hf": "Push a model to the Hugging Face Hub. Pushing your models to the Hugging Face "
-    "Hub ([hf.co](https://hf.co/)) allows you to share your models with others. On top of that, "
-    "you can try the models directly in the browser with the available widgets. Before running "
-    "this command, login to Hugging Face with `huggingface-cli login`. You can specify either a "
-    "`serialization_dir` or an `archive_path`, but using the first option is recommended since "
-    "the `serialization_dir` contains more useful information such as metrics and TensorBoard "
-    "traces.",
-    "test-install": "Test AllenNLP installation.",
-    "train": "Train a model.",
-}
 # AllenNLP's default plugins (`allennlp.common.plugins.DEFAULT_PLUGINS`) other than
 # allennlp-models: one installed may add subcommands, so the fast path is not taken
 OTHER_DEFAULT_PLUGINS = ("allennlp_semparse", "allennlp_server")

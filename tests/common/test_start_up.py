@@ -289,3 +289,74 @@ def test_a_parser_the_snapshot_cannot_rebuild_is_refused() -> None:
     described = allennlp_parsers.describe(plain, "help line")
     assert [action["dest"] for action in described["actions"]] == ["count"]
     assert described["actions"][0]["type"] == "int"
+
+
+# `python -m allennlp ARGS...` (the `allennlp` command), then which plugin modules it imported
+ALLENNLP_MAIN = r"""
+import runpy, sys
+sys.argv = ["allennlp", *sys.argv[1:]]
+try:
+    runpy.run_module("allennlp", run_name="__main__", alter_sys=True)
+finally:
+    names = sorted(name for name in sys.modules if name.startswith("elmo_plugin"))
+    sys.__stderr__.write("MODULES " + " ".join(names) + "\n")
+"""
+
+# what a help needs of the plugin (its commands' parsers), and what it does not: the hooks, the
+# components (tasks, embedders, training callbacks) and the analysis behind the commands
+HELP_NEEDS = ("elmo_plugin.commands.elmo_config", "elmo_plugin.commands.analysis")
+HELP_SKIPS = (
+    "elmo_plugin.hooks",
+    "elmo_plugin.tasks",
+    "elmo_plugin.token_embedders",
+    "elmo_plugin.training",
+    "elmo_plugin.analysis.table1",
+    "elmo_plugin.analysis.sweep",
+    "elmo_plugin.analysis.probes",
+)
+
+
+@pytest.mark.slow
+def test_allennlps_help_imports_the_plugins_commands_only(folders: Dict[str, Path]) -> None:
+    """`allennlp --help` and `allennlp elmo-config --help` with the plugin in a plugins file
+    (issue 82 item 4): the plugin's commands listed, neither hooks nor components imported."""
+    for argv in (["--help"], ["elmo-config", "--help"]):
+        done = subprocess.run(
+            [sys.executable, "-c", ALLENNLP_MAIN, *argv],
+            cwd=folders["plugins"],
+            env=_environment(),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert ("elmo-table1" in done.stdout) == (argv == ["--help"]), done.stdout
+        assert "--resolved" in done.stdout or argv == ["--help"], done.stdout
+        line = [line for line in done.stderr.splitlines() if line.startswith("MODULES ")][-1]
+        imported = set(line.split()[1:])
+        assert set(HELP_NEEDS) <= imported, sorted(imported)
+        assert not imported & set(HELP_SKIPS), sorted(imported & set(HELP_SKIPS))
+
+
+@pytest.mark.parametrize(
+    "argv, help_only",
+    [
+        (["--help"], True),
+        (["elmo-config", "-h"], True),
+        (["train", "config.jsonnet", "-s", "out", "--help"], True),
+        (["train", "config.jsonnet", "-s", "out"], False),
+        (["train", "-s", "out", "--", "--help"], False),  # a config named --help
+        (["elmo-config"], False),
+    ],
+)
+def test_only_a_help_of_the_allennlp_command_skips_the_components(
+    argv: List[str], help_only: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import elmo_plugin
+    from elmo_plugin.common import command_line
+
+    monkeypatch.setattr(sys, "argv", ["allennlp", *argv])
+    monkeypatch.setattr(command_line, "is_allennlp_command", lambda: True)
+    assert elmo_plugin._help_only() is help_only
+    monkeypatch.setattr(command_line, "is_allennlp_command", lambda: False)
+    assert not elmo_plugin._help_only()
