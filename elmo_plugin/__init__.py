@@ -6,9 +6,12 @@ elmo_plugin`, a plugins file, or `import elmo_plugin` in a script), and installs
 hooks listed in `elmo_plugin.hooks`. The torch-only biLM core (no AllenNLP) is the `elmo_bilm`
 package.
 
-One process defers that: the `elmo-plugin` console script, whose `main`
+Two processes defer that: the `elmo-plugin` console script, whose `main`
 (`elmo_plugin.common.command_line`) first answers the commands that need no model (`--help`,
-`elmo-config`) without importing AllenNLP, and calls `register()` for every other command.
+`elmo-config`) without importing AllenNLP, and calls `register()` for every other command; and
+the `allennlp` command asked for help (`allennlp --help`, `allennlp elmo-config --help`), which
+exits once its parser has printed the help, so that importing the package registers the `elmo-*`
+commands only (`register_commands()`) and no hook or component (`register()` still does it all).
 """
 
 import importlib
@@ -34,11 +37,23 @@ _COMPONENTS = (
     ("elmo_plugin.token_embedders", ("ElmoPluginTokenEmbedder",)),
     (
         "elmo_plugin.training",
-        ("ReduceOnPlateauScheduler", "SafeCheckpointer", "ValidateBeforeTraining"),
+        ("ReduceOnPlateauScheduler", "RunProgress", "SafeCheckpointer", "ValidateBeforeTraining"),
     ),
 )
 
 _registered = False
+_commands_registered = False
+
+
+def register_commands() -> None:
+    """Register the `elmo-*` commands with AllenNLP, nothing else (idempotent)."""
+    global _commands_registered
+    if _commands_registered:
+        return
+    _commands_registered = True
+    from elmo_plugin import commands
+
+    commands.register()
 
 
 def register() -> None:
@@ -51,9 +66,9 @@ def register() -> None:
     from elmo_plugin import hooks
 
     hooks.install()
-    from elmo_plugin import commands, tasks  # noqa: F401
+    from elmo_plugin import tasks  # noqa: F401
 
-    commands.register()
+    register_commands()
     for module_name, names in _COMPONENTS:
         module = importlib.import_module(module_name)
         globals().update({name: getattr(module, name) for name in names})
@@ -67,5 +82,18 @@ def _console_script_starting() -> bool:
     return script in ("elmo-plugin", "elmo-plugin-script.py", "elmo-plugin-script.pyw")
 
 
-if not _console_script_starting():
+def _help_only() -> bool:
+    """Whether this process is the `allennlp` command asked for help (`-h` or `--help` before
+    any `--`): AllenNLP's parser prints the help, or an argument's error, and exits before any
+    component is needed, so the commands alone are registered (issue 82 item 4)."""
+    from elmo_plugin.common.command_line import is_allennlp_command
+
+    argv = sys.argv[1:]
+    head = argv[: argv.index("--")] if "--" in argv else argv
+    return ("-h" in head or "--help" in head) and is_allennlp_command()
+
+
+if _help_only():
+    register_commands()
+elif not _console_script_starting():
     register()

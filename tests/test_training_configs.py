@@ -166,6 +166,13 @@ def test_every_config_recovers_exactly(config):
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda path: path.name)
+def test_every_config_logs_the_whole_runs_progress(config):
+    """Epoch k of n and the run's ETA after each epoch (`elmo_plugin_run_progress`)."""
+    callbacks = _params(config.name)["trainer"].get("callbacks", [])
+    assert {"type": "elmo_plugin_run_progress"} in callbacks
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda path: path.name)
 def test_validation_batches_are_deterministic(config):
     params = _params(config.name)
     if config.name.startswith("bilm"):

@@ -48,6 +48,7 @@ local vocab_file = std.extVar("BILM_VOCAB");
       // Adagrad's accumulators continue from the archive's, as bilm-tf's restart does
       { type: "elmo_plugin_optimizer_state", [if archive != "" then "from_archive"]: archive },
       { type: "elmo_plugin_exact_recovery" },
+      { type: "elmo_plugin_run_progress" },
     ],
     checkpointer: { type: "elmo_plugin_safe" },
   },

@@ -59,7 +59,11 @@ local buffer = 4096;
     validation_metric: "-perplexity",
     checkpointer: { type: "elmo_plugin_safe", keep_most_recent_by_count: 2 },
     // the optimizer state goes into model.tar.gz, for fine-tuning (bilm_finetune.jsonnet)
-    callbacks: [{ type: "elmo_plugin_optimizer_state" }, { type: "elmo_plugin_exact_recovery" }],
+    callbacks: [
+      { type: "elmo_plugin_optimizer_state" },
+      { type: "elmo_plugin_exact_recovery" },
+      { type: "elmo_plugin_run_progress" },
+    ],
   },
   include_in_archive: ["optimizer_state.th"],
 }

@@ -61,7 +61,11 @@ local buffer = 4096;
     checkpointer: { type: "elmo_plugin_safe", save_every_num_batches: 500, keep_most_recent_by_count: 2 },
     // the optimizer state goes into model.tar.gz, for fine-tuning (bilm_finetune.jsonnet); the
     // shipped run predates this callback: its state was added to the archive from the last checkpoint
-    callbacks: [{ type: "elmo_plugin_optimizer_state" }, { type: "elmo_plugin_exact_recovery" }],
+    callbacks: [
+      { type: "elmo_plugin_optimizer_state" },
+      { type: "elmo_plugin_exact_recovery" },
+      { type: "elmo_plugin_run_progress" },
+    ],
   },
   include_in_archive: ["optimizer_state.th"],
 }

@@ -79,6 +79,6 @@ function(elmo=null, seed=13370, pretrained_word_vectors=false, num_epochs=8)
       grad_norm: 5.0,
       checkpointer: { type: "elmo_plugin_safe" },
       // --recover retraces an uninterrupted run exactly (docs/reliability.md)
-      callbacks: [{ type: "elmo_plugin_exact_recovery" }],
+      callbacks: [{ type: "elmo_plugin_exact_recovery" }, { type: "elmo_plugin_run_progress" }],
     },
   }

@@ -75,6 +75,6 @@ function(elmo=null, seed=13370, pretrained_word_vectors=false)
       patience: 10,
       checkpointer: { type: "elmo_plugin_safe" },
       // --recover retraces an uninterrupted run exactly (docs/reliability.md)
-      callbacks: [{ type: "elmo_plugin_exact_recovery" }],
+      callbacks: [{ type: "elmo_plugin_exact_recovery" }, { type: "elmo_plugin_run_progress" }],
     },
   }

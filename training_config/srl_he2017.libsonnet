@@ -66,6 +66,6 @@ function(elmo=null, seed=13370, pretrained_word_vectors=false, hidden_size=300, 
       patience: 200,
       checkpointer: { type: "elmo_plugin_safe" },
       // --recover retraces an uninterrupted run exactly (docs/reliability.md)
-      callbacks: [{ type: "elmo_plugin_exact_recovery" }],
+      callbacks: [{ type: "elmo_plugin_exact_recovery" }, { type: "elmo_plugin_run_progress" }],
     },
   }

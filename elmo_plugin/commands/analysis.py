@@ -12,7 +12,6 @@ import torch
 from allennlp.commands.subcommand import Subcommand
 
 from elmo_bilm.utils.files import UsageError, numbered_lines, reports_errors
-from elmo_plugin.analysis import layer_weights, neighbours, probes, report, sweep
 from elmo_plugin.common.config_env import config_path
 from elmo_plugin.common.parsers import COMMANDS, probe_parsers
 from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
@@ -32,6 +31,8 @@ def _bilm_name(args: argparse.Namespace) -> str:
 
 def _report(args: argparse.Namespace, result: Any, table: str, figure: Any = None) -> None:
     """Write the command's report (json, md, png) to `--output-dir` and show where and what."""
+    from elmo_plugin.analysis import report
+
     for path in report.write_report(
         args.output_dir, args.name, result, table, figure, overwrite=args.overwrite
     ):
@@ -41,6 +42,8 @@ def _report(args: argparse.Namespace, result: Any, table: str, figure: Any = Non
 
 @reports_errors("elmo-probe")
 def _run_pos(args: argparse.Namespace) -> None:
+    from elmo_plugin.analysis import probes, report
+
     result = probes.pos_probe(
         _bilm(args),
         args.train_file,
@@ -58,6 +61,8 @@ def _run_pos(args: argparse.Namespace) -> None:
 
 @reports_errors("elmo-probe")
 def _run_sst(args: argparse.Namespace) -> None:
+    from elmo_plugin.analysis import probes, report
+
     result = probes.sst_probe(
         _bilm(args),
         args.train_file,
@@ -76,6 +81,8 @@ def _run_sst(args: argparse.Namespace) -> None:
 
 @reports_errors("elmo-probe")
 def _run_wsd(args: argparse.Namespace) -> None:
+    from elmo_plugin.analysis import probes, report
+
     tests = [probes.WsdData.from_dir(os.path.join(args.eval_dir, name)) for name in args.datasets]
     trains = [probes.WsdData(xml, key) for xml, key in args.train] if args.train else None
     result = probes.wsd_probe(_bilm(args), tests, trains, args.batch_size, _device(args))
@@ -91,6 +98,8 @@ def _run_wsd(args: argparse.Namespace) -> None:
 
 @reports_errors("elmo-neighbours")
 def _run_neighbours(args: argparse.Namespace) -> None:
+    from elmo_plugin.analysis import neighbours, report
+
     corpus = [line.split() for _, line in numbered_lines(args.corpus) if line.strip()]
     result = neighbours.nearest_neighbours(
         _bilm(args),
@@ -117,6 +126,8 @@ def _run_neighbours(args: argparse.Namespace) -> None:
 @reports_errors("elmo-layer-weights")
 def _run_layer_weights(args: argparse.Namespace) -> None:
     from allennlp.models.archival import load_archive
+
+    from elmo_plugin.analysis import layer_weights, report
 
     labels = args.labels or [
         os.path.basename(os.path.dirname(os.path.abspath(archive))) for archive in args.archives
@@ -148,6 +159,8 @@ def _run_layer_weights(args: argparse.Namespace) -> None:
 
 @reports_errors("elmo-sweep")
 def _run_sweep(args: argparse.Namespace) -> None:
+    from elmo_plugin.analysis import report, sweep
+
     runs = sweep.grid(args.placement, args.l2, args.layers, args.gamma, args.fraction, args.seeds)
     out = Path(args.serialization_dir)
     run_dirs = [out / run.name for run in runs]
@@ -204,6 +217,8 @@ def _run_sweep(args: argparse.Namespace) -> None:
 
 
 def _run_fields(record: Dict[str, Any]) -> Dict[str, Any]:
+    from elmo_plugin.analysis import sweep
+
     return {field: record[field] for field in sweep.Run.__dataclass_fields__}
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 from allennlp.commands.subcommand import Subcommand
 
 from elmo_bilm.utils.files import UsageError, reports_errors
-from elmo_plugin.analysis import report, table1
 from elmo_plugin.common.command_line import quiet_loggers
 from elmo_plugin.common.parsers import COMMANDS
 
@@ -35,6 +34,7 @@ def _run(args: argparse.Namespace) -> None:
 
 
 def _table(args: argparse.Namespace) -> None:
+    from elmo_plugin.analysis import report, table1
     from elmo_plugin.common.config_env import data_dir
     from elmo_plugin.data.word_vectors import build_baseline_vectors
 

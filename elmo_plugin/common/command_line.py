@@ -32,6 +32,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Type
 
+from elmo_plugin.common import allennlp_parsers
+from elmo_plugin.common.allennlp_parsers import ALLENNLP_COMMANDS, ALLENNLP_VERSION
 from elmo_plugin.common.config_names import config_names, find_config
 from elmo_plugin.common.parsers import COMMANDS
 
@@ -196,29 +198,6 @@ def install(force: bool = False) -> None:
     _put_in_front()
 
 
-# AllenNLP's own subcommands and their one-line help, as `allennlp --help` of `ALLENNLP_VERSION`
-# (with allennlp-models, which adds none) lists them; the fast path is taken with that version only
-ALLENNLP_VERSION = "2.10.1"
-ALLENNLP_COMMANDS: Dict[str, str] = {
-    "build-vocab": "Build a vocabulary from an experiment config file.",
-    "cached-path": "Cache remote files to the AllenNLP cache.",
-    "checklist": "Run a trained model through a checklist suite.",
-    "count-instances": "Count the number of training instances in an experiment config file.",
-    "diff": "Display a diff between two model checkpoints.",
-    "evaluate": "Evaluate the specified model + dataset(s).",
-    "find-lr": "Find a learning rate range.",
-    "predict": "Use a trained model to make predictions.",
-    "print-results": "Print results from allennlp serialization directories to the console.",
-    "push-to-hf": "Push a model to the Hugging Face Hub. Pushing your models to the Hugging Face "
-    "Hub ([hf.co](https://hf.co/)) allows you to share your models with others. On top of that, "
-    "you can try the models directly in the browser with the available widgets. Before running "
-    "this command, login to Hugging Face with `huggingface-cli login`. You can specify either a "
-    "`serialization_dir` or an `archive_path`, but using the first option is recommended since "
-    "the `serialization_dir` contains more useful information such as metrics and TensorBoard "
-    "traces.",
-    "test-install": "Test AllenNLP installation.",
-    "train": "Train a model.",
-}
 # AllenNLP's default plugins (`allennlp.common.plugins.DEFAULT_PLUGINS`) other than
 # allennlp-models: one installed may add subcommands, so the fast path is not taken
 OTHER_DEFAULT_PLUGINS = ("allennlp_semparse", "allennlp_server")
@@ -301,7 +280,8 @@ def log_plugins() -> None:
 
 def light_parser(command: Optional[str]) -> argparse.ArgumentParser:
     """AllenNLP's top-level parser as `elmo-plugin` builds it, without AllenNLP: every command's
-    name and help line, and the arguments of `command` alone (an `elmo-*` command, or None)."""
+    name and help line, and the arguments of `command` alone (an `elmo-*` command, one of
+    AllenNLP's in `allennlp_parsers`' snapshot, or None)."""
     parser = ParserWithDefaults(description="Run AllenNLP", prog=PROG)
     parser.add_argument("--version", action="version", version=f"%(prog)s {ALLENNLP_VERSION}")
     subparsers = parser.add_subparsers(title="Commands", metavar="")
@@ -309,6 +289,9 @@ def light_parser(command: Optional[str]) -> argparse.ArgumentParser:
     for name in sorted(helps):
         if name != command:
             subparsers.add_parser(name, help=helps[name])
+            continue
+        if name not in COMMANDS:  # AllenNLP's own, from the snapshot (`--include-package` in it)
+            allennlp_parsers.add_parser(subparsers, name)
             continue
         subparser = COMMANDS[name].add_parser(subparsers, name)
         # what AllenNLP adds to every command that `requires_plugins`, as the plugin's do
@@ -333,12 +316,14 @@ def config_path(name: str) -> str:
 
 def answer_without_allennlp(argv: Sequence[str]) -> bool:
     """Answer `argv` without importing AllenNLP if it needs no model: `elmo-plugin` with no
-    command, `-h` / `--help`, an `elmo-*` command's help (or a bad argument of it), and
-    `elmo-config [NAME]`; the same output as AllenNLP's command line. False: nothing was done,
-    the command needs AllenNLP."""
+    command, `-h` / `--help`, the help of an `elmo-*` command or of AllenNLP's own (`train`,
+    `evaluate`, ...: `allennlp_parsers`), or a bad argument before it, and `elmo-config [NAME]`;
+    the same output as AllenNLP's command line. False: nothing was done, the command needs
+    AllenNLP."""
     argv = list(argv)
     top_help = argv in ([], ["-h"], ["--help"])
-    command = argv[0] if argv and argv[0] in COMMANDS else None
+    known = (*COMMANDS, *allennlp_parsers.load()["commands"])
+    command = argv[0] if argv and argv[0] in known else None
     wants_help = command is not None and ("-h" in argv or "--help" in argv)
     if not (top_help or wants_help or command == "elmo-config") or not known_command_line():
         return False

@@ -105,9 +105,28 @@ CASES: List[Tuple[List[str], str]] = [
     (["elmo-probe", "sst", "-h"], WITH_TORCH),
     (["elmo-probe", "wsd", "--help"], WITH_TORCH),
     (["elmo-neighbours", "--help"], WITH_TORCH),
+    # AllenNLP's own commands (issue 82 item 4), from `elmo_plugin.common.allennlp_parsers`
+    (["train", "--help"], TORCH_FREE),
+    (["train", "-h"], TORCH_FREE),
+    (["train", "config.jsonnet", "-s", "out", "--help"], TORCH_FREE),
+    (["build-vocab", "--help"], TORCH_FREE),
+    (["count-instances", "--help"], TORCH_FREE),
+    (["diff", "--help"], TORCH_FREE),
+    (["evaluate", "--help"], TORCH_FREE),
+    (["evaluate", "--cuda-device", "x", "--help"], TORCH_FREE),  # the bad value first
+    (["find-lr", "--help"], TORCH_FREE),
+    (["predict", "-h"], TORCH_FREE),
+    (["print-results", "--help"], TORCH_FREE),
+    (["push-to-hf", "--help"], TORCH_FREE),
+    (["test-install", "--help"], TORCH_FREE),
 ]
 
-PLAIN = [([], TORCH_FREE), (["--help"], TORCH_FREE), (["elmo-config", "sst_bcn"], TORCH_FREE)]
+PLAIN = [
+    ([], TORCH_FREE),
+    (["--help"], TORCH_FREE),
+    (["elmo-config", "sst_bcn"], TORCH_FREE),
+    (["train", "--help"], TORCH_FREE),
+]
 
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - ", re.MULTILINE)
 
@@ -197,7 +216,11 @@ def test_the_fast_path_is_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".allennlp_plugins").write_text("elmo_plugin\n")
     assert command_line.known_command_line()
-    assert not command_line.answer_without_allennlp(["train", "--help"])
+    assert not command_line.answer_without_allennlp(["train", "config.jsonnet", "-s", "out"])
+    assert not command_line.answer_without_allennlp(
+        ["train", "-s", "out", "--", "--help"]
+    )  # a file
+    assert not command_line.answer_without_allennlp(["cached-path", "--help"])  # left out
     assert not command_line.answer_without_allennlp(["elmo-config", "x", "--resolved"])
     assert not command_line.answer_without_allennlp(["elmo-embed", "in.txt", "out.hdf5"])
 
@@ -232,3 +255,108 @@ def test_the_values_repeated_for_the_fast_path_match_their_sources(
         data = config_env.data_dir()
         expected = os.path.join(str(data) if data is not None else "", "sst", "train.txt")
         assert parsers.data_default("sst", "train.txt") == expected
+
+
+def test_the_snapshot_of_allennlps_parsers_is_allennlps() -> None:
+    """`allennlp_parsers.json` is what `snapshot()` reads from the installed AllenNLP (rewrite it
+    with `python -m elmo_plugin.common.allennlp_parsers`), for the AllenNLP version and the
+    commands `command_line` lists; a command whose parser depends on the machine is left out."""
+    from elmo_plugin.common import allennlp_parsers, command_line
+
+    shipped = allennlp_parsers.load()
+    assert allennlp_parsers.snapshot() == shipped
+    assert shipped["allennlp"] == command_line.ALLENNLP_VERSION
+    commands = shipped["commands"]
+    assert set(commands) == set(command_line.ALLENNLP_COMMANDS) - set(allennlp_parsers.LEFT_OUT)
+    for name, entry in commands.items():
+        # argparse folds the white space of a help line
+        assert " ".join(entry["help"].split()) == command_line.ALLENNLP_COMMANDS[name]
+
+
+def test_a_parser_the_snapshot_cannot_rebuild_is_refused() -> None:
+    """An argument of a kind the snapshot does not describe (here a `type` that is not str, int
+    or float) is an error when the snapshot is made, never a different help at run time."""
+    import argparse
+
+    from elmo_plugin.common import allennlp_parsers
+
+    parser = argparse.ArgumentParser(prog="x")
+    parser.add_argument("--when", type=lambda text: text)
+    with pytest.raises(ValueError, match="--when"):
+        allennlp_parsers.describe(parser, "help line")
+    plain = argparse.ArgumentParser(prog="y")
+    plain.add_argument("--count", type=int, default=3, help="how many")
+    described = allennlp_parsers.describe(plain, "help line")
+    assert [action["dest"] for action in described["actions"]] == ["count"]
+    assert described["actions"][0]["type"] == "int"
+
+
+# `python -m allennlp ARGS...` (the `allennlp` command), then which plugin modules it imported
+ALLENNLP_MAIN = r"""
+import runpy, sys
+sys.argv = ["allennlp", *sys.argv[1:]]
+try:
+    runpy.run_module("allennlp", run_name="__main__", alter_sys=True)
+finally:
+    names = sorted(name for name in sys.modules if name.startswith("elmo_plugin"))
+    sys.__stderr__.write("MODULES " + " ".join(names) + "\n")
+"""
+
+# what a help needs of the plugin (its commands' parsers), and what it does not: the hooks, the
+# components (tasks, embedders, training callbacks) and the analysis behind the commands
+HELP_NEEDS = ("elmo_plugin.commands.elmo_config", "elmo_plugin.commands.analysis")
+HELP_SKIPS = (
+    "elmo_plugin.hooks",
+    "elmo_plugin.tasks",
+    "elmo_plugin.token_embedders",
+    "elmo_plugin.training",
+    "elmo_plugin.analysis.table1",
+    "elmo_plugin.analysis.sweep",
+    "elmo_plugin.analysis.probes",
+)
+
+
+@pytest.mark.slow
+def test_allennlps_help_imports_the_plugins_commands_only(folders: Dict[str, Path]) -> None:
+    """`allennlp --help` and `allennlp elmo-config --help` with the plugin in a plugins file
+    (issue 82 item 4): the plugin's commands listed, neither hooks nor components imported."""
+    for argv in (["--help"], ["elmo-config", "--help"]):
+        done = subprocess.run(
+            [sys.executable, "-c", ALLENNLP_MAIN, *argv],
+            cwd=folders["plugins"],
+            env=_environment(),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert ("elmo-table1" in done.stdout) == (argv == ["--help"]), done.stdout
+        assert "--resolved" in done.stdout or argv == ["--help"], done.stdout
+        line = [line for line in done.stderr.splitlines() if line.startswith("MODULES ")][-1]
+        imported = set(line.split()[1:])
+        assert set(HELP_NEEDS) <= imported, sorted(imported)
+        assert not imported & set(HELP_SKIPS), sorted(imported & set(HELP_SKIPS))
+
+
+@pytest.mark.parametrize(
+    "argv, help_only",
+    [
+        (["--help"], True),
+        (["elmo-config", "-h"], True),
+        (["train", "config.jsonnet", "-s", "out", "--help"], True),
+        (["train", "config.jsonnet", "-s", "out"], False),
+        (["train", "-s", "out", "--", "--help"], False),  # a config named --help
+        (["elmo-config"], False),
+    ],
+)
+def test_only_a_help_of_the_allennlp_command_skips_the_components(
+    argv: List[str], help_only: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import elmo_plugin
+    from elmo_plugin.common import command_line
+
+    monkeypatch.setattr(sys, "argv", ["allennlp", *argv])
+    monkeypatch.setattr(command_line, "is_allennlp_command", lambda: True)
+    assert elmo_plugin._help_only() is help_only
+    monkeypatch.setattr(command_line, "is_allennlp_command", lambda: False)
+    assert not elmo_plugin._help_only()
