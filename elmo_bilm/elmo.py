@@ -38,11 +38,11 @@ from elmo_bilm.runtime.engine import (
 )
 from elmo_bilm.runtime.precision import set_precision
 from elmo_bilm.sources.hub import PREFIX, is_hub_id
-from elmo_bilm.sources.names import UserPath, user_path
 from elmo_bilm.sources.published import is_url, published_urls
 from elmo_bilm.sources.resolver import load_bilm
 from elmo_bilm.utils.checks import whole_number
 from elmo_bilm.utils.files import FormatError, UsageError, atomic_output
+from elmo_bilm.utils.names import UserPath, user_path
 
 # AllenNLP 0.9's module constants of `allennlp.commands.elmo`, which libraries import (flair's
 # `ELMoEmbeddings` reads the first two): its default biLM, AllenNLP's `original` (what

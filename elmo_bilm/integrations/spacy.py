@@ -33,11 +33,11 @@ from thinc.types import Floats2d, Floats3d
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS, Layers, embed_sorted
 from elmo_bilm.runtime.precision import PRECISIONS, set_precision
-from elmo_bilm.sources.names import user_path
 from elmo_bilm.sources.published import LOCAL, PUBLISHED, names
 from elmo_bilm.sources.resolver import ResolvedBilm, resolve_bilm
 from elmo_bilm.utils.checks import whole_number
 from elmo_bilm.utils.files import FormatError, UsageError
+from elmo_bilm.utils.names import user_path
 
 LayerChoice = Union[str, List[float]]
 DEFAULT_CONFIG: Dict[str, Any] = {

@@ -74,8 +74,8 @@ import numpy
 import torch
 
 from elmo_bilm.elmo import ElmoEmbedder, cuda_device_of
-from elmo_bilm.sources.names import UserPath
 from elmo_bilm.utils.files import UsageError
+from elmo_bilm.utils.names import UserPath
 
 __all__ = [
     "ElmoModel",

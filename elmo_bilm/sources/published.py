@@ -49,8 +49,8 @@ except ImportError:  # not on Windows: no lock between processes there
 from tqdm import tqdm
 
 from elmo_bilm.sources.archives import BILM_ARCHIVE_SUFFIXES
-from elmo_bilm.sources.names import url_file_name
 from elmo_bilm.utils.files import UsageError, atomic_output, cache_dir, sha256_files
+from elmo_bilm.utils.names import url_file_name
 
 logger = logging.getLogger(__name__)
 

@@ -55,9 +55,9 @@ from elmo_bilm.sources.archives import (
     unpacked,
 )
 from elmo_bilm.sources.hub import hub_folder, is_hub_id
-from elmo_bilm.sources.names import UserPath, shadows_name, user_path
 from elmo_bilm.sources.shipped import SHIPPED_OPTIONS_FILE, SHIPPED_WEIGHT_FILE
 from elmo_bilm.utils.files import FormatError, UsageError, cache_writes, sha256_files
+from elmo_bilm.utils.names import UserPath, shadows_name, user_path
 
 # How a biLM was named (`ResolvedBilm.kind`)
 KINDS = (
@@ -139,7 +139,7 @@ def resolve_bilm(
     options_file: Optional[UserPath] = None, weight_file: Optional[UserPath] = None
 ) -> ResolvedBilm:
     """Resolve what a user named as a biLM (see the module's docstring), each argument read by
-    `elmo_bilm.sources.names.user_path` first (a `pathlib.Path`, `~`, "" as not given). One
+    `elmo_bilm.utils.names.user_path` first (a `pathlib.Path`, `~`, "" as not given). One
     error when nothing fits, naming what was looked for where."""
     options_file = user_path(options_file, "the options file")
     weight_file = user_path(weight_file, "the weight file")

@@ -30,16 +30,10 @@ from typing import (
     Union,
 )
 
+from elmo_bilm.utils.errors import FormatError, UsageError
+from elmo_bilm.utils.names import user_path
+
 PathLike = Union[str, "os.PathLike[str]"]
-
-
-class UsageError(ValueError):
-    """An input, option or argument a user gave that cannot be used; the message says which and
-    why. A `ValueError`, so that code catching those keeps working."""
-
-
-class FormatError(UsageError):
-    """An input file that is not in the expected format; the message names the file (and line)."""
 
 
 # What a command reports as one line `NAME: error: ...` (exit status 1) instead of a traceback:
@@ -210,11 +204,9 @@ CACHE_ENV = "ELMO_BILM_CACHE"
 
 def cache_dir() -> Path:
     """The biLM cache: downloads, unpacked archives, converted formats, compiled kernels;
-    `$ELMO_BILM_CACHE` (read as every user path is, `elmo_bilm.sources.names`: empty means
+    `$ELMO_BILM_CACHE` (read as every user path is, `elmo_bilm.utils.names`: empty means
     unset, `~` expanded, made absolute so that a later `chdir` does not move it), else
     `~/.cache/elmo_bilm`."""
-    from elmo_bilm.sources.names import user_path  # it imports this module
-
     named = user_path(os.environ.get(CACHE_ENV), CACHE_ENV)
     if named is None:
         return Path.home() / ".cache" / "elmo_bilm"

@@ -1,4 +1,4 @@
-"""What users type, read once (`elmo_bilm.sources.names`, issue 79's fifth sweep): a
+"""What users type, read once (`elmo_bilm.utils.names`, issue 79's fifth sweep): a
 `pathlib.Path`, `~`, an empty variable, a local folder named like a biLM, a URL with a long
 query, a local archive with `?` in its name, a control character; each finding of the sweep is a
 test here, and properties (hypothesis) hold the normalisation for any text."""
@@ -18,12 +18,12 @@ from hypothesis import strategies as st
 
 from elmo_bilm import ElmoEmbedder
 from elmo_bilm.simple_elmo import ElmoModel
-from elmo_bilm.sources import names, published
+from elmo_bilm.sources import published
 from elmo_bilm.sources.archives import MAX_FOLDER_ENTRIES, is_bilm_archive
-from elmo_bilm.sources.names import PathShadowsName, url_file_name, user_path
 from elmo_bilm.sources.resolver import options_path, resolve_bilm
-from elmo_bilm.utils import files
+from elmo_bilm.utils import files, names
 from elmo_bilm.utils.files import FormatError, UsageError, cache_dir
+from elmo_bilm.utils.names import PathShadowsName, url_file_name, user_path
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 from tests.local_server import LocalServer
 

@@ -27,7 +27,7 @@ import urllib.parse
 import warnings
 from typing import Collection, Optional, Union
 
-from elmo_bilm.utils.files import UsageError
+from elmo_bilm.utils.errors import UsageError
 
 UserPath = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
