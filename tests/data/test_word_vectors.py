@@ -90,7 +90,8 @@ def test_the_configs_argument_chooses_pretrained_vectors_not_a_files_existence(
         tokens(pretrained)
     message = str(error.value)
     assert f"SNLI_WORD_VECTORS={vectors}" in message
-    assert "allennlp elmo-word-vectors" in message and "allennlp elmo-table1" in message
+    # commands that work outside a checkout too (issue 82)
+    assert "elmo-plugin elmo-word-vectors" in message and "elmo-plugin elmo-table1" in message
     assert str(vectors) in missing_baseline_vectors(["SNLI_WORD_VECTORS"])
     vectors.write_bytes(b"")  # built
     for config in (configs / "snli_esim.jsonnet", snli):  # the default: from scratch, built or not

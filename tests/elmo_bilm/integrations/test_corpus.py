@@ -395,11 +395,11 @@ def test_corpus_options_are_one_checked_object_the_command_and_keywords_fill(tmp
     with pytest.raises(UsageError, match="dtype must be one of"):
         CorpusOptions(dtype="int8")
     for field in ("batch_size", "shard_lines", "num_workers", "cpus_per_worker"):
-        with pytest.raises(UsageError, match="at least 1"):
+        with pytest.raises(UsageError, match=f"{field} must be a whole number >= 1"):
             CorpusOptions(**{field: 0})
-    with pytest.raises(UsageError, match="GPUs per worker >= 0"):
+    with pytest.raises(UsageError, match="gpus_per_worker must be a finite number >= 0"):
         CorpusOptions(gpus_per_worker=-1)
-    with pytest.raises(UsageError, match="at least 1"):  # before any input is read
+    with pytest.raises(UsageError, match="whole number >= 1"):  # before any input is read
         embed_corpus([str(tmp_path / "none.txt")], str(tmp_path / "out"), shard_lines=0)
     with pytest.raises(TypeError, match="options_file= and weight_file="):
         embed_corpus([str(tmp_path / "none.txt")], str(tmp_path / "out"), OPTIONS_FILE)
