@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import IO, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from elmo_bilm.utils.files import FormatError, PathLike, _alive, sha256_files
+from elmo_bilm.utils.names import is_url
 
 # what opening or reading a damaged archive raises
 READ_ERRORS = (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, zlib.error)
@@ -349,7 +350,7 @@ def is_bilm_archive(name: Optional[str]) -> bool:
     """Whether `name` (a path or URL) names an archive by its suffix."""
     if not isinstance(name, str):
         return False
-    if name.startswith(("http://", "https://")):  # a URL's query is not part of its file's name
+    if is_url(name):  # a URL's query is not part of its file's name
         name = urllib.parse.urlsplit(name).path
     return name.lower().endswith(BILM_ARCHIVE_SUFFIXES)
 

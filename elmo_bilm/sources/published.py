@@ -50,6 +50,7 @@ from tqdm import tqdm
 
 from elmo_bilm.sources.archives import BILM_ARCHIVE_SUFFIXES
 from elmo_bilm.utils.files import UsageError, atomic_output, cache_dir, sha256_files
+from elmo_bilm.utils.names import is_url as is_url  # published.is_url, as before
 from elmo_bilm.utils.names import url_file_name
 
 logger = logging.getLogger(__name__)
@@ -109,11 +110,6 @@ def timed_out_tries(timeout: float) -> int:
     """How many tries a download whose every try times out gets: at most `ATTEMPTS`, and no
     more than keep their waits within `STALL_BUDGET_S` (at least one)."""
     return max(1, min(ATTEMPTS, int(STALL_BUDGET_S // timeout)))
-
-
-def is_url(path: Optional[str]) -> bool:
-    """Whether `path` is an http(s) URL."""
-    return isinstance(path, str) and path.startswith(("http://", "https://"))
 
 
 # A second process fetching a URL that one is downloading waits for it this long (the deadline of
