@@ -25,22 +25,25 @@ from torch import nn
 
 from elmo_bilm.model.bilm import BiLm, frozen, remove_sentence_boundaries
 from elmo_bilm.model.characters import as_tokens, batch_char_ids, vocabulary_char_ids
-from elmo_bilm.model.chunked import needs_chunks
 from elmo_bilm.model.scalar_mix import ScalarMix
 from elmo_bilm.runtime.engine import (
     DEFAULT_MAX_TOKENS,
-    Layers,
+    Batching,
     count_sentences,
+    embed_each,
     embed_file,
-    embed_sorted,
+    file_layers,
+    input_order_batching,
     read_chunks,
-    sequence_layers,
+    sorted_batching,
 )
+from elmo_bilm.runtime.layers import LayerChoice
 from elmo_bilm.runtime.precision import set_precision
 from elmo_bilm.sources.hub import PREFIX, is_hub_id
 from elmo_bilm.sources.published import is_url, published_urls
 from elmo_bilm.sources.resolver import load_bilm
 from elmo_bilm.utils.checks import whole_number
+from elmo_bilm.utils.devices import Device, cuda_device_of, torch_device
 from elmo_bilm.utils.files import FormatError, UsageError, atomic_output
 from elmo_bilm.utils.names import UserPath, user_path
 
@@ -121,7 +124,7 @@ class Elmo(nn.Module):
             raise UsageError("give either module or options_file + weight_file")
         bilm = module if module is not None else load_bilm(options_file, weight_file)
         self.bilm = set_precision(bilm, precision)
-        _set_stateful(self.bilm, stateful)
+        self.bilm.set_stateful(stateful)
         self.requires_grad = requires_grad
         for parameter in self.bilm.parameters():
             parameter.requires_grad_(requires_grad)
@@ -225,33 +228,6 @@ class Elmo(nn.Module):
         return inputs.flatten(0, -3), tuple(inputs.shape[:-2])
 
 
-def cuda_device_of(device: Union[None, int, str, torch.device] = None) -> int:
-    """`ElmoEmbedder`'s `cuda_device` (a GPU id, -1 for the CPU) for a device as the mirrored
-    APIs name it: None, GPU 0 when torch sees one, else the CPU (as bio_embeddings,
-    ELMoForManyLangs and TensorFlow decide); an id as it is; `"cpu"`, `"cuda"`, `"cuda:N"` or a
-    `torch.device`. The one device parse of the adapters."""
-    if device is None:
-        return 0 if torch.cuda.is_available() else -1
-    if isinstance(device, int) and not isinstance(device, bool):
-        return device if device >= 0 else -1
-    try:
-        parsed = torch.device(device)
-    except (RuntimeError, TypeError) as error:
-        raise UsageError(f"device must be the CPU or a CUDA device, got {device!r}") from error
-    if parsed.type == "cpu":
-        return -1
-    if parsed.type == "cuda":
-        return parsed.index or 0
-    raise UsageError(f"device must be the CPU or a CUDA device, got {parsed}")
-
-
-def _set_stateful(bilm: BiLm, stateful: bool) -> None:
-    """Switch the biLM's LSTM stack to carrying states between batches or not, with no states
-    carried yet."""
-    bilm.lstm.stateful = stateful
-    bilm.lstm.reset_states()
-
-
 def _default_bilm() -> BiLm:
     """AllenNLP 0.9's default biLM, `original`, through the resolver and its cache; offline or
     unreachable, one line naming the file to place where (or the URL to fetch), and the way to
@@ -271,8 +247,8 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
 
-def _words(row: Tuple[int, Sequence[str]]) -> Sequence[str]:
-    return row[1]
+def _tokens(sentence: Sequence[str]) -> Sequence[str]:
+    return sentence
 
 
 class ElmoEmbedder:
@@ -311,10 +287,12 @@ class ElmoEmbedder:
         self,
         options_file: Optional[UserPath] = None,
         weight_file: Optional[UserPath] = None,
-        cuda_device: Union[int, str, torch.device] = -1,
+        cuda_device: Device = -1,
         precision: str = "float32",
         stateful: bool = True,
         max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
+        *,
+        module: Optional[BiLm] = None,
     ) -> None:
         whole_number(max_tokens, "max_tokens", optional=True)
         self.max_tokens = max_tokens
@@ -325,50 +303,49 @@ class ElmoEmbedder:
         # biLM, as ElmoEmbedder()), a pathlib.Path its path
         options_file = user_path(options_file, "the options file")
         weight_file = user_path(weight_file, "the weight file")
-        bilm = _default_bilm() if options_file is None and weight_file is None else None
-        if bilm is None:
+        if module is not None and (options_file is not None or weight_file is not None):
+            raise UsageError("give either module or options_file + weight_file")
+        if module is not None:
+            bilm = module
+        elif options_file is None and weight_file is None:
+            bilm = _default_bilm()
+        else:
             bilm = load_bilm(options_file, weight_file)
         self.elmo_bilm = set_precision(bilm.to(self.device).eval(), precision)
-        _set_stateful(self.elmo_bilm, stateful)
+        self.elmo_bilm.set_stateful(stateful)
 
     @classmethod
-    def from_bilm(cls, bilm: BiLm, cuda_device: int = -1, stateful: bool = True) -> "ElmoEmbedder":
+    def from_bilm(
+        cls, bilm: BiLm, cuda_device: Device = -1, stateful: bool = True
+    ) -> "ElmoEmbedder":
         """An embedder around a biLM already in memory (flair's saved models rebuild theirs
         from a state dict), moved to `cuda_device`, in eval mode, stateful or not as the
         constructor's `stateful` (the mode is set on the biLM, with no states carried yet)."""
-        embedder = cls.__new__(cls)
-        embedder.cuda_device = cuda_device
-        embedder.max_tokens = DEFAULT_MAX_TOKENS
-        embedder.elmo_bilm = bilm.to(embedder.device).eval()
-        _set_stateful(embedder.elmo_bilm, stateful)
-        return embedder
+        return cls(cuda_device=cuda_device, stateful=stateful, module=bilm)
 
     @property
     def stateful(self) -> bool:
         """Whether LSTM states carry from one batch to the next (`stateful=True`)."""
-        return bool(getattr(getattr(self.elmo_bilm, "lstm", None), "stateful", False))
+        return self.elmo_bilm.stateful
 
     def reset_states(self) -> None:
         """Forget the carried LSTM states: the next batch starts from zero, as the first did."""
-        self.elmo_bilm.lstm.reset_states()
+        self.elmo_bilm.reset_states()
 
     @property
     def states(self) -> Tuple[torch.Tensor, ...]:
-        """The LSTM states carried into the next batch, `(h, c)` each `(layers, rows, [forward;
-        backward])` (AllenNLP's layout), or `()` for zero states: what an adapter saves and
-        restores (simple_elmo's sessions each keep their own)."""
-        return tuple(self.elmo_bilm.lstm._states)
+        """The biLM's carried LSTM states (`BiLm.states`; `()`: zero states)."""
+        return self.elmo_bilm.states
 
     @states.setter
     def states(self, states: Sequence[torch.Tensor]) -> None:
-        """Carry `states` (as `states` gave them; `()`: zero states) into the next batch; a
-        stateless embedder takes `()` only."""
-        self.elmo_bilm.lstm._states = tuple(states)
+        """Carry `states` (as `states` gave them; `()`: zero states) into the next batch."""
+        self.elmo_bilm.states = states
 
     @property
     def device(self) -> torch.device:
         """Where the inputs go: `cuda_device`'s GPU, or the CPU for -1."""
-        return torch.device("cpu" if self.cuda_device < 0 else f"cuda:{self.cuda_device}")
+        return torch_device(self.cuda_device)
 
     def batch_to_embeddings(
         self, batch: Sequence[Sequence[str]]
@@ -385,70 +362,72 @@ class ElmoEmbedder:
         embeds residue by residue)."""
         return self.embed_batch([sentence])[0]
 
-    def embed_batch(self, batch: Sequence[Sequence[str]]) -> List[numpy.ndarray]:
+    def embed_batch(
+        self, batch: Sequence[Sequence[str]], *, layers: LayerChoice = "all"
+    ) -> List[numpy.ndarray]:
         """One `(n_layers, n_tokens, dim)` array per sentence (an empty sentence: zero tokens;
-        a string: its characters). A batch of one sentence longer than `max_tokens` runs in
-        exact pieces; a batch of several is one pass, as given (AllenNLP 0.9's meaning)."""
+        a string: its characters). Stateful: the batch is one biLM pass, as given (AllenNLP
+        0.9's meaning); stateless: passes of similar lengths within `max_tokens` (the vectors
+        are the same). A batch of one sentence longer than `max_tokens` runs in exact pieces.
+        `layers` (ours, keyword): the layers kept (`Layers`), "all" as in 0.9."""
         batch = _token_lists(batch)
-        dim, layers = self.elmo_bilm.get_output_dim(), self.elmo_bilm.num_layers
-        # stateful, only 0.9's one skipped batch, `[[]]`: other empty sentences run (`<S> </S>`)
-        # and move their rows' states, as they did in 0.9
-        skip = len(batch) == 1 if self.stateful else True
-        if skip and all(len(sentence) == 0 for sentence in batch):
-            return [numpy.zeros((layers, 0, dim), dtype=numpy.float32) for _ in batch]
-        max_tokens = getattr(self, "max_tokens", DEFAULT_MAX_TOKENS)  # embedders pickled before
-        if len(batch) == 1 and needs_chunks(len(batch[0]), max_tokens):
-            assert max_tokens is not None
-            return [sequence_layers(self.elmo_bilm, batch[0], "all", max_tokens)]
-        activations, _ = self.batch_to_embeddings(batch)
-        host = activations.cpu().numpy()
-        return [host[row, :, : len(sentence)] for row, sentence in enumerate(batch)]
+        size = max(len(batch), 1)
+        batching = input_order_batching(size) if self.stateful else self._sorted(size)
+        return list(self._each(batch, batching, layers, self._max_tokens()))
 
     def embed_sentences(
         self,
         sentences: Iterable[Sequence[str]],
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
+        *,
+        layers: LayerChoice = "all",
     ) -> Iterator[numpy.ndarray]:
         """Lazily, in input order. Stateful (the default): batches of `batch_size` sentences in
-        input order, as AllenNLP 0.9 ran them (`max_tokens` is not applied). Stateless: reads
-        `16 * batch_size` sentences at a time, embeds them in batches of similar length (order
-        is free) of at most `batch_size` sentences and `max_tokens` padded tokens, and yields
-        them. A string sentence is its characters (as in AllenNLP)."""
-        if batch_size < 1:
-            raise UsageError("batch_size must be at least 1")
+        input order, as AllenNLP 0.9 ran them (`max_tokens` is not applied; a last batch that
+        is one empty sentence is skipped, as 0.9's `embed_batch` skips `[[]]`). Stateless:
+        reads `16 * batch_size` sentences at a time, embeds them in batches of similar length
+        (order is free) of at most `batch_size` sentences and `max_tokens` padded tokens. A
+        string sentence is its characters (as in AllenNLP). `layers` (ours, keyword): the
+        layers kept."""
+        whole_number(batch_size, "batch_size")
+        tokens = (as_tokens(sentence) for sentence in sentences)
         if self.stateful:  # 0.9's order: batches of `batch_size` in input order
-            batch: List[Sequence[str]] = []
-            for sentence in sentences:
-                batch.append(as_tokens(sentence))
-                if len(batch) == batch_size:
-                    yield from self.embed_batch(batch)
-                    batch = []
-            if batch:
-                yield from self.embed_batch(batch)
+            batching = input_order_batching(batch_size)
+            yield from self._each(tokens, batching, layers, self._max_tokens())
             return
-        chunk: List[Sequence[str]] = []
-        for sentence in sentences:
-            chunk.append(as_tokens(sentence))
-            if len(chunk) == 16 * batch_size:
-                yield from self._embed_chunk(chunk, batch_size, max_tokens)
-                chunk = []
-        yield from self._embed_chunk(chunk, batch_size, max_tokens)
+        yield from self._each(tokens, self._sorted(batch_size, max_tokens), layers, max_tokens)
 
-    def _embed_chunk(
-        self, chunk: Sequence[Sequence[str]], batch_size: int, max_tokens: Optional[int]
+    def _max_tokens(self) -> Optional[int]:
+        return getattr(self, "max_tokens", DEFAULT_MAX_TOKENS)  # embedders pickled before it
+
+    def _sorted(self, batch_size: int, max_tokens: Optional[int] = None) -> Batching:
+        """The stateless batching: length-sorted within `max_tokens` (the embedder's)."""
+        return sorted_batching(batch_size, self._max_tokens() if max_tokens is None else max_tokens)
+
+    def _each(
+        self,
+        sentences: Iterable[Sequence[str]],
+        batching: Batching,
+        layers: LayerChoice = "all",
+        max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
+        padded: bool = False,
     ) -> Iterator[numpy.ndarray]:
-        """One chunk through the core's embedding loop (`elmo_bilm.runtime.engine.embed_sorted`), back in
-        input order."""
-        results: List[Optional[numpy.ndarray]] = [None] * len(chunk)
-        rows = list(enumerate(chunk))
-        batches = embed_sorted(
-            self.elmo_bilm, rows, _words, batch_size, self.device, max_tokens=max_tokens
+        """The engine's `embed_each` over this embedder's biLM and device: the adapters' one way
+        in (their originals' batching, their layer choice). A batch of one empty sentence is not
+        run, as AllenNLP 0.9's `embed_batch` does not run `[[]]` (its states stay); other empty
+        sentences run as `<S> </S>` and move their rows' states, as in 0.9."""
+        return embed_each(
+            self.elmo_bilm,
+            sentences,
+            _tokens,
+            batching,
+            self.device,
+            layers,
+            max_tokens,
+            padded,
+            skip_lone_empty=True,
         )
-        for batch, host in batches:
-            for row, (index, sentence) in enumerate(batch):
-                results[index] = host[row, :, : len(sentence)]
-        yield from results  # type: ignore[misc]
 
     def embed_file(
         self,
@@ -504,10 +483,9 @@ def _embed_file_in_order(
     """AllenNLP 0.9's `embed_file` for a stateful embedder: the file's sentences through
     `embed_sentences` in file order, batches of `batch_size` carrying the states as 0.9's did
     (read in chunks of whole batches, so the batches are the same), the layers kept as
-    `output_format` says (`Layers`), written in the layout `elmo-embed` writes, float32."""
-    layers = Layers.of(output_format)
-    if batch_size < 1:
-        raise UsageError("batch_size must be at least 1")
+    `output_format` says (`file_layers`), written in the layout `elmo-embed` writes, float32."""
+    layers = file_layers(output_format)
+    whole_number(batch_size, "batch_size")
     if os.path.exists(output_file) and os.path.samefile(input_file, output_file):
         raise UsageError(f"{output_file} is the input file; write the output elsewhere")
     count_sentences(input_file)  # every line checked (an empty one names FILE:LINE) before work
@@ -518,8 +496,9 @@ def _embed_file_in_order(
         h5py.File(raw, "w") as out,
     ):
         for chunk in read_chunks(input_file, 64 * batch_size):
-            vectors = embedder.embed_sentences([words for _, _, words in chunk], batch_size)
-            for (index, line, _), array in zip(chunk, vectors):
+            sentences = [words for _, _, words in chunk]
+            vectors = embedder.embed_sentences(sentences, batch_size, layers=layers)
+            for (index, line, _), kept in zip(chunk, vectors):
                 if use_sentence_keys and line in sentence_to_index:
                     raise FormatError(
                         f"{input_file}:{index + 1}: repeats line "
@@ -527,7 +506,6 @@ def _embed_file_in_order(
                         "twice (do not use sentence keys)"
                     )
                 sentence_to_index[line] = str(index)
-                kept = layers.select(torch.from_numpy(array)[None])[0].numpy()
                 name = line if use_sentence_keys else str(index)
                 out.create_dataset(name, data=kept.astype(numpy.float32, copy=False))
         if not forget_sentences and not use_sentence_keys:

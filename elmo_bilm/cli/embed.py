@@ -15,12 +15,11 @@ from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.runtime.engine import (
     BULK_BATCH_SIZE,
     FORMATS,
-    LAYER_CHOICES,
-    Layers,
     embed_fasta,
     embed_file,
     is_fasta,
 )
+from elmo_bilm.runtime.layers import LAYER_CHOICES, Layers
 from elmo_bilm.runtime.precision import add_precision_argument, set_precision
 from elmo_bilm.sources.resolver import load_bilm
 from elmo_bilm.utils.checks import check_output, count_argument, number_argument

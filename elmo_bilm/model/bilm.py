@@ -19,9 +19,10 @@ class BiLm(nn.Module):
     boundaries) and returns every layer: layer 0 is the token representation duplicated to
     `2 * projection_dim` (as bilm-tf and AllenNLP do), layers 1..L are `[forward; backward]`
     LSTM outputs. The model is stateless by default: each sentence starts from a zero LSTM
-    state, so a sentence gets the same vectors whatever batch it is in. `lstm.stateful = True`
-    (`Elmo(stateful=True)` sets it) carries each row's final states into the next batch's same
-    row, as AllenNLP's biLM does; `lstm.reset_states()` forgets them.
+    state, so a sentence gets the same vectors whatever batch it is in. `set_stateful(True)`
+    (`Elmo` and `ElmoEmbedder` set it by default) carries each row's final states into the next
+    batch's same row, as AllenNLP's biLM does; `states` reads and sets them, `reset_states()`
+    forgets them.
 
     # Parameters
 
@@ -67,6 +68,34 @@ class BiLm(nn.Module):
     def set_dropout(self, dropout: float) -> None:
         """Set the dropout on the LSTM inputs (active in training mode only)."""
         self.lstm.dropout.p = dropout
+
+    @property
+    def stateful(self) -> bool:
+        """Whether LSTM states carry from one batch to the next (AllenNLP's stateful biLM)."""
+        return self.lstm.stateful
+
+    def set_stateful(self, stateful: bool) -> None:
+        """Carry LSTM states between batches (`True`, AllenNLP's mode) or start every sentence
+        from zero (`False`), with no states carried yet."""
+        self.lstm.stateful = bool(stateful)
+        self.lstm.reset_states()
+
+    @property
+    def states(self) -> Tuple[torch.Tensor, ...]:
+        """The LSTM states carried into the next batch, `(h, c)` each `(layers, rows, [forward;
+        backward])` (AllenNLP's layout), or `()` for zero states: what an adapter saves and
+        restores (simple_elmo's sessions each keep their own)."""
+        return self.lstm.states
+
+    @states.setter
+    def states(self, states: Sequence[torch.Tensor]) -> None:
+        """Carry `states` (as `states` gave them; `()`: zero states) into the next batch; a
+        stateless biLM takes `()` only."""
+        self.lstm.states = tuple(states)
+
+    def reset_states(self) -> None:
+        """Forget the carried LSTM states: the next batch starts from zero."""
+        self.lstm.reset_states()
 
     @property
     def _elmo_lstm(self) -> ProjectedLstmStack:

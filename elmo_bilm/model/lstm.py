@@ -218,16 +218,14 @@ class ProjectedLstmStack(nn.Module):
         return super()._apply(fn, recurse)
 
     @property
-    def _states(self) -> Tuple[torch.Tensor, ...]:
-        """AllenNLP's LSTM states carried between batches (`_EncoderBase._states`): `(h, c)`,
-        `(n_layers, rows, 2 * projection_dim)` and `(n_layers, rows, 2 * dim)`, `[forward;
-        backward]`, once a stateful stack has run; else an empty tuple rather than `None`, so
-        that code moving the states to a device (flair's legacy `ELMoEmbeddings` does after
-        unpickling) moves nothing and works."""
+    def states(self) -> Tuple[torch.Tensor, ...]:
+        """The LSTM states carried between batches: `(h, c)`, `(n_layers, rows, 2 *
+        projection_dim)` and `(n_layers, rows, 2 * dim)`, `[forward; backward]`, once a
+        stateful stack has run; else an empty tuple (zero states)."""
         return self._carried if self._carried is not None else ()
 
-    @_states.setter
-    def _states(self, states: Optional[Tuple[torch.Tensor, ...]]) -> None:
+    @states.setter
+    def states(self, states: Optional[Tuple[torch.Tensor, ...]]) -> None:
         if not states:
             self._carried = None
         elif not self.stateful:
@@ -236,6 +234,17 @@ class ProjectedLstmStack(nn.Module):
             raise ValueError(f"the LSTM states are (h, c), got {len(states)} tensors")
         else:
             self._carried = (states[0], states[1])
+
+    @property
+    def _states(self) -> Tuple[torch.Tensor, ...]:
+        """AllenNLP's name of `states` (`_EncoderBase._states`), which code written for it
+        reaches: an empty tuple rather than `None` for zero states, so that code moving the
+        states to a device (flair's legacy `ELMoEmbeddings` does after unpickling) works."""
+        return self.states
+
+    @_states.setter
+    def _states(self, states: Optional[Tuple[torch.Tensor, ...]]) -> None:
+        self.states = states  # type: ignore[assignment]
 
     def reset_states(self, mask: Optional[torch.Tensor] = None) -> None:
         """AllenNLP's `reset_states`: forget the carried states, of every row or (`mask`,

@@ -16,8 +16,7 @@ import json
 import os
 import shutil
 import sys
-from dataclasses import dataclass
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 import h5py
 import numpy
@@ -28,7 +27,7 @@ from elmo_bilm.formats.parquet import DTYPES, EmbeddingWriter
 from elmo_bilm.model.bilm import BiLm, frozen
 from elmo_bilm.model.chunked import chunked_layers, needs_chunks
 from elmo_bilm.model.derived import fixed_weights
-from elmo_bilm.model.scalar_mix import ScalarMix
+from elmo_bilm.runtime.layers import LAYER_CHOICES, LayerChoice, Layers
 from elmo_bilm.utils.checks import check_output, whole_number
 from elmo_bilm.utils.files import (
     FormatError,
@@ -40,7 +39,6 @@ from elmo_bilm.utils.files import (
     raw_lines,
 )
 
-LAYER_CHOICES = ("all", "top", "average")
 FORMATS = ("hdf5", "parquet")
 # Sentences per bulk batch (`elmo-embed`, corpus workers; `elmo.DEFAULT_BATCH_SIZE` is AllenNLP's
 # `ElmoEmbedder` default): length-sorted, a batch pads little, and more rows per recurrent step
@@ -52,48 +50,13 @@ BULK_BATCH_SIZE = 128
 DEFAULT_MAX_TOKENS = 4096
 
 
-@dataclass(frozen=True)
-class Layers:
-    """What to keep of the biLM's layers: `"all"`, the `"top"`, their `"average"`, or with
-    `mix` (one weight per layer) a fixed Eq. (1) mix, `gamma * sum_j softmax(mix)_j * h_j`."""
-
-    name: str = "all"
-    mix: Optional[Tuple[float, ...]] = None
-    gamma: float = 1.0
-
-    def __post_init__(self) -> None:
-        if self.mix is not None:
-            object.__setattr__(self, "name", "mix")
-        elif self.name not in LAYER_CHOICES:
-            raise UsageError(f"layers must be one of {LAYER_CHOICES}, got {self.name!r}")
-
-    @classmethod
-    def of(cls, layers: "str | Layers") -> "Layers":
-        """`layers` as a `Layers` (a name: "all", "top", "average")."""
-        return layers if isinstance(layers, Layers) else cls(layers)
-
-    @property
-    def metadata(self) -> Optional[Dict[str, object]]:
-        """What a Parquet file records of a fixed mix (None for the named choices)."""
-        return {"mix": self.mix, "gamma": self.gamma} if self.mix is not None else None
-
-    def depth(self, n_layers: int) -> int:
-        """The layers kept per sentence (checking a mix's length against the biLM's)."""
-        if self.mix is not None and len(self.mix) != n_layers:
-            raise UsageError(f"--mix has {len(self.mix)} weights, the biLM has {n_layers} layers")
-        return n_layers if self.name == "all" else 1
-
-    def select(self, activations: torch.Tensor) -> torch.Tensor:
-        """`(batch, n_layers, T, dim)` -> the kept layers (`(batch, T, dim)` unless "all")."""
-        if self.name == "top":
-            return activations[:, -1]
-        if self.name == "average":
-            return activations.mean(dim=1)
-        if self.mix is not None:  # the core's Eq. (1), with fixed weights and gamma
-            mix = ScalarMix(len(self.mix), initial_scalar_parameters=self.mix, trainable=False)
-            mix.gamma.data.fill_(self.gamma)
-            return mix.to(activations.device)(activations.unbind(dim=1))
-        return activations
+def file_layers(layers: LayerChoice) -> Layers:
+    """`layers` for an output file (HDF5 or Parquet): every layer, the top one, their average or
+    a fixed mix; a choice of one vector per token of another width is refused."""
+    layers = Layers.of(layers)
+    if layers.name not in (*LAYER_CHOICES, "mix"):
+        raise UsageError(f"an output file keeps layers {LAYER_CHOICES} or a mix, got {layers}")
+    return layers
 
 
 def line_words(input_file: str, line_number: int, line: str) -> List[str]:
@@ -210,7 +173,7 @@ def embed_file(
     bilm: BiLm,
     input_file: str,
     output_file: str,
-    layers: "str | Layers" = "all",
+    layers: LayerChoice = "all",
     batch_size: int = BULK_BATCH_SIZE,
     cuda_device: int = -1,
     overwrite: bool = False,
@@ -236,7 +199,7 @@ def embed_file(
     The file appears only when complete (written to `OUTPUT.PID.partial`, then renamed); one
     that the disk's free space cannot hold is refused before any work, and a disk that fills
     up meanwhile ends the run with an error naming the output."""
-    layers = Layers.of(layers)
+    layers = file_layers(layers)
     if output_format not in FORMATS:
         raise UsageError(f"output format must be one of {FORMATS}, got {output_format!r}")
     if dtype not in DTYPES:
@@ -386,10 +349,10 @@ def batch_layers(
     bilm: BiLm,
     sentences: Sequence[Sequence[str]],
     device: torch.device,
-    layers: "str | Layers" = "all",
+    layers: LayerChoice = "all",
 ) -> numpy.ndarray:
     """The biLM layers of one batch on the host: `(batch, n_layers, T, dim)` for "all",
-    `(batch, T, dim)` otherwise; one device-to-host copy per batch; the biLM frozen for the pass
+    `(batch, T, width)` otherwise; one device-to-host copy per batch; the biLM frozen for the pass
     (`frozen`: eval mode, no gradient)."""
     char_ids = bilm.batch_to_ids(sentences)  # the biLM's own ids (elmo_bilm.formats.manylangs)
     if device.type == "cuda":
@@ -400,27 +363,70 @@ def batch_layers(
 
 
 T = TypeVar("T")
+# How items become batches: `(items, their words) -> batches`. The engine's two: `length_batches`
+# (order free: a stateless biLM) and `input_order_batches` (the stateful originals' order); an
+# adapter may pass its original's own (ELMoForManyLangs shuffles its length-sorted batches).
+Batching = Callable[[Iterable[T], Callable[[T], Sequence[str]]], Iterable[List[T]]]
 
 
 def length_batches(
-    items: Sequence[T],
+    items: Iterable[T],
     words: Callable[[T], Sequence[str]],
     batch_size: int = BULK_BATCH_SIZE,
     max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
+    longest_first: bool = False,
 ) -> Iterator[List[T]]:
-    """`items` sorted by the length of their `words`, in batches of at most `batch_size` items
-    and `max_tokens` padded tokens (rows x (the longest + the two boundaries)); an item longer
-    than the budget makes a batch of its own. `max_tokens=None`: no token budget."""
-    if batch_size < 1:
-        raise UsageError("batch_size must be at least 1")
+    """`items` sorted by the length of their `words` (the project's one length sort; stable:
+    ties keep their order; `longest_first` the longest first, as ELMoForManyLangs sorts), in
+    batches of at most `batch_size` items and `max_tokens` padded tokens (rows x (the longest +
+    the two boundaries)); an item longer than the budget makes a batch of its own.
+    `max_tokens=None`: no token budget."""
+    whole_number(batch_size, "batch_size")
     whole_number(max_tokens, "max_tokens", optional=True)
     batch: List[T] = []
-    for item in sorted(items, key=lambda item: len(words(item))):
-        padded = (len(batch) + 1) * (len(words(item)) + 2)  # sorted: this item is the longest
+    longest = 0
+    for item in sorted(items, key=lambda item: len(words(item)), reverse=longest_first):
+        length = len(words(item))
+        padded = (len(batch) + 1) * (max(longest, length) + 2)
         if batch and (len(batch) == batch_size or (max_tokens is not None and padded > max_tokens)):
             yield batch
-            batch = []
+            batch, longest = [], 0
         batch.append(item)
+        longest = max(longest, length)
+    if batch:
+        yield batch
+
+
+def input_order_batches(
+    items: Iterable[T],
+    words: Callable[[T], Sequence[str]],
+    batch_size: Optional[int] = None,
+    max_tokens: Optional[int] = None,
+) -> Iterator[List[T]]:
+    """`items` in input order, cut where the stateful originals cut them (their vectors depend
+    on the batches): consecutive items, at most `batch_size` a batch (AllenNLP 0.9's and
+    simple_elmo's rule) and, with `max_tokens`, while a batch's tokens (without padding, as
+    bio_embeddings counts residues) stay below it, an item of more than `max_tokens` alone
+    (after the batch pending). Neither: one batch of everything. Lazy: `items` may be a
+    stream."""
+    whole_number(batch_size, "batch_size", optional=True)
+    whole_number(max_tokens, "max_tokens", optional=True)
+    batch: List[T] = []
+    tokens = 0
+    for item in items:
+        length = len(words(item))
+        if max_tokens is not None and length > max_tokens:
+            if batch:
+                yield batch
+                batch, tokens = [], 0
+            yield [item]
+            continue
+        full = batch_size is not None and len(batch) == batch_size
+        if batch and (full or (max_tokens is not None and tokens + length >= max_tokens)):
+            yield batch
+            batch, tokens = [], 0
+        batch.append(item)
+        tokens += length
     if batch:
         yield batch
 
@@ -428,12 +434,12 @@ def length_batches(
 def sequence_pieces(
     bilm: BiLm,
     sentence: Sequence[str],
-    layers: "str | Layers" = "all",
+    layers: LayerChoice = "all",
     max_tokens: int = DEFAULT_MAX_TOKENS,
 ) -> Iterator[Tuple[int, numpy.ndarray]]:
     """One sentence longer than the token budget in exact pieces (`elmo_bilm.model.chunked`),
     from its start: `(first token's index, kept layers (1, n_layers, n, dim) for "all", else
-    (1, n, dim))` on the host, one device-to-host copy a piece; each piece run frozen (eval
+    (1, n, width))` on the host, one device-to-host copy a piece; each piece run frozen (eval
     mode, no gradient), the caller's modes back between pieces."""
     layers = Layers.of(layers)
     pieces = chunked_layers(bilm, sentence, max_tokens)
@@ -450,26 +456,59 @@ def sequence_pieces(
 def sequence_layers(
     bilm: BiLm,
     sentence: Sequence[str],
-    layers: "str | Layers" = "all",
+    layers: LayerChoice = "all",
     max_tokens: int = DEFAULT_MAX_TOKENS,
 ) -> numpy.ndarray:
     """The kept layers of one sentence, `(n_layers, n_tokens, dim)` for "all", run in pieces of
-    the token budget (`sequence_pieces`): the whole array and one piece in memory, no more."""
-    whole: Optional[numpy.ndarray] = None
-    for start, host in sequence_pieces(bilm, sentence, layers, max_tokens):
-        if whole is None:
-            whole = numpy.empty(host.shape[1:-2] + (len(sentence), host.shape[-1]), host.dtype)
-        whole[..., start : start + host.shape[-2], :] = host[0]
-    assert whole is not None, "a sentence of at least one token has a piece"
-    return whole
+    the token budget when longer (`batch_pieces`): the whole array and one piece in memory."""
+    device = next(bilm.parameters()).device
+    pieces = batch_pieces(bilm, [[sentence]], _same, device, layers, max_tokens)
+    for _, host in whole_batches(pieces, _same):
+        return host[0]
+    raise AssertionError("a batch of one sentence gives one array")
+
+
+def _same(sentence: Sequence[str]) -> Sequence[str]:
+    return sentence
 
 
 def completes(
     batch: Sequence[T], start: int, host: numpy.ndarray, words: Callable[[T], Sequence[str]]
 ) -> bool:
-    """Whether `embed_pieces`' `(batch, start, host)` finishes its batch: a whole batch, or a
+    """Whether `batch_pieces`' `(batch, start, host)` finishes its batch: a whole batch, or a
     long sentence's last piece."""
     return start + host.shape[-2] >= len(words(batch[-1]))
+
+
+def batch_pieces(
+    bilm: BiLm,
+    batches: Iterable[List[T]],
+    words: Callable[[T], Sequence[str]],
+    device: torch.device = torch.device("cpu"),
+    layers: LayerChoice = "all",
+    max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
+    skip_lone_empty: bool = False,
+) -> Iterator[Tuple[List[T], int, numpy.ndarray]]:
+    """The one embedding loop of the project: `batches` run in the order given (a stateful
+    biLM carries each row's states into the next batch), `(batch of items, 0, their kept layers
+    on the host)` batch by batch; row `r` holds item `r`'s vectors in its first
+    `len(words(item))` positions. An item alone whose tokens and two boundaries exceed
+    `max_tokens` runs in pieces from its start (`sequence_pieces`): `([item], start, layers of
+    its tokens start:start + n)`, so that no output holds more than the budget (`completes`
+    says which is the last). `skip_lone_empty`: a batch of one empty item is not run (AllenNLP
+    0.9's `ElmoEmbedder` does not run `[[]]`): its layers have no positions."""
+    layers = Layers.of(layers)
+    for batch in batches:
+        sentence = words(batch[0])
+        if skip_lone_empty and len(batch) == 1 and len(sentence) == 0:
+            empty = torch.zeros(1, bilm.num_layers, 0, bilm.get_output_dim())
+            yield batch, 0, layers.select(empty).numpy()
+        elif len(batch) == 1 and needs_chunks(len(sentence), max_tokens):
+            assert max_tokens is not None
+            for start, host in sequence_pieces(bilm, sentence, layers, max_tokens):
+                yield batch, start, host
+        else:
+            yield batch, 0, batch_layers(bilm, [words(item) for item in batch], device, layers)
 
 
 def embed_pieces(
@@ -478,44 +517,25 @@ def embed_pieces(
     words: Callable[[T], Sequence[str]],
     batch_size: int = BULK_BATCH_SIZE,
     device: torch.device = torch.device("cpu"),
-    layers: "str | Layers" = "all",
+    layers: LayerChoice = "all",
     max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
 ) -> Iterator[Tuple[List[T], int, numpy.ndarray]]:
-    """The one embedding loop of the project, for the outputs that write as they go (`elmo-embed`
-    text and FASTA, each `elmo-embed-corpus` worker): `items` in `length_batches` (similar
-    lengths pad little; the biLM is stateless, so order is free; the token budget bounds the
-    memory a batch takes whatever the lengths), then `(batch of items, 0, their kept layers on
-    the host)` batch by batch; row `r` holds item `r`'s vectors in its first `len(words(item))`
-    positions. An item whose tokens and two boundaries exceed `max_tokens` comes alone, in
-    pieces from its start (`sequence_pieces`): `([item], start, layers of its tokens start:start
-    + n)`, so that no output holds more than the budget (`completes` says which is the last)."""
-    for batch in length_batches(items, words, batch_size, max_tokens):
-        sentence = words(batch[0])
-        if len(batch) == 1 and needs_chunks(len(sentence), max_tokens):
-            assert max_tokens is not None
-            for start, host in sequence_pieces(bilm, sentence, layers, max_tokens):
-                yield batch, start, host
-        else:
-            yield batch, 0, batch_layers(bilm, [words(item) for item in batch], device, layers)
+    """`batch_pieces` over `length_batches`, for the outputs that write as they go (`elmo-embed`
+    text and FASTA, each `elmo-embed-corpus` worker): similar lengths pad little, the biLM is
+    stateless, so order is free, and the token budget bounds the memory a batch takes whatever
+    the lengths."""
+    batches = length_batches(items, words, batch_size, max_tokens)
+    return batch_pieces(bilm, batches, words, device, layers, max_tokens)
 
 
-def embed_sorted(
-    bilm: BiLm,
-    items: Sequence[T],
-    words: Callable[[T], Sequence[str]],
-    batch_size: int = BULK_BATCH_SIZE,
-    device: torch.device = torch.device("cpu"),
-    layers: "str | Layers" = "all",
-    max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
+def whole_batches(
+    pieces: Iterable[Tuple[List[T], int, numpy.ndarray]], words: Callable[[T], Sequence[str]]
 ) -> Iterator[Tuple[List[T], numpy.ndarray]]:
-    """`embed_pieces` for callers that keep whole arrays (`ElmoEmbedder`, the spaCy component,
-    the Section 5 features): `(batch of items, their kept layers on the host)` batch by batch,
-    row `r` holding item `r`'s vectors in its first `len(words(item))` positions; a sentence
-    longer than the budget is put together from its pieces (its array and one piece in memory)."""
+    """`batch_pieces`' output for callers that keep whole arrays: `(batch of items, their kept
+    layers)`, a long sentence put together from its pieces (its array and one piece in
+    memory)."""
     whole: Optional[numpy.ndarray] = None
-    for batch, start, host in embed_pieces(
-        bilm, items, words, batch_size, device, layers, max_tokens
-    ):
+    for batch, start, host in pieces:
         if start == 0 and completes(batch, start, host, words):
             yield batch, host
             continue
@@ -527,6 +547,89 @@ def embed_sorted(
         if completes(batch, start, host, words):
             yield batch, whole
             whole = None
+
+
+def embed_sorted(
+    bilm: BiLm,
+    items: Sequence[T],
+    words: Callable[[T], Sequence[str]],
+    batch_size: int = BULK_BATCH_SIZE,
+    device: torch.device = torch.device("cpu"),
+    layers: LayerChoice = "all",
+    max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
+) -> Iterator[Tuple[List[T], numpy.ndarray]]:
+    """`embed_pieces` with whole arrays (`whole_batches`), for the spaCy component and the
+    Section 5 features: `(batch of items, their kept layers on the host)` batch by batch."""
+    pieces = embed_pieces(bilm, items, words, batch_size, device, layers, max_tokens)
+    return whole_batches(pieces, words)
+
+
+def sorted_batching(
+    batch_size: int = BULK_BATCH_SIZE,
+    max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
+    chunk_size: Optional[int] = None,
+) -> Batching:
+    """The stateless `Batching`: `chunk_size` items at a time (default `16 * batch_size`, so
+    that a stream is read in bounded pieces) in `length_batches`."""
+    whole_number(batch_size, "batch_size")
+    size = chunk_size or 16 * batch_size
+
+    def batches(items: Iterable[T], words: Callable[[T], Sequence[str]]) -> Iterator[List[T]]:
+        stream = iter(items)
+        while chunk := list(itertools.islice(stream, size)):
+            yield from length_batches(chunk, words, batch_size, max_tokens)
+
+    return batches
+
+
+def input_order_batching(
+    batch_size: Optional[int] = None, max_tokens: Optional[int] = None
+) -> Batching:
+    """The stateful originals' `Batching` (`input_order_batches`)."""
+    whole_number(batch_size, "batch_size", optional=True)
+    whole_number(max_tokens, "max_tokens", optional=True)
+
+    def batches(items: Iterable[T], words: Callable[[T], Sequence[str]]) -> Iterator[List[T]]:
+        return input_order_batches(items, words, batch_size, max_tokens)
+
+    return batches
+
+
+def embed_each(
+    bilm: BiLm,
+    items: Iterable[T],
+    words: Callable[[T], Sequence[str]],
+    batching: Batching,
+    device: torch.device = torch.device("cpu"),
+    layers: LayerChoice = "all",
+    max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
+    padded: bool = False,
+    skip_lone_empty: bool = False,
+) -> Iterator[numpy.ndarray]:
+    """Each item's kept layers, its own array `(n_layers, n, dim)` for "all", else `(n,
+    width)`, in input order, for the APIs that return one array per sentence (`ElmoEmbedder`
+    and the adapters over it): the batches `batching` makes, run in the order it makes them
+    (`batch_pieces`), each item given back as soon as those before it are; `padded`: up to its
+    batch's longest item (the positions after its own tokens as the biLM left them);
+    `skip_lone_empty` as in `batch_pieces`."""
+    numbered = ((index, item) for index, item in enumerate(items))
+
+    def numbered_words(row: Tuple[int, T]) -> Sequence[str]:
+        return words(row[1])
+
+    batches = batching(numbered, numbered_words)
+    pieces = batch_pieces(
+        bilm, batches, numbered_words, device, layers, max_tokens, skip_lone_empty
+    )
+    ready: Dict[int, numpy.ndarray] = {}
+    following = 0
+    for batch, host in whole_batches(pieces, numbered_words):
+        for row, (index, item) in enumerate(batch):
+            length = host.shape[-2] if padded else len(words(item))
+            ready[index] = host[row, ..., :length, :].copy()
+        while following in ready:
+            yield ready.pop(following)
+            following += 1
 
 
 def write_rows(
@@ -601,7 +704,7 @@ def embed_fasta(
     output_file: str,
     *,
     batch_size: int,
-    layers: "str | Layers" = "all",
+    layers: LayerChoice = "all",
     cuda_device: int = -1,
     overwrite: bool = False,
     max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
@@ -616,7 +719,7 @@ def embed_fasta(
     `embed_pieces`). The file is
     checked whole before any work and appears only when complete, as with `embed_file`.
     Returns the number of records."""
-    layers = Layers.of(layers)
+    layers = file_layers(layers)
     if dtype not in DTYPES:
         raise UsageError(f"dtype must be one of {DTYPES}, got {dtype!r}")
     _check_run(input_file, output_file, chunk_size, batch_size, overwrite, cuda_device, max_tokens)

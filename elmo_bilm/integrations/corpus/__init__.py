@@ -54,7 +54,8 @@ from elmo_bilm.integrations.corpus.plan import (
 )
 from elmo_bilm.integrations.corpus.resources import check_resources, require_ray
 from elmo_bilm.integrations.corpus.worker import ShardEmbedder
-from elmo_bilm.runtime.engine import BULK_BATCH_SIZE, DEFAULT_MAX_TOKENS, Layers
+from elmo_bilm.runtime.engine import BULK_BATCH_SIZE, DEFAULT_MAX_TOKENS
+from elmo_bilm.runtime.layers import Layers
 from elmo_bilm.utils.checks import finite_number, whole_number
 from elmo_bilm.utils.files import UsageError
 

@@ -16,7 +16,8 @@ import torch
 from elmo_bilm.formats.parquet import EmbeddingWriter
 from elmo_bilm.integrations.corpus.plan import Shard, filesystem, shard_sentences
 from elmo_bilm.model.derived import fixed_weights
-from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS, Layers, embed_pieces
+from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS, embed_pieces
+from elmo_bilm.runtime.layers import Layers
 from elmo_bilm.runtime.precision import set_precision
 from elmo_bilm.sources.resolver import load_bilm
 

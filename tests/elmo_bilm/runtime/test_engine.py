@@ -39,7 +39,7 @@ def test_batches_are_bounded_by_count_and_padded_tokens() -> None:
 def test_bad_sizes_are_refused() -> None:
     with pytest.raises(ValueError, match="max_tokens must be a whole number >= 1"):
         list(length_batches([["a"]], list, 1, 0))
-    with pytest.raises(ValueError, match="batch_size must be at least 1"):
+    with pytest.raises(ValueError, match="batch_size must be a whole number >= 1"):
         list(length_batches([["a"]], list, 0, 10))
 
 

@@ -1,0 +1,38 @@
+"""The one reading of "which device" for every entry point: a GPU id as AllenNLP numbers them
+(-1 for the CPU), from whatever a user of the mirrored APIs or of PyTorch writes."""
+
+from typing import Union
+
+import torch
+
+from elmo_bilm.utils.errors import UsageError
+
+Device = Union[None, int, str, torch.device]
+
+
+def cuda_device_of(device: Device = None) -> int:
+    """A GPU id, -1 for the CPU, for a device as the entry points take it: None, GPU 0 when
+    torch sees one, else the CPU (as bio_embeddings, ELMoForManyLangs and TensorFlow decide);
+    an id as it is (a negative one, or its string, the CPU); `"cpu"`, `"cuda"`, `"cuda:N"` or a
+    `torch.device`. Anything else is a one-line `UsageError`."""
+    if device is None:
+        return 0 if torch.cuda.is_available() else -1
+    if isinstance(device, str) and device.strip().lstrip("-").isdigit():
+        device = int(device)  # "0", "-1": ids written in a config
+    if isinstance(device, int) and not isinstance(device, bool):
+        return device if device >= 0 else -1
+    try:
+        parsed = torch.device(device)  # type: ignore[arg-type]
+    except (RuntimeError, TypeError, ValueError) as error:
+        raise UsageError(f"device must be the CPU or a CUDA device, got {device!r}") from error
+    if parsed.type == "cpu":
+        return -1
+    if parsed.type == "cuda":
+        return parsed.index or 0
+    raise UsageError(f"device must be the CPU or a CUDA device, got {parsed}")
+
+
+def torch_device(device: Device = -1) -> torch.device:
+    """The `torch.device` of `device` (read by `cuda_device_of`; a bare id -1 is the CPU)."""
+    cuda_device = cuda_device_of(device)
+    return torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
