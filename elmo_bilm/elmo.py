@@ -35,6 +35,7 @@ from elmo_bilm.runtime.engine import (
     file_layers,
     input_order_batching,
     read_chunks,
+    same_words,
     sorted_batching,
 )
 from elmo_bilm.runtime.layers import LayerChoice
@@ -247,10 +248,6 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
 
-def _tokens(sentence: Sequence[str]) -> Sequence[str]:
-    return sentence
-
-
 class ElmoEmbedder:
     """AllenNLP 0.9's `allennlp.commands.elmo.ElmoEmbedder`: every biLM layer of tokenised
     sentences as numpy arrays `(3, n_tokens, dim)` (more layers for deeper biLMs).
@@ -420,7 +417,7 @@ class ElmoEmbedder:
         return embed_each(
             self.elmo_bilm,
             sentences,
-            _tokens,
+            same_words,
             batching,
             self.device,
             layers,

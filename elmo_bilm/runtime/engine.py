@@ -462,13 +462,14 @@ def sequence_layers(
     """The kept layers of one sentence, `(n_layers, n_tokens, dim)` for "all", run in pieces of
     the token budget when longer (`batch_pieces`): the whole array and one piece in memory."""
     device = next(bilm.parameters()).device
-    pieces = batch_pieces(bilm, [[sentence]], _same, device, layers, max_tokens)
-    for _, host in whole_batches(pieces, _same):
+    pieces = batch_pieces(bilm, [[sentence]], same_words, device, layers, max_tokens)
+    for _, host in whole_batches(pieces, same_words):
         return host[0]
     raise AssertionError("a batch of one sentence gives one array")
 
 
-def _same(sentence: Sequence[str]) -> Sequence[str]:
+def same_words(sentence: Sequence[str]) -> Sequence[str]:
+    """The `words` of items that are their tokens already."""
     return sentence
 
 

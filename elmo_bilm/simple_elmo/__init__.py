@@ -73,7 +73,10 @@ from typing import Any, Iterator, List, Optional, Sequence, Tuple, TypeVar
 import numpy
 import torch
 
-from elmo_bilm.elmo import ElmoEmbedder, cuda_device_of
+from elmo_bilm.elmo import ElmoEmbedder
+from elmo_bilm.runtime.engine import embed_each, input_order_batching, same_words
+from elmo_bilm.runtime.layers import Layers
+from elmo_bilm.utils.devices import cuda_device_of
 from elmo_bilm.utils.files import UsageError
 from elmo_bilm.utils.names import UserPath
 
@@ -235,8 +238,10 @@ class ElmoModel:
     def _warm(self, embedder: ElmoEmbedder, texts: Sequence[Sequence[str]]) -> None:
         """Run the first batch of `texts` once on the current states (stateful only)."""
         if embedder.stateful and len(texts) > 0:
-            self.logger.info("Warming up ELMo on %d sentences...", len(texts[: self._size()]))
-            embedder.batch_to_embeddings(list(texts[: self._size()]))
+            first = list(texts[: self._size()])
+            self.logger.info("Warming up ELMo on %d sentences...", len(first))
+            for _ in self._batches(embedder, first, Layers("top")):
+                pass
             self.logger.info("Warming up finished.")
 
     def _size(self) -> int:
@@ -290,37 +295,38 @@ class ElmoModel:
         """`_embed`'s run from the current states: the warm-up batch, then every batch."""
         if warmup:
             self._warm(embedder, texts)
-        kept = []
-        for array in self._layers(embedder, texts, padded):
-            if layers == "average":
-                kept.append(array.mean(axis=0))
-            elif layers == "top":
-                kept.append(array[-1])
-            else:
-                kept.append(array)
-        return kept
-
-    def _layers(
-        self, embedder: ElmoEmbedder, texts: Sequence[Sequence[str]], padded: bool = False
-    ) -> Iterator[numpy.ndarray]:
-        """Each text's `(n_layers, n_tokens, dim)`, in input order: stateful, batches of
-        `max_batch_size` texts in input order (simple_elmo's `divide_chunks`), every one run (an
-        empty text as `<S> </S>`), `padded` up to the batch's longest text as bilm-tf's output
-        is; stateless, `ElmoEmbedder`'s length-sorted batches."""
+        kept = Layers.of(layers)
         if not embedder.stateful:
-            yield from embedder.embed_sentences(texts, batch_size=self._size())
-            return
-        for chunk in divide_chunks(texts, self._size()):
-            activations, _ = embedder.batch_to_embeddings(list(chunk))
-            host = activations.cpu().numpy()
-            for row, text in enumerate(chunk):
-                if not padded:
-                    yield host[row, :, : len(text)]
-                    continue
-                array = host[row].copy()
-                if self.padding_layers is not None:
-                    array[:, len(text) :] = self.padding_layers[:, None, :]
-                yield array
+            return list(embedder.embed_sentences(texts, batch_size=self._size(), layers=kept))
+        arrays = list(self._batches(embedder, texts, kept, padded))
+        if padded and self.padding_layers is not None:
+            # bilm-tf's output at a padding position, kept as the text's layers are
+            padding = kept.keep(self.padding_layers[:, None, :])
+            for text, array in zip(texts, arrays):
+                array[..., len(text) :, :] = padding
+        return arrays
+
+    def _batches(
+        self,
+        embedder: ElmoEmbedder,
+        texts: Sequence[Sequence[str]],
+        layers: Layers,
+        padded: bool = False,
+    ) -> Iterator[numpy.ndarray]:
+        """Each text's kept layers in input order, run as simple_elmo runs them (stateful):
+        batches of `max_batch_size` texts in input order (its `divide_chunks`), every one run
+        (an empty text as `<S> </S>`), `padded` up to the batch's longest text, through the
+        engine (`embed_each`)."""
+        return embed_each(
+            embedder.elmo_bilm,
+            texts,
+            same_words,
+            input_order_batching(self._size()),
+            embedder.device,
+            layers,
+            embedder.max_tokens,
+            padded,
+        )
 
 
 class UnsupportedName(UsageError, NotImplementedError):
