@@ -123,7 +123,7 @@ class BiLm(nn.Module):
 
     def batch_to_ids(self, sentences: Sequence[Sequence[str]]) -> torch.Tensor:
         """The ids `forward` takes for tokenised sentences: AllenNLP's `batch_to_ids` here; a
-        biLM with its own character vocabulary overrides it (`elmo_bilm.formats.manylangs`)."""
+        biLM with its own character vocabulary overrides it (`elmo_bilm.model.manylangs`)."""
         return batch_char_ids(sentences)
 
     def add_boundaries(

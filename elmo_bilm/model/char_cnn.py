@@ -130,7 +130,7 @@ class CharCnnEncoder(nn.Module):
     """
 
     # the id that pads a word after its end-of-word mark (a class attribute, so that encoders
-    # pickled before it existed unpickle with bilm-tf's; `elmo_bilm.formats.manylangs` sets its own)
+    # pickled before it existed unpickle with bilm-tf's; `elmo_bilm.model.manylangs` sets its own)
     padding_id: int = PADDING_CHAR + 1
 
     # the inference precision `elmo_bilm.runtime.precision.set_precision` set (a class attribute: encoders

@@ -354,7 +354,7 @@ def batch_layers(
     """The biLM layers of one batch on the host: `(batch, n_layers, T, dim)` for "all",
     `(batch, T, width)` otherwise; one device-to-host copy per batch; the biLM frozen for the pass
     (`frozen`: eval mode, no gradient)."""
-    char_ids = bilm.batch_to_ids(sentences)  # the biLM's own ids (elmo_bilm.formats.manylangs)
+    char_ids = bilm.batch_to_ids(sentences)  # the biLM's own ids (elmo_bilm.model.manylangs)
     if device.type == "cuda":
         char_ids = char_ids.pin_memory()
     with frozen(bilm):

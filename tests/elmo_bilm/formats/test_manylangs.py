@@ -89,36 +89,6 @@ def test_elmo_embed_command_equals_sents2elmo(name, expected, tmp_path):
             assert_float32_close(average[str(i)][...], expected[f"{name}/-1/{i}"], NETWORK)
 
 
-def test_ids_follow_its_create_one_batch():
-    """`<eow>`'s id first and `<bow>`'s after the word (its order), unknown characters `<oov>`,
-    over-long tokens cut to max_characters_per_token - 2, word ids in two columns, 0 padding."""
-    bilm = load_bilm(str(FIXTURE / "word8"))
-    assert isinstance(bilm, ManyLangsBiLm)
-    chars = {
-        line.split("\t")[0]: int(line.split("\t")[1])
-        for line in (FIXTURE / "word8" / "char.dic").read_text("utf-8").splitlines()
-    }
-    ids = bilm.batch_to_ids([["cat", "Xa"], ["x" * 60]])
-    assert ids.shape == (2, 2, 52)
-    assert ids[0, 0, :5].tolist() == [
-        chars["<eow>"] + 1,
-        chars["c"] + 1,
-        chars["a"] + 1,
-        chars["t"] + 1,
-        chars["<bow>"] + 1,
-    ]
-    assert ids[0, 0, 5:50].eq(chars["<pad>"] + 1).all()
-    assert ids[0, 1, 1].item() == chars["<oov>"] + 1
-    assert ids[1, 0, 49].item() == chars["<bow>"] + 1  # 48 characters kept
-    assert ids[1, 1].eq(0).all()
-    words = dict(
-        (line.split("\t")[0], int(line.split("\t")[1]))
-        for line in (FIXTURE / "word8" / "word.dic").read_text("utf-8").splitlines()
-    )
-    assert ids[0, 0, 50:].tolist() == [words["cat"] // 32768, words["cat"] % 32768]
-    assert ids[0, 1, 51].item() == words["<oov>"]
-
-
 def _copy(tmp_path: Path, name: str = "word8") -> Path:
     folder = tmp_path / name
     shutil.copytree(FIXTURE / name, folder)
