@@ -40,8 +40,17 @@ from typing import Any, ClassVar, Dict, Iterable, Iterator, List, Optional, Tupl
 import numpy
 import torch
 
-from elmo_bilm.elmo import ElmoEmbedder, cuda_device_of
+from elmo_bilm.elmo import ElmoEmbedder
+from elmo_bilm.runtime.engine import (
+    BULK_BATCH_SIZE,
+    embed_each,
+    input_order_batches,
+    input_order_batching,
+    same_words,
+)
 from elmo_bilm.sources import published
+from elmo_bilm.utils.checks import whole_number
+from elmo_bilm.utils.devices import cuda_device_of
 from elmo_bilm.utils.files import UsageError
 
 logger = logging.getLogger(__name__)
@@ -137,25 +146,10 @@ class EmbedderInterface(abc.ABC):
         self, sequences: Iterable[str], batch_size: Optional[int] = None
     ) -> Iterator[numpy.ndarray]:
         """Lazily, in input order, batched as bio_embeddings batches (see the class)."""
-        if not batch_size:
-            for sequence in sequences:
-                yield self.embed(sequence)
-            return
-        batch: List[str] = []
-        residues = 0
-        for sequence in sequences:
-            if len(sequence) > batch_size:
-                if batch:
-                    yield from self.embed_batch(batch)
-                    batch, residues = [], 0
-                yield from self.embed_batch([sequence])
-                continue
-            if batch and residues + len(sequence) >= batch_size:
-                yield from self.embed_batch(batch)
-                batch, residues = [], 0
-            batch.append(sequence)
-            residues += len(sequence)
-        if batch:
+        batches = input_order_batches(
+            sequences, same_words, 1 if not batch_size else None, batch_size or None
+        )
+        for batch in batches:
             yield from self.embed_batch(batch)
 
     @staticmethod
@@ -252,25 +246,27 @@ class SeqVecEmbedder(EmbedderInterface):
         consecutive proteins while their residues (without padding) stay below `batch_size`, a
         longer protein alone. (bio_embeddings embeds such a protein before the batch pending and
         yields it out of input order; here the pending batch goes first.) Stateless: batched
-        while a batch holds at most `batch_size` padded residues (rows x the longest; default
+        while a batch holds at most `batch_size` padded residues (rows x (the longest + its two
+        boundaries); default
         `max_amino_acids`), so memory stays bounded whatever the lengths; a protein longer than
         that makes a batch of its own."""
+        proteins = (list(sequence) for sequence in sequences)
         if self.stateful:
-            yield from super().embed_many(sequences, batch_size)
+            batching = input_order_batching(1 if not batch_size else None, batch_size or None)
+            model = self._model
+            yield from embed_each(
+                model.elmo_bilm,
+                proteins,
+                same_words,
+                batching,
+                model.device,
+                max_tokens=self.max_amino_acids,
+                skip_lone_empty=True,  # AllenNLP 0.9's embedder, which bio_embeddings runs
+            )
             return
         budget = self.max_amino_acids if batch_size is None else batch_size
-        if budget < 1:
-            raise UsageError("batch_size must be at least 1")
-        batch: List[str] = []
-        longest = 0
-        for sequence in sequences:
-            if batch and (len(batch) + 1) * max(longest, len(sequence)) > budget:
-                yield from self.embed_batch(batch)
-                batch, longest = [], 0
-            batch.append(sequence)
-            longest = max(longest, len(sequence))
-        if batch:
-            yield from self.embed_batch(batch)
+        whole_number(budget, "batch_size")
+        yield from self._model.embed_sentences(proteins, BULK_BATCH_SIZE, budget)
 
     @staticmethod
     def reduce_per_protein(embedding: numpy.ndarray) -> numpy.ndarray:

@@ -31,11 +31,14 @@ vectors whatever the batch, and batches follow `ElmoEmbedder`'s token budget. Th
 
 import logging
 import random
-from typing import Any, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Iterable, List, Optional, Sequence, TypeVar
 
 import numpy
 
-from elmo_bilm.elmo import ElmoEmbedder, cuda_device_of
+from elmo_bilm.elmo import ElmoEmbedder
+from elmo_bilm.runtime.engine import embed_each, length_batches, same_words
+from elmo_bilm.runtime.layers import Layers
+from elmo_bilm.utils.devices import cuda_device_of
 from elmo_bilm.utils.files import UsageError
 
 __all__ = ["Embedder", "logger", "log_handler", "log_formatter"]
@@ -47,6 +50,8 @@ logger = logging.getLogger(__name__)
 log_formatter = logging.Formatter(fmt="%(asctime)-15s %(levelname)s: %(message)s")
 log_handler = logging.StreamHandler()
 log_handler.setFormatter(log_formatter)
+
+T = TypeVar("T")
 
 
 class Embedder:
@@ -110,33 +115,31 @@ class Embedder:
                     f"sents2elmo takes lists of tokens; sentence {index} is the string "
                     f"{sentence[:40]!r} (e.g. {sentence[:20]!r}.split())"
                 )
-        if self.stateful:
-            return [_select(layers, layer) for layers in self._stateful_layers(sentences)]
-        outputs = []
-        for layers in self.embedder.embed_sentences(sentences, batch_size=self.batch_size):
-            outputs.append(_select(layers, layer))
-        return outputs
+        kept = _layers(layer)
+        if not self.stateful:
+            return list(self.embedder.embed_sentences(sentences, self.batch_size, layers=kept))
+        return list(
+            embed_each(
+                self.embedder.elmo_bilm,
+                sentences,
+                same_words,
+                self._batching,
+                self.embedder.device,
+                kept,
+                self.embedder.max_tokens,
+            )
+        )
 
-    def _stateful_layers(self, sentences: List[Sequence[str]]) -> List[numpy.ndarray]:
-        """Each sentence's `(n_layers, n_tokens, dim)` layers, in input order, from batches made
-        and run as ELMoForManyLangs' `sents2elmo` makes and runs them (its `create_batches`):
-        sentences sorted by length, longest first (a stable sort: ties in input order), cut into
-        batches of `batch_size`, the batches run in an order `random.shuffle` draws (Python's
-        global generator, one shuffle a call, as the original draws it); every batch runs, an
-        empty sentence as `<bos> <eos>`."""
-        order = sorted(range(len(sentences)), key=lambda index: -len(sentences[index]))
-        size = self.batch_size
-        batches = [order[start : start + size] for start in range(0, len(order), size)]
-        shuffled = list(range(len(batches)))
-        random.shuffle(shuffled)
-        results: List[Optional[numpy.ndarray]] = [None] * len(sentences)
-        for number in shuffled:
-            rows = batches[number]
-            activations, _ = self.embedder.batch_to_embeddings([sentences[i] for i in rows])
-            host = activations.cpu().numpy()
-            for row, index in enumerate(rows):
-                results[index] = host[row, :, : len(sentences[index])]
-        return results  # type: ignore[return-value]
+    def _batching(self, items: Iterable[T], words: Callable[[T], Sequence[str]]) -> List[List[T]]:
+        """The batches ELMoForManyLangs' `sents2elmo` makes and runs (its `create_batches`):
+        sorted by length, longest first (a stable sort: ties in input order), cut into batches
+        of `batch_size`, run in an order `random.shuffle` draws (Python's global generator, one
+        shuffle a call, as the original draws it); every batch runs, an empty sentence as
+        `<bos> <eos>`."""
+        batches = list(length_batches(items, words, self.batch_size, None, longest_first=True))
+        order = list(range(len(batches)))
+        random.shuffle(order)
+        return [batches[number] for number in order]
 
     def _check_layer(self, output_layer: Any) -> int:
         """`output_layer` if this biLM has it: -2, -1, or a layer counted from 0 or the top."""
@@ -153,11 +156,11 @@ class Embedder:
         return int(output_layer)
 
 
-def _select(layers: numpy.ndarray, output_layer: int) -> numpy.ndarray:
-    """`output_layer` of one sentence's `(n_layers, n_tokens, dim)` layers, as its own array (not
-    a view that keeps the whole batch's array alive)."""
+def _layers(output_layer: int) -> Layers:
+    """`sents2elmo`'s `output_layer` as a `Layers`: -1 the layers' average, -2 all of them, else
+    that layer (counted from the top when negative, as numpy counts)."""
     if output_layer == -1:
-        return layers.mean(axis=0)
+        return Layers("average")
     if output_layer == -2:
-        return layers.copy()
-    return layers[output_layer].copy()
+        return Layers("all")
+    return Layers(index=output_layer)

@@ -20,10 +20,12 @@ from flair.data import Sentence, Token
 from flair.embeddings import TokenEmbeddings
 from flair.embeddings.base import register_embeddings
 
-from elmo_bilm.elmo import ElmoEmbedder, cuda_device_of
+from elmo_bilm.elmo import ElmoEmbedder
 from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.runtime.layers import Layers
 from elmo_bilm.sources.published import BASE_URL, LOCAL, PUBLISHED
 from elmo_bilm.sources.resolver import names_whole_bilm
+from elmo_bilm.utils.devices import cuda_device_of
 from elmo_bilm.utils.files import UsageError
 
 # flair's model names and the biLMs they stand for (AllenNLP's published and contributed files)
@@ -133,19 +135,15 @@ class ELMoEmbeddings(TokenEmbeddings):
         return self._embedding_length
 
     def _add_embeddings_internal(self, sentences: List[Sentence]) -> List[Sentence]:
-        """Embed the sentences in one biLM batch (flair batches them), wherever the model is."""
+        """Embed flair's batch through `ElmoEmbedder.embed_batch`, wherever the model is:
+        stateful, one biLM batch as flair's class ran it; stateless, passes of similar lengths
+        within the token budget (the same vectors, bounded memory)."""
         self.ee.cuda_device = cuda_device_of(next(self.elmo_bilm.parameters()).device)
-        layers = self.ee.embed_batch([[token.text for token in s] for s in sentences])
-        for sentence, array in zip(sentences, layers):
-            vectors = torch.from_numpy(array)  # (n_layers, n_tokens, dim)
-            if self.embedding_mode == "all":  # (n_tokens, n_layers * dim); an empty sentence too
-                vectors = vectors.permute(1, 0, 2).reshape(vectors.shape[1], self.embedding_length)
-            elif self.embedding_mode == "top":
-                vectors = vectors[-1]
-            else:
-                vectors = vectors.mean(dim=0)
+        kept = Layers.of(self.embedding_mode, flat=True)  # "all": (n_tokens, n_layers * dim)
+        arrays = self.ee.embed_batch([[token.text for token in s] for s in sentences], layers=kept)
+        for sentence, array in zip(sentences, arrays):
             token: Token
-            for token, vector in zip(sentence.tokens, vectors):
+            for token, vector in zip(sentence.tokens, torch.from_numpy(array)):
                 token.set_embedding(self.name, vector.to(flair.device))
         return sentences
 

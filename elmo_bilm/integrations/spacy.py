@@ -31,11 +31,13 @@ from thinc.layers import Dropout
 from thinc.types import Floats2d, Floats3d
 
 from elmo_bilm.model.bilm import BiLm
-from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS, Layers, embed_sorted
+from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS, embed_sorted
+from elmo_bilm.runtime.layers import Layers
 from elmo_bilm.runtime.precision import PRECISIONS, set_precision
 from elmo_bilm.sources.published import LOCAL, PUBLISHED, names
 from elmo_bilm.sources.resolver import ResolvedBilm, resolve_bilm
 from elmo_bilm.utils.checks import whole_number
+from elmo_bilm.utils.devices import torch_device
 from elmo_bilm.utils.files import FormatError, UsageError
 from elmo_bilm.utils.names import user_path
 
@@ -158,8 +160,9 @@ class ElmoComponent(Pipe):
         # named as everywhere (a Path, `~`); "" or nothing: the shipped biLM
         model = user_path(model, "the elmo component's model") or "wikipedia"
         weights = user_path(weights, "the elmo component's weights") or ""
-        if isinstance(layers, str) and layers not in ("all", "top", "average"):
+        if not isinstance(layers, str) and isinstance(layers, (int, numpy.integer)):
             raise UsageError(f'layers must be "all", "top", "average" or weights, got {layers!r}')
+        Layers.of(layers)  # a name or weights (one per layer, checked when the biLM is known)
         self.vocab = vocab
         self.name = name
         self.cfg: Dict[str, Any] = {
@@ -186,11 +189,7 @@ class ElmoComponent(Pipe):
     @property
     def device(self) -> torch.device:
         """The torch device of the `device` setting."""
-        device = self.cfg["device"]
-        if isinstance(device, int) or (isinstance(device, str) and device.lstrip("-").isdigit()):
-            index = int(device)
-            return torch.device("cpu" if index < 0 else f"cuda:{index}")
-        return torch.device(device)
+        return torch_device(self.cfg["device"])
 
     @property
     def named(self) -> bool:
@@ -207,9 +206,7 @@ class ElmoComponent(Pipe):
         return self._bilm
 
     def _set_bilm(self, bilm: BiLm, source: Optional[ResolvedBilm]) -> None:
-        layers = self.cfg["layers"]
-        if not isinstance(layers, str) and len(layers) != bilm.num_layers:
-            raise UsageError(f"{len(layers)} layer weights for a biLM of {bilm.num_layers} layers")
+        Layers.of(self.cfg["layers"]).depth(bilm.num_layers)  # weights: one per layer
         self._bilm = set_precision(
             bilm.to(self.device).eval(), self.cfg.get("precision", "float32")
         )
@@ -502,18 +499,8 @@ def _token_elmo(token: Token) -> Optional[numpy.ndarray]:
 def mix_layers(layers: numpy.ndarray, how: LayerChoice) -> numpy.ndarray:
     """`(n_tokens, width)` of `(n_layers, n_tokens, dim)`: `"all"` concatenates the layers,
     `"top"` takes the last, `"average"` their mean, weights the Eq. (1) mix
-    `sum_j softmax(w)_j * h_j` (`elmo_bilm.runtime.engine.Layers`, as everywhere else)."""
-    if how == "all":
-        n_layers, n_tokens, dim = layers.shape
-        return numpy.ascontiguousarray(layers.transpose(1, 0, 2)).reshape(n_tokens, n_layers * dim)
-    if how == "top":
-        return numpy.ascontiguousarray(layers[-1])
-    if how == "average":
-        return layers.mean(axis=0)
-    if len(how) != layers.shape[0]:
-        raise UsageError(f"{len(how)} layer weights for a biLM of {layers.shape[0]} layers")
-    mixed = Layers(mix=tuple(float(w) for w in how)).select(torch.from_numpy(layers)[None])
-    return mixed[0].numpy()
+    `sum_j softmax(w)_j * h_j` (`elmo_bilm.runtime.layers.Layers`, as everywhere else)."""
+    return Layers.of(how, flat=True).keep(layers)
 
 
 def _mean_vector(doc: Doc, start: int, end: int) -> numpy.ndarray:

@@ -75,7 +75,7 @@ class Layers:
         """The layers kept per sentence (checking a mix's length and an index against the
         biLM's layers)."""
         if self.mix is not None and len(self.mix) != n_layers:
-            raise UsageError(f"--mix has {len(self.mix)} weights, the biLM has {n_layers} layers")
+            raise UsageError(f"{len(self.mix)} layer weights for a biLM of {n_layers} layers")
         if self.index is not None and not -n_layers <= self.index < n_layers:
             raise UsageError(
                 f"layer {self.index} of a biLM of {n_layers} layers (0 to {n_layers - 1})"

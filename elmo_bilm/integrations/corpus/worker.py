@@ -20,6 +20,7 @@ from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS, embed_pieces
 from elmo_bilm.runtime.layers import Layers
 from elmo_bilm.runtime.precision import set_precision
 from elmo_bilm.sources.resolver import load_bilm
+from elmo_bilm.utils.devices import torch_device
 
 
 class ShardEmbedder:
@@ -39,7 +40,7 @@ class ShardEmbedder:
         max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
     ) -> None:
         torch.set_num_threads(threads)
-        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = torch_device(None)  # a GPU when the worker has one
         self.bilm = load_bilm(options_file, weight_file).to(self.device).eval()
         set_precision(self.bilm, precision)
         self.layers = Layers(**layers)

@@ -11,6 +11,7 @@ import pytest
 
 from elmo_bilm import ElmoEmbedder
 from elmo_bilm.bio_embeddings import DEFAULT_MAX_AMINO_ACIDS, SeqVecEmbedder
+from elmo_bilm.runtime import engine
 from elmo_bilm.sources.resolver import resolve_bilm
 from elmo_bilm.utils.files import FormatError, UsageError
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
@@ -47,24 +48,34 @@ def test_embed_batch_and_embed_many_equal_embed_in_order(seqvec, monkeypatch):
     for got, want in zip(seqvec.embed_batch(PROTEINS), alone, strict=True):
         assert_float32_close(got, want, NETWORK)
     batches = []
-    embed_batch = seqvec.embed_batch
-    monkeypatch.setattr(
-        seqvec,
-        "embed_batch",
-        lambda b: batches.append(list(b)) or embed_batch(b),  # type: ignore[func-returns-value]
-    )
+    pieces = []
+    real_batch, real_pieces = engine.batch_layers, engine.sequence_pieces
+
+    def spy_batch(bilm, sentences, *args):  # type: ignore[no-untyped-def]
+        batches.append(["".join(residues) for residues in sentences])
+        return real_batch(bilm, sentences, *args)
+
+    def spy_pieces(bilm, sentence, *args):  # type: ignore[no-untyped-def]
+        pieces.append("".join(sentence))
+        return real_pieces(bilm, sentence, *args)
+
+    monkeypatch.setattr(engine, "batch_layers", spy_batch)
+    monkeypatch.setattr(engine, "sequence_pieces", spy_pieces)
     many = list(seqvec.embed_many(iter(PROTEINS), batch_size=40))
     assert [m.shape[1] for m in many] == [len(p) for p in PROTEINS]  # input order
     for got, want in zip(many, alone):
         assert_float32_close(got, want, NETWORK)
-    # consecutive proteins, at most 40 padded residues a batch; the 32-residue one fits alone
-    assert batches == [[PROTEINS[0]], [PROTEINS[1]], [PROTEINS[2]], PROTEINS[3:]]
+    # stateless, order is free: length-sorted batches of at most 40 padded residues (rows x
+    # (the longest + its two boundaries)); the 32-residue one fits alone
+    assert batches == [["A", "MKV", "MKTAYIAK"], [PROTEINS[0]], [PROTEINS[2]]]
     batches.clear()
-    list(seqvec.embed_many(PROTEINS, batch_size=1))  # each longer than the budget: one a batch
-    assert batches == [[p] for p in PROTEINS]
-    batches.clear()
+    # each longer than a budget of 1: alone, and in exact pieces of one position
+    for got, want in zip(seqvec.embed_many(PROTEINS, batch_size=1), alone, strict=True):
+        assert_float32_close(got, want, NETWORK)
+    assert batches == [] and pieces == sorted(PROTEINS, key=len)
+    pieces.clear()
     list(seqvec.embed_many(PROTEINS))  # max_amino_acids: everything in one batch
-    assert batches == [PROTEINS]
+    assert batches == [sorted(PROTEINS, key=len)] and pieces == []
 
 
 def test_reduce_per_protein_is_seqvecs(seqvec):

@@ -11,7 +11,7 @@ rather than adds up (tests/elmo_bilm/test_stateful.py). A missing warm-up or a s
 carried differs by far more (`DIFFERENT`), asserted below so the comparison can fail.
 """
 
-from typing import Callable, List, Sequence
+from typing import List, Sequence
 
 import numpy
 import pytest
@@ -19,6 +19,7 @@ import torch
 
 from elmo_bilm import batch_to_ids
 from elmo_bilm.bio_embeddings import WARMUP_SEQUENCE, SeqVecEmbedder
+from elmo_bilm.runtime import engine
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 from tests.numerics import NETWORK, assert_float32_close
 
@@ -65,25 +66,38 @@ def _our_calls(embedder: SeqVecEmbedder) -> List[numpy.ndarray]:
     return arrays
 
 
+def _spy_batches(monkeypatch: pytest.MonkeyPatch) -> List[List[str]]:
+    """The proteins of every biLM batch the engine runs (`batch_layers`), in order."""
+    batches: List[List[str]] = []
+    real = engine.batch_layers
+
+    def spy(bilm, sentences, *args, **kwargs):  # type: ignore[no-untyped-def]
+        batches.append(["".join(residues) for residues in sentences])
+        return real(bilm, sentences, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "batch_layers", spy)
+    return batches
+
+
 def _gap(ours: List[numpy.ndarray], theirs: List[numpy.ndarray]) -> float:
     return max(float(abs(a - b).max()) for a, b in zip(ours, theirs, strict=True))
 
 
 @pytest.mark.numerics
 def test_the_default_is_bio_embeddings_stateful_embedder_after_its_warm_up(monkeypatch) -> None:
-    batches: List[List[str]] = []
-    real: Callable = SeqVecEmbedder.embed_batch
-
-    def spy(self: SeqVecEmbedder, batch: List[str]):
-        batches.append(list(batch))
-        return real(self, batch)
-
-    monkeypatch.setattr(SeqVecEmbedder, "embed_batch", spy)
+    batches = _spy_batches(monkeypatch)
     embedder = SeqVecEmbedder(options_file=FILES[0], weights_file=FILES[1], device="cpu")
     assert embedder.stateful and embedder.warmup_rounds == 4
     ours = _our_calls(embedder)
-    # embed_batch's own batch, then embed_many's, batched as bio_embeddings batches
-    assert batches == [PROTEINS[1:4], *MANY_BATCHES]
+    # the warm-up, embed's and embed_batch's own batches, embed_many's batched as
+    # bio_embeddings batches, then one protein a batch: every biLM batch bio_embeddings runs
+    one_each = [[PROTEINS[0]], [PROTEINS[1]]]
+    assert batches == [[WARMUP_SEQUENCE]] * 4 + [
+        [PROTEINS[0]],
+        PROTEINS[1:4],
+        *MANY_BATCHES,
+        *one_each,
+    ]
     expected = _reference_calls(4)
     assert [a.shape for a in ours] == [b.shape for b in expected]
     for number, (mine, reference) in enumerate(zip(ours, expected)):
@@ -109,14 +123,7 @@ def test_a_protein_longer_than_the_batch_follows_the_pending_batch(monkeypatch) 
     """bio_embeddings embeds it before the pending batch and yields out of input order; here the
     pending batch goes first and the order holds."""
     embedder = SeqVecEmbedder(0, options_file=FILES[0], weights_file=FILES[1], device="cpu")
-    batches: List[List[str]] = []
-    real = embedder.embed_batch
-
-    def spy(batch: List[str]):
-        batches.append(list(batch))
-        return real(batch)
-
-    monkeypatch.setattr(embedder, "embed_batch", spy)
+    batches = _spy_batches(monkeypatch)
     shapes = [a.shape[1] for a in embedder.embed_many(PROTEINS, batch_size=30)]
     assert shapes == [len(p) for p in PROTEINS]
     assert batches == [PROTEINS[:2], PROTEINS[2:3], PROTEINS[3:]]

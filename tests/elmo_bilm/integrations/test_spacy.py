@@ -142,7 +142,7 @@ def test_bad_settings_fail_early():
         blank(layers="bottom")
     with pytest.raises(ValueError, match="2 layer weights for a biLM of 3 layers"):
         blank(layers=[0.5, 0.5]).initialize()
-    with pytest.raises(RuntimeError, match="device"):
+    with pytest.raises(ValueError, match="device must be the CPU or a CUDA device, got .gpu:x."):
         blank(device="gpu:x")
     with pytest.raises(ValueError, match="batch_size"):
         blank(batch_size=0)
