@@ -1,6 +1,7 @@
-"""The core's layout: at most six modules at `elmo_bilm/`'s root, the rest in folders, and every
-import path documented before the folders (top-level names, `elmo_bilm.spacy`, `elmo_bilm.flair`,
-`elmo_bilm.precision`, the console scripts and spaCy's entry points) still working."""
+"""The core's layout: only `__init__.py` at `elmo_bilm/`'s root, the rest in folders (the mirrored
+APIs in `dropins/`), and every import path documented before the folders (top-level names,
+`elmo_bilm.elmo`, `elmo_bilm.simple_elmo`, `elmo_bilm.spacy`, ..., the console scripts and spaCy's
+entry points) still working, as the same module objects."""
 
 import importlib
 from importlib.metadata import entry_points
@@ -11,15 +12,16 @@ import elmo_bilm
 ROOT = Path(elmo_bilm.__file__).parent
 
 
-def test_at_most_six_modules_at_the_root() -> None:
+def test_only_the_package_init_at_the_root() -> None:
     modules = sorted(p.name for p in ROOT.glob("*.py"))
-    assert len(modules) <= 6, modules
-    assert {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()} >= {
+    assert modules == ["__init__.py"], modules
+    assert {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()} == {
         "model",
         "formats",
         "sources",
         "runtime",
         "cli",
+        "dropins",
         "integrations",
         "utils",
     }
@@ -27,8 +29,7 @@ def test_at_most_six_modules_at_the_root() -> None:
 
 def test_the_tests_mirror_the_subpackages() -> None:
     """`tests/elmo_bilm/NAME/` for `elmo_bilm/NAME/` (each a package, so that test files of one
-    name in two folders do not collide); at the root only the tests of the root modules (the
-    public API of `elmo.py`, the mirrored names' defaults across families, this layout)."""
+    name in two folders do not collide); at the root only this layout's."""
     tests = Path(__file__).parent
     folders = {p.name for p in tests.iterdir() if p.is_dir() and p.name != "__pycache__"}
     packages = {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()}
@@ -36,25 +37,49 @@ def test_the_tests_mirror_the_subpackages() -> None:
     assert all((tests / name / "__init__.py").is_file() for name in folders)
     assert all(list((tests / name).glob("test_*.py")) for name in folders)
     at_root = {p.name for p in tests.glob("test_*.py")}
-    assert at_root == {
-        "test_allennlp_matrix.py",
-        "test_dropin_defaults.py",
-        "test_elmo_api.py",
-        "test_layout.py",
-        "test_stateful.py",
-    }, at_root
+    assert at_root == {"test_layout.py"}, at_root
+
+
+DOCUMENTED = {
+    "elmo_bilm.elmo": ("elmo_bilm.dropins.allennlp", "ElmoEmbedder"),
+    "elmo_bilm.elmoformanylangs": ("elmo_bilm.dropins.elmoformanylangs", "Embedder"),
+    "elmo_bilm.simple_elmo": ("elmo_bilm.dropins.simple_elmo", "ElmoModel"),
+    "elmo_bilm.bio_embeddings": ("elmo_bilm.dropins.bio_embeddings", "SeqVecEmbedder"),
+    "elmo_bilm.tfhub": ("elmo_bilm.dropins.tfhub", "ElmoModule"),
+    "elmo_bilm.flair": ("elmo_bilm.dropins.flair", "ELMoEmbeddings"),
+    "elmo_bilm.integrations.flair": ("elmo_bilm.dropins.flair", "ELMoEmbeddings"),
+    "elmo_bilm.spacy": ("elmo_bilm.integrations.spacy", "ElmoComponent"),
+    "elmo_bilm.precision": ("elmo_bilm.runtime.precision", "set_precision"),
+}
 
 
 def test_documented_module_paths_are_the_same_modules() -> None:
-    for old, new in (
-        ("elmo_bilm.spacy", "elmo_bilm.integrations.spacy"),
-        ("elmo_bilm.flair", "elmo_bilm.integrations.flair"),
-        ("elmo_bilm.precision", "elmo_bilm.runtime.precision"),
-    ):
-        assert importlib.import_module(old) is importlib.import_module(new)
-    from elmo_bilm.flair import ELMoEmbeddings  # noqa: F401
-    from elmo_bilm.precision import set_precision  # noqa: F401
-    from elmo_bilm.spacy import ElmoComponent  # noqa: F401
+    assert set(elmo_bilm.ALIASES) == set(DOCUMENTED)
+    for old, (new, name) in DOCUMENTED.items():
+        module = importlib.import_module(old)
+        assert module is importlib.import_module(new) and elmo_bilm.ALIASES[old] == new
+        assert module.__name__ == new and module.__spec__.name == new  # one module, its own spec
+        exec(f"from {old} import {name}", {})
+
+
+def test_an_alias_imported_first_is_the_home_module_in_a_fresh_interpreter() -> None:
+    """`import elmo_bilm.simple_elmo` before anything else of the package: one module under both
+    names, its classes' `__module__` the home's (so that pickles name the home)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pickle\n"
+        "import elmo_bilm.simple_elmo as old\n"
+        "import elmo_bilm.dropins.simple_elmo as new\n"
+        "assert old is new and sys.modules['elmo_bilm.simple_elmo'] is new\n"
+        "assert old.ElmoModel.__module__ == 'elmo_bilm.dropins.simple_elmo'\n"
+        "from elmo_bilm.elmo import ElmoEmbedder as E\n"
+        "assert pickle.loads(pickle.dumps(E)) is E\n"
+        "import elmo_bilm.nothing_here\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert "No module named 'elmo_bilm.nothing_here'" in result.stderr, result.stderr
 
 
 def test_top_level_names() -> None:
@@ -96,15 +121,8 @@ LAYERS = {
     "formats": 2,
     "sources": 3,
     "runtime": 3,
-    "elmo": 4,
-    "precision": 4,
     "integrations": 5,
-    "elmoformanylangs": 5,
-    "simple_elmo": 5,
-    "bio_embeddings": 5,
-    "tfhub": 5,
-    "spacy": 6,
-    "flair": 6,
+    "dropins": 5,
     "cli": 6,
     "__init__": 7,
 }

@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from elmo_bilm import ElmoEmbedder, read_embeddings
-from elmo_bilm.bio_embeddings import SeqVecEmbedder
+from elmo_bilm.dropins.bio_embeddings import SeqVecEmbedder
 from elmo_bilm.formats.bilm_tf import load_bilm_tf
 from elmo_bilm.integrations.corpus.plan import Shard
 from elmo_bilm.integrations.corpus.worker import ShardEmbedder

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from elmo_bilm import ElmoEmbedder
-from elmo_bilm.simple_elmo import ElmoModel
+from elmo_bilm.dropins.simple_elmo import ElmoModel
 from elmo_bilm.sources import published
 from elmo_bilm.sources.archives import MAX_FOLDER_ENTRIES, is_bilm_archive
 from elmo_bilm.sources.resolver import options_path, resolve_bilm

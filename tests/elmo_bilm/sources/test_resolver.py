@@ -137,8 +137,8 @@ def test_every_entry_point_resolves_through_the_resolver(
     import spacy
 
     from elmo_bilm.cli import convert, embed, export_onnx
+    from elmo_bilm.dropins.flair import ELMoEmbeddings
     from elmo_bilm.integrations.corpus import bilm_sha256
-    from elmo_bilm.integrations.flair import ELMoEmbeddings
     from elmo_plugin.common.config_env import options_path
     from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
     from elmo_plugin.token_embedders.elmo_token_embedder import ElmoPluginTokenEmbedder

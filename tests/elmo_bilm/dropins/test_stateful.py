@@ -22,8 +22,8 @@ import pytest
 import torch
 
 from elmo_bilm import Elmo, ElmoEmbedder, batch_to_ids
-from elmo_bilm.elmoformanylangs import Embedder
-from elmo_bilm.simple_elmo import ElmoModel
+from elmo_bilm.dropins.elmoformanylangs import Embedder
+from elmo_bilm.dropins.simple_elmo import ElmoModel
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 from tests.numerics import NETWORK, assert_float32_close
 
@@ -159,7 +159,7 @@ def test_stateful_elmo_embedder_equals_allennlp_batch_after_batch() -> None:
 # ELMoForManyLangs: fixtures/elmoformanylangs/expected.npz holds what its own `sents2elmo` gave on
 # the first call of a fresh `Embedder` (one batch: five sentences, batch size 64), so it checks
 # the first batch only; later batches are checked against the order its `create_batches` runs.
-MANYLANGS = Path(__file__).resolve().parents[2] / "fixtures" / "elmoformanylangs"
+MANYLANGS = Path(__file__).resolve().parents[3] / "fixtures" / "elmoformanylangs"
 SENTENCES: List[List[str]] = json.loads((MANYLANGS / "sentences.json").read_text("utf-8"))
 
 
@@ -233,7 +233,7 @@ def test_manylangs_batches_run_as_the_original_runs_them(manylangs_expected) -> 
 # its first batch, then runs the batches in input order; a session passed in keeps its own
 # states from call to call. After a text's tokens, up to its batch's longest text, simple_elmo
 # leaves bilm-tf's padding-position layers (`ElmoModel.padding_layers`, which
-# tests/elmo_bilm/simple_elmo/test_simple_elmo_reference.py finds in simple_elmo 0.9.2's own output; AllenNLP
+# tests/elmo_bilm/dropins/test_simple_elmo_reference.py finds in simple_elmo 0.9.2's own output; AllenNLP
 # masks them to zero), zero past that (fixtures/simple_elmo measured both).
 TEXTS = [sentence for batch in BATCHES for sentence in batch if sentence][:7]
 

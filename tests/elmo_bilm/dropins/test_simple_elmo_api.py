@@ -16,7 +16,7 @@ import numpy
 import pytest
 
 from elmo_bilm import ElmoEmbedder
-from elmo_bilm.simple_elmo import ElmoModel, divide_chunks
+from elmo_bilm.dropins.simple_elmo import ElmoModel, divide_chunks
 from elmo_bilm.utils.files import UsageError
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 from tests.numerics import NETWORK, ONE_REDUCTION, assert_float32_close
@@ -48,7 +48,7 @@ def nlpl(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def model(nlpl) -> ElmoModel:
     """Stateless: its vectors are the first batch's whatever ran before (the stateful default,
-    simple_elmo's, is tests/elmo_bilm/test_stateful.py's)."""
+    simple_elmo's, is tests/elmo_bilm/dropins/test_stateful.py's)."""
     elmo = ElmoModel()
     assert elmo.load(str(nlpl), cuda_device=-1, stateful=False) == "The model is now loaded."
     return elmo
@@ -149,7 +149,7 @@ def test_empty_inputs(model):
 
 def test_session_is_accepted_and_ignored(model):
     """Stateless: no states to keep in a session (the stateful default keeps them per session,
-    tests/elmo_bilm/test_stateful.py)."""
+    tests/elmo_bilm/dropins/test_stateful.py)."""
     numpy.testing.assert_array_equal(
         model.get_elmo_vectors(TEXTS, session=object()), model.get_elmo_vectors(TEXTS)
     )
@@ -204,7 +204,7 @@ def test_a_public_script_runs_with_the_import_line_switched(
 ):
     monkeypatch.setenv("ELMO_BILM_CACHE", str(tmp_path / "cache"))
     ours = PUBLIC_SCRIPT.replace(
-        "from simple_elmo import ElmoModel", "from elmo_bilm.simple_elmo import ElmoModel"
+        "from simple_elmo import ElmoModel", "from elmo_bilm.dropins.simple_elmo import ElmoModel"
     )
     changed = [
         line

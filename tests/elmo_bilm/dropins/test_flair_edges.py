@@ -7,7 +7,7 @@ flair = pytest.importorskip("flair")
 
 from flair.data import Sentence  # noqa: E402
 
-from elmo_bilm.integrations.flair import ELMoEmbeddings  # noqa: E402
+from elmo_bilm.dropins.flair import ELMoEmbeddings  # noqa: E402
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE  # noqa: E402
 
 

@@ -21,8 +21,8 @@ import pytest
 import torch
 
 from elmo_bilm import ElmoEmbedder
+from elmo_bilm.dropins.tfhub import ElmoModule, hub_name
 from elmo_bilm.formats.bilm_tf import read_options
-from elmo_bilm.tfhub import ElmoModule, hub_name
 from elmo_bilm.utils.files import FormatError, UsageError
 from tests.conftest import OPTIONS_FILE, REPO_ROOT, WEIGHT_FILE
 from tests.numerics import NETWORK, ONE_REDUCTION, assert_float32_close
@@ -193,7 +193,7 @@ def test_the_module_is_read_through_the_resolver(tmp_path, monkeypatch):
         return real(*args)
 
     monkeypatch.setattr(resolver, "resolve_bilm", spy)
-    monkeypatch.setattr(sys.modules["elmo_bilm.tfhub"], "resolve_bilm", spy)
+    monkeypatch.setattr(sys.modules["elmo_bilm.dropins.tfhub"], "resolve_bilm", spy)
     monkeypatch.setenv("ELMO_BILM_CACHE", str(tmp_path / "cache"))
     ElmoModule(MODULE / "variables")
     assert seen == [(str(MODULE / "variables"),)]
@@ -276,7 +276,7 @@ def test_a_public_script_runs_with_the_import_and_constructor_switched(
     tmp_path, monkeypatch, capsys
 ):
     ours = PUBLIC_SCRIPT.replace(
-        "import tensorflow_hub as hub", "from elmo_bilm.tfhub import ElmoModule"
+        "import tensorflow_hub as hub", "from elmo_bilm.dropins.tfhub import ElmoModule"
     ).replace('hub.Module("https://tfhub.dev/google/elmo/3"', "ElmoModule(sys.argv[1]")
     changed: List[str] = [
         line

@@ -25,7 +25,7 @@ from typing import Any, Dict, List
 import numpy
 import pytest
 
-from elmo_bilm.simple_elmo import ElmoModel
+from elmo_bilm.dropins.simple_elmo import ElmoModel
 from tests.conftest import ELMO_FIXTURE
 from tests.numerics import NETWORK, assert_float32_close
 

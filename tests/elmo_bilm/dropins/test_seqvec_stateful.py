@@ -7,7 +7,7 @@ what its calls run on AllenNLP 2.10's `_ElmoBiLm`, stateful as 0.9's: the warm-u
 
 Tolerance: `NETWORK` float32 units, as for one stateless pass: each batch starts from states
 equal to AllenNLP's within the previous batch's rounding, which the forget gate scales down
-rather than adds up (tests/elmo_bilm/test_stateful.py). A missing warm-up or a state not
+rather than adds up (tests/elmo_bilm/dropins/test_stateful.py). A missing warm-up or a state not
 carried differs by far more (`DIFFERENT`), asserted below so the comparison can fail.
 """
 
@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from elmo_bilm import batch_to_ids
-from elmo_bilm.bio_embeddings import WARMUP_SEQUENCE, SeqVecEmbedder
+from elmo_bilm.dropins.bio_embeddings import WARMUP_SEQUENCE, SeqVecEmbedder
 from elmo_bilm.runtime import engine
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
 from tests.numerics import NETWORK, assert_float32_close

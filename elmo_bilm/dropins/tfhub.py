@@ -2,7 +2,7 @@
 
 A script written for the hub module runs with its import line and constructor switched::
 
-    from elmo_bilm.tfhub import ElmoModule  # was: import tensorflow_hub as hub
+    from elmo_bilm.dropins.tfhub import ElmoModule  # was: import tensorflow_hub as hub
 
     elmo = ElmoModule("/path/to/elmo_3", trainable=True)  # was: hub.Module(url, trainable=True)
     embeddings = elmo(["the cat is on the mat", "dogs are in the fog"],

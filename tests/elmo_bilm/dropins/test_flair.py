@@ -13,7 +13,7 @@ from flair.embeddings import StackedEmbeddings  # noqa: E402
 from flair.models import SequenceTagger  # noqa: E402
 
 from elmo_bilm import ElmoEmbedder  # noqa: E402
-from elmo_bilm.integrations.flair import ELMoEmbeddings, bilm_files  # noqa: E402
+from elmo_bilm.dropins.flair import ELMoEmbeddings, bilm_files  # noqa: E402
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE  # noqa: E402
 
 TAGGED = [

@@ -2,7 +2,7 @@
 
 A script written for ELMoForManyLangs (HIT-SCIR) runs with one import line switched::
 
-    from elmo_bilm.elmoformanylangs import Embedder  # was: from elmoformanylangs import Embedder
+    from elmo_bilm.dropins.elmoformanylangs import Embedder  # was: from elmoformanylangs import Embedder
 
     embedder = Embedder("/path/to/model")           # its model folder, as before
     vectors = embedder.sents2elmo([["a", "sentence"], ["another", "one"]])
@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable, List, Optional, Sequence, TypeVar
 
 import numpy
 
-from elmo_bilm.elmo import ElmoEmbedder
+from elmo_bilm.dropins.allennlp import ElmoEmbedder
 from elmo_bilm.runtime.engine import embed_each, length_batches, same_words
 from elmo_bilm.runtime.layers import Layers
 from elmo_bilm.utils.devices import cuda_device_of

@@ -2,7 +2,7 @@
 
 A script written for simple_elmo runs with one import line switched::
 
-    from elmo_bilm.simple_elmo import ElmoModel  # was: from simple_elmo import ElmoModel
+    from elmo_bilm.dropins.simple_elmo import ElmoModel  # was: from simple_elmo import ElmoModel
 
     model = ElmoModel()
     model.load("/path/to/nlpl_model.zip")         # or the unzipped folder
@@ -35,7 +35,7 @@ in the token layer the character CNN's vector of a token of padding characters (
 LSTM layers are zero there; "average" holds a third of it), and zeros past the batch's longest
 text up to the call's; `get_elmo_vector_average` averages over those same positions, so a
 shorter text's average leans towards that vector (fixtures/simple_elmo holds simple_elmo 0.9.2's
-own outputs, tests/elmo_bilm/simple_elmo/test_simple_elmo_reference.py compares).
+own outputs, tests/elmo_bilm/dropins/test_simple_elmo_reference.py compares).
 `load(..., stateful=False)` (keyword only) starts every text from zero states instead, writes
 zeros after each text's tokens and averages over the text's own tokens: a text's vectors then do
 not depend on the texts beside it, and `warmup` and `session` change nothing.
@@ -73,7 +73,7 @@ from typing import Any, Iterator, List, Optional, Sequence, Tuple, TypeVar
 import numpy
 import torch
 
-from elmo_bilm.elmo import ElmoEmbedder
+from elmo_bilm.dropins.allennlp import ElmoEmbedder
 from elmo_bilm.runtime.engine import embed_each, input_order_batching, same_words
 from elmo_bilm.runtime.layers import Layers
 from elmo_bilm.utils.devices import cuda_device_of

@@ -7,7 +7,7 @@ method bodies over 2.10's stateful `_ElmoBiLm` (0.9 does not install on Python 3
 bio_embeddings, ELMoForManyLangs, simple_elmo and TF-Hub, `fixtures/dropins/originals.json`,
 their public names and signatures' defaults read from their own source by
 `fixtures/dropins/make_fixture.py` (their numbers: `fixtures/elmoformanylangs`,
-`fixtures/simple_elmo`, `fixtures/tfhub`, and tests/elmo_bilm/bio_embeddings/test_seqvec_stateful.py).
+`fixtures/simple_elmo`, `fixtures/tfhub`, and tests/elmo_bilm/dropins/test_seqvec_stateful.py).
 
 Tolerance: `NETWORK` float32 units (one biLM pass's rounding); a state carried or not differs by
 far more (`DIFFERENT`), asserted so that each comparison can fail.
@@ -35,7 +35,7 @@ from tests.numerics import NETWORK, assert_float32_close
 
 FILES = (str(OPTIONS_FILE), str(WEIGHT_FILE))
 ORIGINALS = json.loads(
-    (Path(__file__).resolve().parents[2] / "fixtures" / "dropins" / "originals.json").read_text()
+    (Path(__file__).resolve().parents[3] / "fixtures" / "dropins" / "originals.json").read_text()
 )
 # batches whose sizes change from call to call (AllenNLP keeps states per row: rows past a
 # smaller batch keep theirs, new rows of a larger one start from zero)
@@ -270,7 +270,7 @@ def test_bio_embeddings_public_names_import_and_the_others_refuse_use() -> None:
     for name in original["names"]:
         assert hasattr(module, name), name
         assert name in module.__all__, name
-    from elmo_bilm.bio_embeddings import (  # the issue's script: ImportError before
+    from elmo_bilm.dropins.bio_embeddings import (  # the issue's script: ImportError before
         ProtTransBertBFDEmbedder,
         SeqVecEmbedder,
         UnsupportedEmbedder,
@@ -297,7 +297,7 @@ def test_bio_embeddings_public_names_import_and_the_others_refuse_use() -> None:
 
 
 def test_seqvec_signature_defaults_are_bio_embeddings() -> None:
-    from elmo_bilm.bio_embeddings import EmbedderInterface, SeqVecEmbedder
+    from elmo_bilm.dropins.bio_embeddings import EmbedderInterface, SeqVecEmbedder
 
     signatures = ORIGINALS["bio_embeddings.embed"]["signatures"]
     ours = inspect.signature(SeqVecEmbedder.__init__).parameters
@@ -316,7 +316,7 @@ def test_seqvec_signature_defaults_are_bio_embeddings() -> None:
 
 
 def test_seqvec_without_files_downloads_bio_embeddings_files_once(server) -> None:
-    from elmo_bilm.bio_embeddings import SeqVecEmbedder
+    from elmo_bilm.dropins.bio_embeddings import SeqVecEmbedder
 
     embedder = SeqVecEmbedder(device="cpu")  # bio_embeddings: its defaults.yml URLs, cached
     assert same_weights(embedder._model.elmo_bilm) and embedder.stateful
@@ -330,7 +330,7 @@ def test_seqvec_without_files_downloads_bio_embeddings_files_once(server) -> Non
 
 
 def test_seqvec_without_files_reads_bio_embeddings_own_cache(server, tmp_path) -> None:
-    from elmo_bilm.bio_embeddings import SeqVecEmbedder, bio_embeddings_cache
+    from elmo_bilm.dropins.bio_embeddings import SeqVecEmbedder, bio_embeddings_cache
 
     folder = bio_embeddings_cache()
     assert folder == tmp_path / "xdg" / "bio_embeddings" / "seqvec"
@@ -343,7 +343,11 @@ def test_seqvec_without_files_reads_bio_embeddings_own_cache(server, tmp_path) -
 
 
 def test_seqvec_without_files_offline_is_one_line(server) -> None:
-    from elmo_bilm.bio_embeddings import SEQVEC_OPTIONS_URL, SeqVecEmbedder, bio_embeddings_cache
+    from elmo_bilm.dropins.bio_embeddings import (
+        SEQVEC_OPTIONS_URL,
+        SeqVecEmbedder,
+        bio_embeddings_cache,
+    )
 
     server.stop()
     with pytest.raises(OSError) as caught:
@@ -356,7 +360,7 @@ def test_seqvec_without_files_offline_is_one_line(server) -> None:
 
 
 def test_reduce_per_protein_of_an_empty_protein_is_an_error_not_nan() -> None:
-    from elmo_bilm.bio_embeddings import SeqVecEmbedder
+    from elmo_bilm.dropins.bio_embeddings import SeqVecEmbedder
 
     seqvec = SeqVecEmbedder(0, options_file=FILES[0], weights_file=FILES[1], device="cpu")
     empty = seqvec.embed("")
@@ -434,14 +438,14 @@ def test_simple_elmo_tensorflow_names_refuse_use_in_one_line() -> None:
 
 
 def test_elmo_module_takes_hub_modules_arguments() -> None:
-    from elmo_bilm.tfhub import ElmoModule
+    from elmo_bilm.dropins.tfhub import ElmoModule
 
     theirs = ORIGINALS["tensorflow_hub"]["signatures"]["Module.__init__"]
     ours = inspect.signature(ElmoModule.__init__).parameters
     assert list(ours)[1:5] == theirs["parameters"]  # spec, trainable, name, tags
     for name, default in theirs["defaults"].items():
         assert ours[name].default == default, name
-    module = Path(__file__).resolve().parents[2] / "fixtures" / "tfhub" / "tiny_module"
+    module = Path(__file__).resolve().parents[3] / "fixtures" / "tfhub" / "tiny_module"
     sentences = ["the cat sat", "dogs"]
     plain = ElmoModule(str(module))(sentences, as_dict=True)
     named = ElmoModule(str(module), True, "elmo_module", set())  # hub.Module's order
@@ -461,7 +465,7 @@ def test_elmo_module_takes_hub_modules_arguments() -> None:
 
 
 def test_one_device_parse_for_every_adapter() -> None:
-    from elmo_bilm.elmo import cuda_device_of
+    from elmo_bilm.dropins.allennlp import cuda_device_of
 
     default = 0 if torch.cuda.is_available() else -1  # bio_embeddings', ManyLangs', TF's choice
     assert cuda_device_of(None) == default
@@ -495,9 +499,9 @@ def test_states_are_saved_and_restored_through_the_embedder() -> None:
 @pytest.mark.parametrize("tags", [[["train"]], [{"train"}]])
 def test_elmo_module_tags_of_unhashable_items_are_one_line(tags) -> None:
     """Was a bare TypeError "unhashable type: 'list'" from frozenset()."""
-    from elmo_bilm.tfhub import ElmoModule
+    from elmo_bilm.dropins.tfhub import ElmoModule
 
-    module = Path(__file__).resolve().parents[2] / "fixtures" / "tfhub" / "tiny_module"
+    module = Path(__file__).resolve().parents[3] / "fixtures" / "tfhub" / "tiny_module"
     with pytest.raises(UsageError, match="tags: a set of strings") as caught:
         ElmoModule(str(module), tags=tags)
     assert "\n" not in str(caught.value)

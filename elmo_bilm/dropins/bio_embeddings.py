@@ -3,7 +3,7 @@
 SeqVec (Heinzinger et al. 2019) is an ELMo biLM over amino acids: each residue is a token. Code
 written for `bio_embeddings` switches with one import line::
 
-    from elmo_bilm.bio_embeddings import SeqVecEmbedder  # was: from bio_embeddings.embed ...
+    from elmo_bilm.dropins.bio_embeddings import SeqVecEmbedder  # was: from bio_embeddings.embed ...
 
     embedder = SeqVecEmbedder(model_directory="uniref50_v2")  # or weights_file + options_file
     embedding = embedder.embed("MKTAYIAKQR")  # numpy (3, 10, 1024): layers x residues x dim
@@ -40,7 +40,7 @@ from typing import Any, ClassVar, Dict, Iterable, Iterator, List, Optional, Tupl
 import numpy
 import torch
 
-from elmo_bilm.elmo import ElmoEmbedder
+from elmo_bilm.dropins.allennlp import ElmoEmbedder
 from elmo_bilm.runtime.engine import (
     BULK_BATCH_SIZE,
     embed_each,

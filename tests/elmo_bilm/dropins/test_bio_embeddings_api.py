@@ -10,7 +10,7 @@ import numpy
 import pytest
 
 from elmo_bilm import ElmoEmbedder
-from elmo_bilm.bio_embeddings import DEFAULT_MAX_AMINO_ACIDS, SeqVecEmbedder
+from elmo_bilm.dropins.bio_embeddings import DEFAULT_MAX_AMINO_ACIDS, SeqVecEmbedder
 from elmo_bilm.runtime import engine
 from elmo_bilm.sources.resolver import resolve_bilm
 from elmo_bilm.utils.files import FormatError, UsageError

@@ -1,6 +1,6 @@
 """flair's `ELMoEmbeddings` without AllenNLP: a flair script switches with its import line.
 
-    from elmo_bilm.integrations.flair import ELMoEmbeddings  # was: from flair.embeddings import ELMoEmbeddings
+    from elmo_bilm.dropins.flair import ELMoEmbeddings  # was: from flair.embeddings import ELMoEmbeddings
 
 flair's own class imports `allennlp.commands.elmo` (AllenNLP 0.9), which no longer installs beside
 current flair; this one has its constructor, name (`elmo-{model}-{embedding_mode}`) and vectors,
@@ -20,7 +20,7 @@ from flair.data import Sentence, Token
 from flair.embeddings import TokenEmbeddings
 from flair.embeddings.base import register_embeddings
 
-from elmo_bilm.elmo import ElmoEmbedder
+from elmo_bilm.dropins.allennlp import ElmoEmbedder
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.runtime.layers import Layers
 from elmo_bilm.sources.published import BASE_URL, LOCAL, PUBLISHED
@@ -81,7 +81,7 @@ class ELMoEmbeddings(TokenEmbeddings):
     options : `Dict[str, Any]`, optional
         Not flair's: the biLM's options, given by `from_params` when flair loads a saved model
         (the weights then come from the model's state dict, not from files). A saved model
-        finds this class only once `elmo_bilm.integrations.flair` is imported (flair's registry).
+        finds this class only once `elmo_bilm.flair` (`elmo_bilm.dropins.flair`) is imported (flair's registry).
     stateful : `bool` (default = `True`)
         Not flair's argument, flair's behaviour: flair's class embeds through AllenNLP 0.9's
         stateful `ElmoEmbedder`, so each batch's rows start from the LSTM states the same rows

@@ -14,7 +14,7 @@ from typing import Dict, List
 import numpy
 import pytest
 
-from elmo_bilm.elmoformanylangs import Embedder
+from elmo_bilm.dropins.elmoformanylangs import Embedder
 from elmo_bilm.utils.files import UsageError
 from tests.numerics import NETWORK, assert_float32_close
 
@@ -39,7 +39,7 @@ def model(request) -> str:
 @pytest.fixture(scope="module")
 def embedder(model) -> Embedder:
     """Stateless, so that every call gives the original's first-call values (the stateful
-    default, ELMoForManyLangs' own, is tests/elmo_bilm/test_stateful.py's)."""
+    default, ELMoForManyLangs' own, is tests/elmo_bilm/dropins/test_stateful.py's)."""
     return Embedder(str(FIXTURE / model), cuda_device=-1, stateful=False)
 
 
@@ -140,7 +140,8 @@ print(word_layer[1].shape, every_layer[1].shape)
 
 def test_a_public_script_runs_with_the_import_line_switched(tmp_path, monkeypatch, capsys):
     ours = PUBLIC_SCRIPT.replace(
-        "from elmoformanylangs import Embedder", "from elmo_bilm.elmoformanylangs import Embedder"
+        "from elmoformanylangs import Embedder",
+        "from elmo_bilm.dropins.elmoformanylangs import Embedder",
     )
     changed = [
         line
