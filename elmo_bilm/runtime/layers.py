@@ -54,8 +54,10 @@ class Layers:
             chosen = cls(layers)
         elif isinstance(layers, (int, numpy.integer)) and not isinstance(layers, bool):
             chosen = cls(index=int(layers))
-        elif isinstance(layers, Sequence) and all(
-            isinstance(w, (int, float)) and not isinstance(w, bool) for w in layers
+        elif (
+            isinstance(layers, Sequence)
+            and not isinstance(layers, (bytes, bytearray))
+            and all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in layers)
         ):
             chosen = cls(mix=tuple(float(w) for w in layers))
         else:
