@@ -29,6 +29,7 @@ from elmo_bilm.model.chunked import chunked_layers, needs_chunks
 from elmo_bilm.model.derived import fixed_weights
 from elmo_bilm.runtime.layers import LAYER_CHOICES, LayerChoice, Layers
 from elmo_bilm.utils.checks import check_output, whole_number
+from elmo_bilm.utils.devices import torch_device
 from elmo_bilm.utils.files import (
     FormatError,
     UsageError,
@@ -223,7 +224,7 @@ def embed_file(
     check_free_space(
         output_file, width * depth * bilm.get_output_dim() * tokens + 512 * total + index_bytes
     )
-    device = torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
+    device = torch_device(cuda_device)
     bilm = bilm.to(device)
     with atomic_output(output_file, overwrite) as partial, open(partial, "w+b") as raw:
         # through a Python file object: a full disk raises OSError here, where HDF5 writing to
@@ -733,7 +734,7 @@ def embed_fasta(
         )
     width = numpy.dtype(dtype).itemsize * layers.depth(bilm.num_layers) * bilm.get_output_dim()
     check_free_space(output_file, width * residues + 512 * total)
-    device = torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
+    device = torch_device(cuda_device)
     bilm = bilm.to(device)
     with atomic_output(output_file, overwrite) as partial, open(partial, "w+b") as raw:
         with h5py.File(raw, "w") as out, fixed_weights(bilm):
