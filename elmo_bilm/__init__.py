@@ -6,7 +6,7 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
-from types import ModuleType
+from types import CodeType, ModuleType
 from typing import Dict, Optional, Sequence
 
 from elmo_bilm.dropins.allennlp import (
@@ -39,14 +39,33 @@ ALIASES: Dict[str, str] = {
 
 class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds `ALIASES`' old paths after every other finder has not: the module at the new path,
-    its own `__spec__` kept (so that it is one module under two names, not a copy)."""
+    its own `__spec__` kept (so that it is one module under two names, not a copy). The spec
+    found names the home's file as its origin, and `python -m OLD` (runpy, which asks the
+    loader for the code) runs the home's code, as `python -m NEW` does."""
 
     def find_spec(
         self, fullname: str, path: Optional[Sequence[str]], target: Optional[ModuleType] = None
     ) -> Optional[importlib.machinery.ModuleSpec]:
         if fullname not in ALIASES:
             return None
-        return importlib.util.spec_from_loader(fullname, self)
+        home = importlib.util.find_spec(ALIASES[fullname])
+        origin = home.origin if home is not None else None
+        return importlib.util.spec_from_loader(fullname, self, origin=origin)
+
+    def _home_loader(self, fullname: str) -> importlib.abc.InspectLoader:
+        home = importlib.util.find_spec(ALIASES[fullname])
+        if home is None or not isinstance(home.loader, importlib.abc.InspectLoader):
+            raise ImportError(f"{fullname}: its home {ALIASES[fullname]} has no code to read")
+        return home.loader
+
+    def get_code(self, fullname: str) -> Optional[CodeType]:
+        return self._home_loader(fullname).get_code(ALIASES[fullname])
+
+    def get_source(self, fullname: str) -> Optional[str]:
+        return self._home_loader(fullname).get_source(ALIASES[fullname])
+
+    def is_package(self, fullname: str) -> bool:
+        return False
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         module = importlib.import_module(ALIASES[spec.name])
@@ -59,5 +78,11 @@ class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             module.__spec__ = own
 
 
-if not any(isinstance(finder, _AliasFinder) for finder in sys.meta_path):
-    sys.meta_path.append(_AliasFinder())
+# one finder, also after `importlib.reload(elmo_bilm)` (whose class is a new one: the finder of
+# the run before is replaced, not kept beside it)
+sys.meta_path[:] = [
+    finder
+    for finder in sys.meta_path
+    if not (type(finder).__name__ == "_AliasFinder" and type(finder).__module__ == __name__)
+]
+sys.meta_path.append(_AliasFinder())

@@ -94,9 +94,10 @@ class Elmo(nn.Module):
         Fixed raw mixing weights (not trained).
     module : `BiLm`, optional
         A biLM already in memory, instead of the files.
-    precision : `str`, optional (default = `"float32"`)
-        The frozen biLM's arithmetic: `"bfloat16"` or `"int8"` products for cheaper inference
-        (`elmo_bilm.runtime.precision`; a pass with gradients runs in float32).
+    precision : `str`, optional
+        The frozen biLM's arithmetic: `"float32"` (the default for files), `"bfloat16"` or
+        `"int8"` products for cheaper inference (`elmo_bilm.runtime.precision`; a pass with
+        gradients runs in float32). Not given with `module`: the module's own, as it is.
     stateful : `bool`, optional (default = `True`)
         Carry LSTM states between batches as AllenNLP's `Elmo` does (its only mode): row `i`
         of a batch starts from the final states of row `i` of the batch before (rows a batch
@@ -117,14 +118,14 @@ class Elmo(nn.Module):
         keep_sentence_boundaries: bool = False,
         scalar_mix_parameters: Optional[List[float]] = None,
         module: Optional[BiLm] = None,
-        precision: str = "float32",
+        precision: Optional[str] = None,
         stateful: bool = True,
     ) -> None:
         super().__init__()
         if module is not None and (options_file is not None or weight_file is not None):
             raise UsageError("give either module or options_file + weight_file")
         bilm = module if module is not None else load_bilm(options_file, weight_file)
-        self.bilm = set_precision(bilm, precision)
+        self.bilm = _with_precision(bilm, precision, module is not None)
         self.bilm.set_stateful(stateful)
         self.requires_grad = requires_grad
         for parameter in self.bilm.parameters():
@@ -229,6 +230,16 @@ class Elmo(nn.Module):
         return inputs.flatten(0, -3), tuple(inputs.shape[:-2])
 
 
+def _with_precision(bilm: BiLm, precision: Optional[str], given: bool) -> BiLm:
+    """`bilm` in `precision`; None: float32 for a biLM loaded from files, a biLM handed over
+    (`module=`, `from_bilm`) as it is (its `set_precision` kept, not silently undone)."""
+    if precision is None:
+        if given:
+            return bilm
+        precision = "float32"
+    return set_precision(bilm, precision)
+
+
 def _default_bilm() -> BiLm:
     """AllenNLP 0.9's default biLM, `original`, through the resolver and its cache; offline or
     unreachable, one line naming the file to place where (or the URL to fetch), and the way to
@@ -263,8 +274,10 @@ class ElmoEmbedder:
     cuda_device : `int`, optional (default = `-1`)
         GPU id, -1 for the CPU. Read on every batch, as in 0.9: code that moves a loaded
         embedder sets it and moves `elmo_bilm` (flair does after unpickling).
-    precision : `str`, optional (default = `"float32"`)
-        `"bfloat16"` or `"int8"` products for cheaper inference (`elmo_bilm.runtime.precision`).
+    precision : `str`, optional
+        `"float32"` (the default for files), `"bfloat16"` or `"int8"` products for cheaper
+        inference (`elmo_bilm.runtime.precision`). Not given with `module` (and `from_bilm`):
+        the biLM's own precision, as it is.
     stateful : `bool`, optional (default = `True`)
         Carry LSTM states between batches as AllenNLP 0.9's embedder did (its biLM was
         stateful): each row of a batch starts from the final states of the same row of the
@@ -285,7 +298,7 @@ class ElmoEmbedder:
         options_file: Optional[UserPath] = None,
         weight_file: Optional[UserPath] = None,
         cuda_device: Device = -1,
-        precision: str = "float32",
+        precision: Optional[str] = None,
         stateful: bool = True,
         max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
         *,
@@ -308,7 +321,7 @@ class ElmoEmbedder:
             bilm = _default_bilm()
         else:
             bilm = load_bilm(options_file, weight_file)
-        self.elmo_bilm = set_precision(bilm.to(self.device).eval(), precision)
+        self.elmo_bilm = _with_precision(bilm.to(self.device).eval(), precision, module is not None)
         self.elmo_bilm.set_stateful(stateful)
 
     @classmethod
@@ -317,7 +330,8 @@ class ElmoEmbedder:
     ) -> "ElmoEmbedder":
         """An embedder around a biLM already in memory (flair's saved models rebuild theirs
         from a state dict), moved to `cuda_device`, in eval mode, stateful or not as the
-        constructor's `stateful` (the mode is set on the biLM, with no states carried yet)."""
+        constructor's `stateful` (the mode is set on the biLM, with no states carried yet), in
+        the precision it has (`set_precision`: an int8 biLM stays int8)."""
         return cls(cuda_device=cuda_device, stateful=stateful, module=bilm)
 
     @property
@@ -381,13 +395,17 @@ class ElmoEmbedder:
         layers: LayerChoice = "all",
     ) -> Iterator[numpy.ndarray]:
         """Lazily, in input order. Stateful (the default): batches of `batch_size` sentences in
-        input order, as AllenNLP 0.9 ran them (`max_tokens` is not applied; a last batch that
-        is one empty sentence is skipped, as 0.9's `embed_batch` skips `[[]]`). Stateless:
-        reads `16 * batch_size` sentences at a time, embeds them in batches of similar length
-        (order is free) of at most `batch_size` sentences and `max_tokens` padded tokens. A
-        string sentence is its characters (as in AllenNLP). `layers` (ours, keyword): the
-        layers kept."""
+        input order, as AllenNLP 0.9 ran them (`max_tokens` is checked, not applied; a last
+        batch that is one empty sentence is skipped, as 0.9's `embed_batch` skips `[[]]`).
+        Stateless: reads `16 * batch_size` sentences at a time, embeds them in batches of
+        similar length (order is free) of at most `batch_size` sentences and `max_tokens` padded
+        tokens. A string sentence is its characters (as in AllenNLP); one string in place of the
+        sentences is a `TypeError`, as in `embed_batch`. `layers` (ours, keyword): the layers
+        kept."""
         whole_number(batch_size, "batch_size")
+        whole_number(max_tokens, "max_tokens", optional=True)
+        if isinstance(sentences, str):
+            batch_char_ids(sentences)  # the error that names the fix, as `embed_batch`'s
         tokens = (as_tokens(sentence) for sentence in sentences)
         if self.stateful:  # 0.9's order: batches of `batch_size` in input order
             batching = input_order_batching(batch_size)

@@ -33,6 +33,7 @@ instead: its vectors do not depend on what was embedded before, nor on the batch
 
 import abc
 import logging
+import numbers
 import os
 from pathlib import Path
 from typing import Any, ClassVar, Dict, Iterable, Iterator, List, Optional, Tuple, Type, Union
@@ -120,6 +121,29 @@ def _bilm_files(
     return options_file, weights_file
 
 
+def _batch_size(batch_size: Any) -> Optional[int]:
+    """`embed_many`'s `batch_size` as bio_embeddings reads it (`if batch_size`): None or 0, no
+    batch size; else a whole number of residues, or a one-line `UsageError` naming it."""
+    if batch_size is None or (
+        isinstance(batch_size, numbers.Real)
+        and not isinstance(batch_size, (bool, numpy.bool_))
+        and batch_size == 0
+    ):
+        return None
+    return whole_number(batch_size, "batch_size")
+
+
+def _proteins(sequences: Any, method: str) -> Any:
+    """`sequences` unless it is one protein's string, which would be embedded residue by residue
+    as proteins of one residue each: a `TypeError` naming the fix."""
+    if isinstance(sequences, str):
+        raise TypeError(
+            f"{method} takes a list of proteins, got the string {sequences[:40]!r}; one protein: "
+            f"embed(sequence), or {method}([sequence])"
+        )
+    return sequences
+
+
 class EmbedderInterface(abc.ABC):
     """bio_embeddings' `EmbedderInterface`: what every embedder of `bio_embeddings.embed` offers
     (`embed`, `embed_batch`, `embed_many`, `reduce_per_protein`, and the class attributes `name`,
@@ -146,8 +170,9 @@ class EmbedderInterface(abc.ABC):
         self, sequences: Iterable[str], batch_size: Optional[int] = None
     ) -> Iterator[numpy.ndarray]:
         """Lazily, in input order, batched as bio_embeddings batches (see the class)."""
+        budget = _batch_size(batch_size)
         batches = input_order_batches(
-            sequences, same_words, 1 if not batch_size else None, batch_size or None
+            _proteins(sequences, "embed_many"), same_words, 1 if budget is None else None, budget
         )
         for batch in batches:
             yield from self.embed_batch(batch)
@@ -209,8 +234,9 @@ class SeqVecEmbedder(EmbedderInterface):
         stateful: bool = True,
         **kwargs: Any,
     ) -> None:
-        if max_amino_acids < 1:
-            raise UsageError("max_amino_acids must be at least 1")
+        whole_number(max_amino_acids, "max_amino_acids")
+        whole_number(warmup_rounds, "warmup_rounds", minimum=0)
+        max_amino_acids, warmup_rounds = int(max_amino_acids), int(warmup_rounds)
         options, weights = _bilm_files(model_directory, weights_file, options_file)
         self._options = dict(kwargs)  # bio_embeddings keeps its other options; none apply here
         self.warmup_rounds = warmup_rounds
@@ -236,13 +262,15 @@ class SeqVecEmbedder(EmbedderInterface):
 
     def embed_batch(self, batch: List[str]) -> Iterator[numpy.ndarray]:
         """The proteins of `batch` as one biLM batch, in order."""
+        batch = _proteins(batch, "embed_batch")
         yield from self._model.embed_batch([list(sequence) for sequence in batch])
 
     def embed_many(
         self, sequences: Iterable[str], batch_size: Optional[int] = None
     ) -> Iterator[numpy.ndarray]:
         """Lazily, in input order. Stateful (the default), batched as bio_embeddings batches,
-        since the vectors depend on it: without `batch_size` one protein a batch; with it,
+        since the vectors depend on it: without `batch_size` (None or 0, as bio_embeddings'
+        `if batch_size` reads it) one protein a batch; with it,
         consecutive proteins while their residues (without padding) stay below `batch_size`, a
         longer protein alone. (bio_embeddings embeds such a protein before the batch pending and
         yields it out of input order; here the pending batch goes first.) Stateless: batched
@@ -250,9 +278,10 @@ class SeqVecEmbedder(EmbedderInterface):
         boundaries); default
         `max_amino_acids`), so memory stays bounded whatever the lengths; a protein longer than
         that makes a batch of its own."""
-        proteins = (list(sequence) for sequence in sequences)
+        budget = _batch_size(batch_size)
+        proteins = (list(sequence) for sequence in _proteins(sequences, "embed_many"))
         if self.stateful:
-            batching = input_order_batching(1 if not batch_size else None, batch_size or None)
+            batching = input_order_batching(1 if budget is None else None, budget)
             model = self._model
             yield from embed_each(
                 model.elmo_bilm,
@@ -264,8 +293,7 @@ class SeqVecEmbedder(EmbedderInterface):
                 skip_lone_empty=True,  # AllenNLP 0.9's embedder, which bio_embeddings runs
             )
             return
-        budget = self.max_amino_acids if batch_size is None else batch_size
-        whole_number(budget, "batch_size")
+        budget = self.max_amino_acids if budget is None else budget
         yield from self._model.embed_sentences(proteins, BULK_BATCH_SIZE, budget)
 
     @staticmethod

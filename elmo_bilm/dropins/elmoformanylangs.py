@@ -38,6 +38,7 @@ import numpy
 from elmo_bilm.dropins.allennlp import ElmoEmbedder
 from elmo_bilm.runtime.engine import embed_each, length_batches, same_words
 from elmo_bilm.runtime.layers import Layers
+from elmo_bilm.utils.checks import whole_number
 from elmo_bilm.utils.devices import cuda_device_of
 from elmo_bilm.utils.files import UsageError
 
@@ -80,8 +81,7 @@ class Embedder:
         cuda_device: Optional[int] = None,
         stateful: bool = True,
     ) -> None:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise UsageError(f"batch_size must be a whole number of at least 1, got {batch_size!r}")
+        batch_size = int(whole_number(batch_size, "batch_size") or 1)
         self.model_dir = model_dir
         self.batch_size = batch_size
         self.stateful = stateful

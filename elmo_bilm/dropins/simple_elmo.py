@@ -68,7 +68,7 @@ the mode through.
 
 import logging
 import weakref
-from typing import Any, Iterator, List, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy
 import torch
@@ -76,6 +76,7 @@ import torch
 from elmo_bilm.dropins.allennlp import ElmoEmbedder
 from elmo_bilm.runtime.engine import embed_each, input_order_batching, same_words
 from elmo_bilm.runtime.layers import Layers
+from elmo_bilm.utils.checks import whole_number
 from elmo_bilm.utils.devices import cuda_device_of
 from elmo_bilm.utils.files import UsageError
 from elmo_bilm.utils.names import UserPath
@@ -145,14 +146,7 @@ class ElmoModel:
                 "full=True loads simple_elmo's language model for get_elmo_substitutes, which "
                 "elmo_bilm does not provide; load with full=False to embed texts"
             )
-        if (
-            isinstance(max_batch_size, bool)
-            or not isinstance(max_batch_size, int)
-            or max_batch_size < 1
-        ):
-            raise UsageError(
-                f"max_batch_size must be a whole number of at least 1, got {max_batch_size!r}"
-            )
+        max_batch_size = int(whole_number(max_batch_size, "max_batch_size") or 1)
         self.logger.info("Loading model from %s...", directory)
         cuda_device = cuda_device_of(cuda_device)
         self.stateful = stateful
@@ -183,6 +177,7 @@ class ElmoModel:
         the padding token's layers (as simple_elmo), zero beyond; `warmup` runs the first batch
         once first; a call starts from zero states, or with `session` from the states its last
         call with that session left. Stateless: zero after each text's tokens."""
+        texts = _texts(texts)
         per_text = self._embed(texts, warmup, layers, session, padded=True)
         longest = max((len(text) for text in texts), default=0)
         bilm = self._loaded().elmo_bilm
@@ -206,6 +201,7 @@ class ElmoModel:
         matrix divided by its Frobenius norm, `(n_texts, n_layers, dim)`. Nothing to average
         (an empty text, stateless or among empty texts only) gives zeros. `warmup` and `session`
         as in `get_elmo_vectors`."""
+        texts = _texts(texts)
         per_text = self._embed(texts, warmup, layers, session, padded=True)
         bilm = self._loaded().elmo_bilm
         dim, count = bilm.get_output_dim(), bilm.num_layers
@@ -226,6 +222,7 @@ class ElmoModel:
         `sess` (as a call with `session=sess` keeps them), or the model's current ones for
         `None`. A stateless model has nothing to settle."""
         embedder = self._loaded()
+        texts = _texts(texts)
         if sess is None or not embedder.stateful:
             self._warm(embedder, texts)
             return
@@ -327,6 +324,15 @@ class ElmoModel:
             embedder.max_tokens,
             padded,
         )
+
+
+def _texts(texts: Iterable[Sequence[str]]) -> Sequence[Sequence[str]]:
+    """`texts` as a sequence: a generator or iterator read into a list (the checks and the
+    batches each go over the texts, and the output's shape needs their number); a string is
+    left for `_embed` to refuse."""
+    if isinstance(texts, (str, Sequence)) or texts is None:
+        return texts  # type: ignore[return-value]
+    return list(texts)
 
 
 class UnsupportedName(UsageError, NotImplementedError):

@@ -88,10 +88,13 @@ class BiLm(nn.Module):
         return self.lstm.states
 
     @states.setter
-    def states(self, states: Sequence[torch.Tensor]) -> None:
-        """Carry `states` (as `states` gave them; `()`: zero states) into the next batch; a
-        stateless biLM takes `()` only."""
-        self.lstm.states = tuple(states)
+    def states(self, states: Optional[Sequence[torch.Tensor]]) -> None:
+        """Carry `states` (as `states` gave them; `()` or None: zero states) into the next
+        batch; a stateless biLM takes `()` only. States of another shape (another biLM's) are a
+        one-line `UsageError` naming the shapes this biLM's LSTM expects."""
+        if states is not None and not isinstance(states, torch.Tensor):
+            states = tuple(states)
+        self.lstm.states = states  # type: ignore[assignment]
 
     def reset_states(self) -> None:
         """Forget the carried LSTM states: the next batch starts from zero."""

@@ -12,6 +12,7 @@ from torch import nn
 
 from elmo_bilm.model import fused_cell, onednn
 from elmo_bilm.model.onednn import Step
+from elmo_bilm.utils.errors import UsageError
 
 # a layer stack's or one layer's carried LSTM states: (h, c), `[forward; backward]` on the last axis
 _Carried = Tuple[torch.Tensor, torch.Tensor]
@@ -226,14 +227,47 @@ class ProjectedLstmStack(nn.Module):
 
     @states.setter
     def states(self, states: Optional[Tuple[torch.Tensor, ...]]) -> None:
-        if not states:
+        if states is None or (isinstance(states, (tuple, list)) and not states):
             self._carried = None
         elif not self.stateful:
             raise ValueError("the biLM is stateless (elmo_bilm): it has no LSTM states to set")
-        elif len(states) != 2:
-            raise ValueError(f"the LSTM states are (h, c), got {len(states)} tensors")
         else:
-            self._carried = (states[0], states[1])
+            self._carried = self._checked_states(states)
+
+    def _checked_states(self, states: object) -> _Carried:
+        """`states` as `(h, c)` if this stack can carry them (any rows, a floating dtype), else
+        one `UsageError` naming the shapes it expects: states of another biLM, set by hand,
+        failed only inside the recurrence at the next batch."""
+        if isinstance(states, (tuple, list)) and len(states) == 2:
+            h, c = states
+            if (
+                isinstance(h, torch.Tensor)
+                and isinstance(c, torch.Tensor)
+                and h.dim() == c.dim() == 3
+                and h.shape[::2] == (self.n_layers, 2 * self.projection_dim)
+                and c.shape[::2] == (self.n_layers, 2 * self.dim)
+                and h.shape[1] == c.shape[1]
+                and h.is_floating_point()
+                and c.is_floating_point()
+            ):
+                return h, c
+        if isinstance(states, torch.Tensor):
+            got = f"one tensor {tuple(states.shape)}"
+        elif isinstance(states, (tuple, list)):
+            got = ", ".join(
+                f"{tuple(s.shape)} {str(s.dtype).replace('torch.', '')}"
+                if isinstance(s, torch.Tensor)
+                else type(s).__name__
+                for s in states
+            )
+            got = f"{len(states)}: {got}" if len(states) != 2 else got
+        else:
+            got = type(states).__name__
+        raise UsageError(
+            f"LSTM states must be (h, c) as `states` gives them: float tensors h "
+            f"({self.n_layers}, rows, {2 * self.projection_dim}) and c ({self.n_layers}, rows, "
+            f"{2 * self.dim}) (layers, rows, [forward; backward]) for this biLM; got {got}"
+        )
 
     @property
     def _states(self) -> Tuple[torch.Tensor, ...]:

@@ -29,7 +29,7 @@ from elmo_bilm.model.chunked import chunked_layers, needs_chunks
 from elmo_bilm.model.derived import fixed_weights
 from elmo_bilm.runtime.layers import LAYER_CHOICES, LayerChoice, Layers
 from elmo_bilm.utils.checks import check_output, whole_number
-from elmo_bilm.utils.devices import torch_device
+from elmo_bilm.utils.devices import Device, torch_device
 from elmo_bilm.utils.files import (
     FormatError,
     UsageError,
@@ -486,7 +486,7 @@ def batch_pieces(
     bilm: BiLm,
     batches: Iterable[List[T]],
     words: Callable[[T], Sequence[str]],
-    device: torch.device = torch.device("cpu"),
+    device: Device = torch.device("cpu"),
     layers: LayerChoice = "all",
     max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
     skip_lone_empty: bool = False,
@@ -498,8 +498,11 @@ def batch_pieces(
     `max_tokens` runs in pieces from its start (`sequence_pieces`): `([item], start, layers of
     its tokens start:start + n)`, so that no output holds more than the budget (`completes`
     says which is the last). `skip_lone_empty`: a batch of one empty item is not run (AllenNLP
-    0.9's `ElmoEmbedder` does not run `[[]]`): its layers have no positions."""
+    0.9's `ElmoEmbedder` does not run `[[]]`): its layers have no positions. `device` as
+    `elmo_bilm.utils.devices` reads it ("cpu", -1, "cuda:1", a `torch.device`)."""
     layers = Layers.of(layers)
+    whole_number(max_tokens, "max_tokens", optional=True)
+    device = device if isinstance(device, torch.device) else torch_device(device)
     for batch in batches:
         sentence = words(batch[0])
         if skip_lone_empty and len(batch) == 1 and len(sentence) == 0:
@@ -574,7 +577,8 @@ def sorted_batching(
     """The stateless `Batching`: `chunk_size` items at a time (default `16 * batch_size`, so
     that a stream is read in bounded pieces) in `length_batches`."""
     whole_number(batch_size, "batch_size")
-    size = chunk_size or 16 * batch_size
+    whole_number(max_tokens, "max_tokens", optional=True)
+    size = whole_number(chunk_size, "chunk_size", optional=True) or 16 * int(batch_size)
 
     def batches(items: Iterable[T], words: Callable[[T], Sequence[str]]) -> Iterator[List[T]]:
         stream = iter(items)
@@ -602,7 +606,7 @@ def embed_each(
     items: Iterable[T],
     words: Callable[[T], Sequence[str]],
     batching: Batching,
-    device: torch.device = torch.device("cpu"),
+    device: Device = torch.device("cpu"),
     layers: LayerChoice = "all",
     max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
     padded: bool = False,

@@ -3,13 +3,16 @@ outputs, `ElmoEmbedder`, the spaCy component and each mirrored API: flair's `emb
 simple_elmo's `layers`, ELMoForManyLangs' `output_layer`), so that "top" or "average" means the
 same thing everywhere and is applied once, on the device, before the copy to the host."""
 
+import math
+import numbers
 from dataclasses import dataclass
-from typing import Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import numpy
 import torch
 
 from elmo_bilm.model.scalar_mix import ScalarMix
+from elmo_bilm.utils.checks import finite_number
 from elmo_bilm.utils.errors import UsageError
 
 # what the files of `elmo-embed` and the corpus run hold: every layer, the top one, their mean
@@ -18,6 +21,33 @@ LAYER_CHOICES = ("all", "top", "average")
 NAMES = (*LAYER_CHOICES, "concatenated")
 
 LayerChoice = Union[str, int, Sequence[float], "Layers"]
+
+
+def _is_weight(value: Any) -> bool:
+    """A number a mix takes as a weight: an int or float, numpy's too, not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, numpy.bool_))
+
+
+def _is_weights(value: Any) -> bool:
+    """A sequence of numbers, or a one-dimensional numpy array of them (`numpy.array([1.0, 2.0,
+    3.0])`): mixing weights, not bytes."""
+    vector = isinstance(value, numpy.ndarray) and value.ndim == 1
+    return (
+        (isinstance(value, Sequence) or vector)
+        and not isinstance(value, (str, bytes, bytearray))
+        and all(_is_weight(w) for w in value)
+    )
+
+
+def _weights(mix: Any) -> Tuple[float, ...]:
+    """`mix` as a tuple of finite floats, else a one-line `UsageError` (a NaN or infinite
+    weight makes every mixed vector NaN)."""
+    if isinstance(mix, (str, bytes, bytearray)) or not all(_is_weight(w) for w in mix):
+        raise UsageError(f"mixing weights are numbers, one per layer, got {mix!r}")
+    weights = tuple(float(w) for w in mix)
+    if not all(math.isfinite(w) for w in weights):
+        raise UsageError(f"mixing weights must be finite numbers, got {weights!r}")
+    return weights
 
 
 @dataclass(frozen=True)
@@ -34,6 +64,8 @@ class Layers:
 
     def __post_init__(self) -> None:
         if self.mix is not None:
+            object.__setattr__(self, "mix", _weights(self.mix))
+            object.__setattr__(self, "gamma", finite_number(self.gamma, "gamma"))
             object.__setattr__(self, "name", "mix")
         elif self.index is not None:
             if isinstance(self.index, bool) or not isinstance(self.index, (int, numpy.integer)):
@@ -54,12 +86,8 @@ class Layers:
             chosen = cls(layers)
         elif isinstance(layers, (int, numpy.integer)) and not isinstance(layers, bool):
             chosen = cls(index=int(layers))
-        elif (
-            isinstance(layers, Sequence)
-            and not isinstance(layers, (bytes, bytearray))
-            and all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in layers)
-        ):
-            chosen = cls(mix=tuple(float(w) for w in layers))
+        elif _is_weights(layers):
+            chosen = cls(mix=_weights(layers))
         else:
             raise UsageError(
                 f"layers must be one of {NAMES}, a layer's index or mixing weights, got {layers!r}"

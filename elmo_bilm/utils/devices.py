@@ -1,8 +1,11 @@
 """The one reading of "which device" for every entry point: a GPU id as AllenNLP numbers them
 (-1 for the CPU), from whatever a user of the mirrored APIs or of PyTorch writes."""
 
+import numbers
+import re
 from typing import Union
 
+import numpy
 import torch
 
 from elmo_bilm.utils.errors import UsageError
@@ -17,9 +20,12 @@ def cuda_device_of(device: Device = None) -> int:
     `torch.device`. Anything else is a one-line `UsageError`."""
     if device is None:
         return 0 if torch.cuda.is_available() else -1
-    if isinstance(device, str) and device.strip().lstrip("-").isdigit():
-        device = int(device)  # "0", "-1": ids written in a config
-    if isinstance(device, int) and not isinstance(device, bool):
+    if isinstance(device, str):
+        device = device.strip()
+        if re.fullmatch(r"-?[0-9]+", device):
+            device = int(device)  # "0", "-1": ids written in a config
+    if isinstance(device, numbers.Integral) and not isinstance(device, (bool, numpy.bool_)):
+        device = int(device)  # numpy's ids too (numpy.int64(-1) is the CPU, as -1 is)
         return device if device >= 0 else -1
     try:
         parsed = torch.device(device)  # type: ignore[arg-type]

@@ -157,3 +157,32 @@ def test_imports_run_down_the_layers_only() -> None:
                 if target in LAYERS and LAYERS[target] >= LAYERS[place]:
                     wrong.append(f"{module} ({place}) imports {name} ({target})")
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_aliases_under_runpy_find_spec_and_reload_in_a_fresh_interpreter() -> None:
+    """`python -m OLD` ran into `'_AliasFinder' object has no attribute 'get_code'`; a spec
+    found before the import had no origin; every `importlib.reload(elmo_bilm)` appended one
+    more finder to `sys.meta_path`."""
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-m", "elmo_bilm.precision"], capture_output=True, text=True
+    )
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    code = (
+        "import importlib, importlib.util, sys\n"
+        "spec = importlib.util.find_spec('elmo_bilm.simple_elmo')\n"
+        "assert spec.origin.endswith('simple_elmo.py'), spec.origin\n"
+        "assert spec.name == 'elmo_bilm.simple_elmo'\n"
+        "import elmo_bilm\n"
+        "for _ in range(3):\n"
+        "    importlib.reload(elmo_bilm)\n"
+        "finders = [f for f in sys.meta_path if type(f).__name__ == '_AliasFinder']\n"
+        "assert len(finders) == 1, finders\n"
+        "import elmo_bilm.simple_elmo as old, elmo_bilm.dropins.simple_elmo as new\n"
+        "assert old is new and new.__spec__.name == 'elmo_bilm.dropins.simple_elmo'\n"
+        "import elmo_bilm.nothing_here\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert "No module named 'elmo_bilm.nothing_here'" in result.stderr, result.stderr

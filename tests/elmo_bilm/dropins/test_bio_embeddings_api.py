@@ -135,5 +135,91 @@ def test_bad_arguments_are_usage_errors(tmp_path):
         SeqVecEmbedder(model_directory=str(tmp_path), options_file=str(OPTIONS_FILE))
     with pytest.raises(UsageError, match="device must be the CPU or a CUDA device"):
         SeqVecEmbedder(options_file=str(OPTIONS_FILE), weights_file=str(WEIGHT_FILE), device="meta")
-    with pytest.raises(UsageError, match="max_amino_acids must be at least 1"):
+    with pytest.raises(UsageError, match="max_amino_acids must be a whole number >= 1"):
         SeqVecEmbedder(options_file=str(OPTIONS_FILE), max_amino_acids=0)
+
+
+# ---- careless values (issue 80's sweep)
+
+MANY = ["MKT", "AC", "", "MKTAYIAKQR"]
+
+
+def _seqvec(stateful, **kwargs):
+    return SeqVecEmbedder(
+        0 if stateful else 4,
+        options_file=str(OPTIONS_FILE),
+        weights_file=str(WEIGHT_FILE),
+        device="cpu",
+        stateful=stateful,
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("stateful", [True, False])
+def test_embed_many_reads_no_batch_size_as_bio_embeddings_does_in_either_mode(stateful):
+    # stateless, batch_size=0 was refused while the stateful mode read it as None
+    # (bio_embeddings: `if batch_size`); both now read None and 0 alike
+    def run(batch_size):
+        embedder = _seqvec(stateful)
+        return list(embedder.embed_many(MANY, batch_size))
+
+    expected = run(None)
+    for no_size in (0, numpy.int64(0), 0.0):
+        for got, want in zip(run(no_size), expected, strict=True):
+            assert numpy.array_equal(got, want)
+
+
+@pytest.mark.parametrize("batch_size", [-1, float("nan"), 5.5, "5", True])
+@pytest.mark.parametrize("stateful", [True, False])
+def test_embed_many_names_batch_size_when_it_refuses_it(stateful, batch_size):
+    # stateful, the error named `max_tokens`, which the caller never passed
+    with pytest.raises(UsageError, match="^batch_size must be a whole number"):
+        list(_seqvec(stateful).embed_many(MANY, batch_size))
+
+
+@pytest.mark.parametrize("stateful", [True, False])
+def test_one_protein_string_where_a_list_belongs_is_refused(stateful):
+    # it embedded each residue as a protein of its own
+    embedder = _seqvec(stateful)
+    with pytest.raises(TypeError, match="got the string 'MKT'"):
+        list(embedder.embed_many("MKT"))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="got the string 'MKT'"):
+        list(embedder.embed_batch("MKT"))  # type: ignore[arg-type]
+    assert [a.shape[1] for a in embedder.embed_many(iter(["MKT"]))] == [3]
+
+
+@pytest.mark.parametrize(
+    "argument, value",
+    [
+        ("max_amino_acids", float("nan")),
+        ("max_amino_acids", 2.5),
+        ("max_amino_acids", "100"),
+        ("max_amino_acids", None),
+        ("warmup_rounds", -1),
+        ("warmup_rounds", 1.5),
+        ("warmup_rounds", "2"),
+    ],
+)
+def test_constructor_sizes_are_one_line_naming_their_argument(argument, value):
+    # NaN and 2.5 were refused as `max_tokens`, "100" and None a TypeError of `<`, -1 warm-up
+    # rounds ran none silently
+    kwargs = {argument: value}
+    warmup = kwargs.pop("warmup_rounds", 0)
+    with pytest.raises(UsageError, match=f"^{argument} must be a whole number"):
+        SeqVecEmbedder(
+            warmup,
+            options_file=str(OPTIONS_FILE),
+            weights_file=str(WEIGHT_FILE),
+            device="cpu",
+            **kwargs,
+        )
+    assert (
+        SeqVecEmbedder(
+            numpy.int64(1),
+            options_file=str(OPTIONS_FILE),
+            weights_file=str(WEIGHT_FILE),
+            device=numpy.int64(-1),
+            max_amino_acids=numpy.int64(50),
+        ).max_amino_acids
+        == 50
+    )

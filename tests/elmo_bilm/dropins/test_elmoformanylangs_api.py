@@ -158,3 +158,13 @@ def test_a_public_script_runs_with_the_import_line_switched(tmp_path, monkeypatc
         f"6 (6, {DIM})",
         f"(6, {DIM}) (3, 6, {DIM})",
     ]
+
+
+@pytest.mark.parametrize("batch_size", [numpy.int64(2), 2.0])
+def test_a_numpy_or_whole_float_batch_size_is_read(batch_size):
+    # numpy.int64(2) was "must be a whole number of at least 1"
+    embedder = Embedder(str(FIXTURE / MODELS[0]), batch_size, cuda_device=numpy.int64(-1))
+    assert embedder.batch_size == 2 and type(embedder.batch_size) is int
+    assert [a.shape for a in embedder.sents2elmo(SENTENCES[:3])] == [
+        (len(s), DIM) for s in SENTENCES[:3]
+    ]

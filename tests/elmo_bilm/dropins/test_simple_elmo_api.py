@@ -229,3 +229,34 @@ def test_a_public_script_runs_with_the_import_line_switched(
         f"(3, 6, {DIM}) (3, {N_LAYERS}, 6, {DIM})",
         f"(3, {DIM}) 1.0",
     ]
+
+
+# ---- careless values (issue 80's sweep)
+
+
+@pytest.mark.parametrize("stateful", [True, False])
+def test_texts_given_as_a_generator_are_embedded_not_consumed_by_the_checks(nlpl, stateful):
+    # the string check read the generator up, then `len(texts)` failed: "object of type
+    # 'generator' has no len()"
+    elmo = ElmoModel()
+    elmo.load(str(nlpl), cuda_device=-1, stateful=stateful)
+    expected = elmo.get_elmo_vectors(TEXTS)
+    assert numpy.array_equal(elmo.get_elmo_vectors(text for text in TEXTS), expected)
+    assert numpy.array_equal(elmo.get_elmo_vectors(iter(TEXTS)), expected)
+    average = elmo.get_elmo_vector_average(TEXTS)
+    assert numpy.array_equal(elmo.get_elmo_vector_average(iter(TEXTS)), average)
+    assert elmo.get_elmo_vectors(iter([])).shape == (0, 0, DIM)
+
+
+@pytest.mark.parametrize("size", [numpy.int64(2), numpy.int32(2), 2.0])
+def test_max_batch_size_of_numpy_or_a_whole_float_is_read(nlpl, size):
+    # numpy.int64(2) was "must be a whole number of at least 1"
+    elmo = ElmoModel()
+    elmo.load(str(nlpl), max_batch_size=size, cuda_device=numpy.int64(-1), stateful=False)
+    assert elmo.batch_size == 2 and type(elmo.batch_size) is int
+
+
+@pytest.mark.parametrize("size", [0, -1, 2.5, float("nan"), "2", None, True])
+def test_a_bad_max_batch_size_is_still_one_line(nlpl, size):
+    with pytest.raises(UsageError, match="max_batch_size must be a whole number"):
+        ElmoModel().load(str(nlpl), max_batch_size=size)

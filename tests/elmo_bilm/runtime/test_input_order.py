@@ -164,3 +164,37 @@ def test_stateful_input_order_batches_carry_each_rows_states(bilm) -> None:
         bilm.set_stateful(False)
     with pytest.raises(ValueError, match="stateless"):
         bilm.states = saved
+
+
+@pytest.mark.parametrize("device", ["cpu", -1, numpy.int64(-1), torch.device("cpu")])
+def test_embed_each_reads_a_device_as_the_entry_points_do(bilm, device) -> None:
+    # a device given as "cpu" or -1 failed deep in batch_layers (`'str' object has no
+    # attribute 'type'`)
+    expected = list(embed_each(bilm, SENTENCES[:3], same_words, input_order_batching(2), CPU))
+    got = list(embed_each(bilm, SENTENCES[:3], same_words, input_order_batching(2), device))
+    for a, b in zip(got, expected, strict=True):
+        assert numpy.array_equal(a, b)
+
+
+@pytest.mark.parametrize("max_tokens", [0, -1, 2.5, float("nan"), "8", True])
+def test_embed_each_refuses_a_token_budget_it_cannot_read_before_any_work(bilm, max_tokens):
+    # NaN ran a long sentence whole (n + 2 > nan is false), 2.5 failed deep in the pieces
+    with pytest.raises(ValueError, match="max_tokens must be a whole number"):
+        next(
+            embed_each(
+                bilm, [["w"] * 40], same_words, input_order_batching(2), CPU, "all", max_tokens
+            )
+        )
+
+
+@pytest.mark.parametrize("chunk_size", [-1, 1.5, 0, "4"])
+def test_sorted_batching_refuses_a_chunk_size_it_cannot_read(chunk_size) -> None:
+    # -1 and 1.5 failed in itertools.islice, 0 read as the default
+    with pytest.raises(ValueError, match="chunk_size must be a whole number"):
+        sorted_batching(2, 40, chunk_size)
+
+
+@pytest.mark.parametrize("max_tokens", [0, float("nan")])
+def test_sorted_batching_refuses_a_bad_budget_when_made(max_tokens) -> None:
+    with pytest.raises(ValueError, match="max_tokens must be a whole number"):
+        sorted_batching(2, max_tokens)

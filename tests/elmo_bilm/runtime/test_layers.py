@@ -63,3 +63,40 @@ def test_depth_checks_weights_and_indices_against_the_biLM() -> None:
         Layers(index=-4).depth(3)
     with pytest.raises(ValueError, match="whole number"):
         Layers(index=True)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "weights", [[1.0, float("nan"), 0.0], [float("inf"), 0.0, 0.0], (0.0, 0.0, -float("inf"))]
+)
+def test_weights_that_are_not_finite_are_refused_not_mixed_into_nan(weights) -> None:
+    # a NaN or infinite weight made every mixed vector NaN, silently
+    with pytest.raises(ValueError) as error:
+        Layers.of(weights)
+    assert "\n" not in str(error.value) and "finite" in str(error.value)
+
+
+def test_numpy_weights_are_weights() -> None:
+    # numpy.float32 weights and a numpy array were refused as "not mixing weights"
+    expected = Layers(mix=(1.0, 2.0, 3.0))
+    assert Layers.of(numpy.array([1.0, 2.0, 3.0])) == expected
+    assert Layers.of(numpy.array([1, 2, 3], dtype=numpy.float32)) == expected
+    assert Layers.of([numpy.float32(1), numpy.int64(2), 3]) == expected
+    assert Layers.of(torch.tensor([1.0, 2.0, 3.0]).tolist()) == expected
+    with pytest.raises(ValueError, match="layers must be one of"):
+        Layers.of(numpy.array([True, False, True]))
+    with pytest.raises(ValueError, match="layers must be one of"):
+        Layers.of(numpy.ones((3, 1)))
+
+
+def test_a_layers_made_directly_is_checked_as_of_makes_it() -> None:
+    # Layers(mix=[...]) kept the list (an unhashable frozen dataclass) and any items ("a" failed
+    # only in the mix); gamma was not read at all
+    made = Layers(mix=[1, 2, 3])  # type: ignore[arg-type]
+    assert made.mix == (1.0, 2.0, 3.0) and hash(made) == hash(Layers(mix=(1.0, 2.0, 3.0)))
+    assert Layers(mix=(1, 2, 3), gamma=numpy.float32(2.0)).gamma == 2.0
+    for bad in (dict(mix=["a", 1, 2]), dict(mix=(1.0, float("nan"))), dict(mix="abc")):
+        with pytest.raises(ValueError, match="weights"):
+            Layers(**bad)  # type: ignore[arg-type]
+    for gamma in (float("nan"), float("inf"), "2", None):
+        with pytest.raises(ValueError, match="gamma must be a (finite )?number"):
+            Layers(mix=(1.0, 2.0, 3.0), gamma=gamma)  # type: ignore[arg-type]

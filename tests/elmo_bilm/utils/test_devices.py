@@ -1,5 +1,6 @@
 """`elmo_bilm.utils.devices`, the one reading of a device for every entry point."""
 
+import numpy
 import pytest
 import torch
 
@@ -22,3 +23,19 @@ def test_anything_else_is_one_line(bad: object) -> None:
     with pytest.raises(ValueError) as error:
         cuda_device_of(bad)  # type: ignore[arg-type]
     assert "\n" not in str(error.value) and "device" in str(error.value)
+
+
+def test_numpy_ids_are_ids_as_python_ints_are() -> None:
+    # numpy.int64(0) was read by torch.device, numpy.int64(-1) refused as no device
+    assert cuda_device_of(numpy.int64(-1)) == -1 and cuda_device_of(numpy.int32(-5)) == -1
+    assert cuda_device_of(numpy.int64(0)) == 0 and cuda_device_of(numpy.int16(2)) == 2
+    assert torch_device(numpy.int64(-1)) == torch.device("cpu")
+    assert cuda_device_of(" cuda:1 ") == 1 and cuda_device_of(" cpu") == -1
+
+
+@pytest.mark.parametrize("bad", ["\u00b2", "\u00b9", numpy.bool_(True), numpy.float64(0.0), "+-1"])
+def test_digits_only_python_reads_as_digits_and_numpy_bools(bad: object) -> None:
+    # "²".isdigit(), and int("²") raised its own ValueError, not naming the device
+    with pytest.raises(ValueError) as error:
+        cuda_device_of(bad)  # type: ignore[arg-type]
+    assert "\n" not in str(error.value) and "device must be" in str(error.value)

@@ -1,0 +1,85 @@
+"""`elmo_bilm.dropins.allennlp` under careless calls (issue 80's sweep): a biLM handed over with
+its precision set keeps it, a string where sentences belong is refused by every method alike,
+and a bad token budget is refused whatever the mode."""
+
+import warnings
+
+import numpy
+import pytest
+
+from elmo_bilm import Elmo, ElmoEmbedder, load_bilm_tf
+from elmo_bilm.runtime.precision import set_precision
+from elmo_bilm.utils.errors import UsageError
+from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
+
+FILES = (str(OPTIONS_FILE), str(WEIGHT_FILE))
+SENTENCES = [["the", "cat", "sat"], ["a", "dog"]]
+
+
+def int8_bilm():
+    return set_precision(load_bilm_tf(*FILES), "int8")
+
+
+def precision_of(bilm) -> str:
+    return bilm.char_cnn.precision
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda bilm: ElmoEmbedder.from_bilm(bilm).elmo_bilm,
+        lambda bilm: ElmoEmbedder(module=bilm).elmo_bilm,
+        lambda bilm: ElmoEmbedder.from_bilm(bilm, stateful=False).elmo_bilm,
+        lambda bilm: Elmo(module=bilm).bilm,
+    ],
+    ids=["from_bilm", "ElmoEmbedder(module=)", "from_bilm stateless", "Elmo(module=)"],
+)
+def test_a_biLM_handed_over_keeps_its_precision(wrap) -> None:
+    bilm = int8_bilm()
+    expected = ElmoEmbedder(module=int8_bilm(), stateful=False).embed_sentence(SENTENCES[0])
+    wrapped = wrap(bilm)
+    assert wrapped is bilm and precision_of(bilm) == "int8"
+    assert bilm.lstm.products is not None
+    got = ElmoEmbedder(module=bilm, stateful=False).embed_sentence(SENTENCES[0])
+    assert numpy.array_equal(got, expected)
+
+
+def test_a_precision_given_with_a_module_is_set_and_files_default_to_float32() -> None:
+    assert precision_of(ElmoEmbedder(module=int8_bilm(), precision="float32").elmo_bilm) == (
+        "float32"
+    )
+    assert precision_of(Elmo(module=int8_bilm(), precision="float32").bilm) == "float32"
+    assert precision_of(ElmoEmbedder(module=load_bilm_tf(*FILES), precision="int8").elmo_bilm) == (
+        "int8"
+    )
+    assert precision_of(ElmoEmbedder(*FILES).elmo_bilm) == "float32"
+    with pytest.raises(UsageError, match="precision must be one of"):
+        ElmoEmbedder(module=load_bilm_tf(*FILES), precision="fp8")
+
+
+@pytest.mark.parametrize("stateful", [True, False])
+def test_a_string_where_sentences_belong_is_refused_by_embed_sentences_too(stateful) -> None:
+    embedder = ElmoEmbedder(*FILES, stateful=stateful)
+    with pytest.raises(TypeError, match="got the string 'the cat'"):
+        embedder.embed_batch("the cat")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="got the string 'the cat'"):
+        list(embedder.embed_sentences("the cat"))  # type: ignore[arg-type]
+    # a string sentence in a list is still its characters, as AllenNLP reads it
+    (vectors,) = embedder.embed_sentences(["cat"])
+    assert vectors.shape[1] == 3
+
+
+@pytest.mark.parametrize("max_tokens", [0, -1, 2.5, float("nan"), "8", True])
+@pytest.mark.parametrize("stateful", [True, False])
+def test_a_bad_token_budget_is_refused_in_either_mode(stateful, max_tokens) -> None:
+    embedder = ElmoEmbedder(*FILES, stateful=stateful)
+    with pytest.raises(UsageError, match="max_tokens must be a whole number"):
+        list(embedder.embed_sentences(SENTENCES, 2, max_tokens))
+
+
+def test_a_bfloat16_biLM_handed_over_is_left_as_it_is() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a CPU without bfloat16 products falls back to float32
+        bilm = set_precision(load_bilm_tf(*FILES), "bfloat16")
+    before = precision_of(bilm)
+    assert precision_of(ElmoEmbedder.from_bilm(bilm).elmo_bilm) == before
