@@ -2,6 +2,7 @@
 state put back): states of another biLM's shape are refused in one line naming what the LSTM
 expects when they are set, not by a crash inside the LSTM at the next batch."""
 
+import numpy
 import pytest
 import torch
 
@@ -90,3 +91,28 @@ def test_states_it_can_carry_are_still_taken(bilm) -> None:
     for nothing in ((), [], None):
         bilm.states = nothing
         assert bilm.states == ()
+
+
+@pytest.mark.parametrize("mode", ["no", "False", 0, 1, None, 0.0])
+def test_a_mode_that_is_not_a_bool_is_refused_by_every_entry_point(bilm, mode) -> None:
+    """`bool("no")` is true: a careless `stateful="no"` would carry states; every mirrored name
+    sets the mode through `BiLm.set_stateful`, which refuses what is not a bool."""
+    from elmo_bilm.dropins.allennlp import Elmo, ElmoEmbedder
+    from elmo_bilm.dropins.bio_embeddings import SeqVecEmbedder
+    from elmo_bilm.dropins.simple_elmo import ElmoModel
+    from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
+
+    files = (str(OPTIONS_FILE), str(WEIGHT_FILE))
+    for make in (
+        lambda: bilm.set_stateful(mode),
+        lambda: ElmoEmbedder(*files, stateful=mode),
+        lambda: Elmo(*files, stateful=mode),
+        lambda: SeqVecEmbedder(0, options_file=files[0], weights_file=files[1], stateful=mode),
+        lambda: ElmoModel().load(str(OPTIONS_FILE.parent), stateful=mode),
+    ):
+        with pytest.raises(ValueError, match="stateful must be True or False") as error:
+            make()
+        assert "\n" not in str(error.value)
+    bilm.set_stateful(numpy.bool_(True))
+    assert bilm.stateful is True
+    bilm.set_stateful(False)
