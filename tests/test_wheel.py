@@ -87,6 +87,16 @@ def test_core_wheel_holds_the_core_and_the_shipped_biLM(wheels, repo_root):
             assert f"{package}/{name}" in larger
         assert "Requires-Dist: elmo-bilm==0.2.0" in metadata(wheels[key])
     assert "elmo_bilm/model/bilm.py" in names and "elmo_bilm/runtime/onnx.py" in names
+    # every module of the checkout's core, the mirrored APIs' folder included (the packages are
+    # listed by hand in packaging/elmo-bilm/pyproject.toml)
+    core = repo_root / "elmo_bilm"
+    modules = {
+        p.relative_to(repo_root).as_posix()
+        for p in core.rglob("*.py")
+        if "__pycache__" not in p.parts
+    }
+    assert modules <= names, sorted(modules - names)
+    assert "elmo_bilm/dropins/allennlp.py" in modules
     assert "elmo_bilm/model/fused_cell.c" in names  # compiled on first use where a compiler is
     assert {
         "elmo_bilm/integrations/spacy_configs/ner_cnn.cfg",
