@@ -126,6 +126,18 @@ def describe(parser: argparse.ArgumentParser, help_line: str) -> Dict[str, Any]:
     }
 
 
+def add_include_package(subparser: argparse.ArgumentParser) -> None:
+    """`--include-package`, as AllenNLP's `main` adds it to every command that
+    `requires_plugins`."""
+    subparser.add_argument(
+        "--include-package",
+        type=str,
+        action="append",
+        default=[],
+        help="additional packages to include",
+    )
+
+
 def snapshot() -> Dict[str, Any]:
     """AllenNLP's own subcommands' parsers as `allennlp.commands.parse_args` builds them (with
     `--include-package` for those that `requires_plugins`), and AllenNLP's version. Imports
@@ -141,13 +153,7 @@ def snapshot() -> Dict[str, Any]:
         subcommand_class: Any = Subcommand.by_name(name)
         subparser = subcommand_class().add_subparser(subparsers)
         if subcommand_class.requires_plugins:
-            subparser.add_argument(
-                "--include-package",
-                type=str,
-                action="append",
-                default=[],
-                help="additional packages to include",
-            )
+            add_include_package(subparser)
         help_line = next(a.help for a in subparsers._choices_actions if a.dest == name)
         commands[name] = describe(subparser, str(help_line))
     return {"allennlp": __version__, "commands": commands}

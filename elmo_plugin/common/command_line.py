@@ -295,13 +295,7 @@ def light_parser(command: Optional[str]) -> argparse.ArgumentParser:
             continue
         subparser = COMMANDS[name].add_parser(subparsers, name)
         # what AllenNLP adds to every command that `requires_plugins`, as the plugin's do
-        subparser.add_argument(
-            "--include-package",
-            type=str,
-            action="append",
-            default=[],
-            help="additional packages to include",
-        )
+        allennlp_parsers.add_include_package(subparser)
     return parser
 
 
