@@ -632,7 +632,10 @@ def embed_each(
     for batch, host in whole_batches(pieces, numbered_words):
         for row, (index, item) in enumerate(batch):
             length = host.shape[-2] if padded else len(words(item))
-            ready[index] = host[row, ..., :length, :].copy()
+            if len(batch) == 1 and needs_chunks(len(words(item)), max_tokens):
+                ready[index] = host[0]  # put together from its pieces: its own array already
+            else:
+                ready[index] = host[row, ..., :length, :].copy()
         while following in ready:
             yield ready.pop(following)
             following += 1

@@ -198,3 +198,24 @@ def test_sorted_batching_refuses_a_chunk_size_it_cannot_read(chunk_size) -> None
 def test_sorted_batching_refuses_a_bad_budget_when_made(max_tokens) -> None:
     with pytest.raises(ValueError, match="max_tokens must be a whole number"):
         sorted_batching(2, max_tokens)
+
+
+def test_a_sentence_put_together_from_pieces_is_not_copied_again(bilm) -> None:
+    """The array of a sentence longer than the budget is handed over as assembled: it and one
+    piece on the host at a time, not a second copy of it (issue 81's bound for the APIs that
+    return whole arrays). Numpy's allocations are traced; torch's are not."""
+    import tracemalloc
+
+    sentence = ["word"] * 600
+    nbytes = 3 * 600 * 32 * 4
+    batching = input_order_batching(1)
+    list(embed_each(bilm, [sentence[:10]], same_words, batching, max_tokens=50))  # warm
+    tracemalloc.start()
+    try:
+        (array,) = embed_each(bilm, [sentence], same_words, batching, max_tokens=50)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert array.shape == (3, 600, 32)
+    assert array.base is None or array.base.nbytes == nbytes  # no batch held alive
+    assert peak < 1.5 * nbytes, (peak, nbytes)
