@@ -14,7 +14,12 @@ vectors over the largest magnitude is reported (`max_diff_of_scale`), read back 
 
     python -m benchmarks.long_sequences [--cases 1000,10000,100000,1000000,titin]
         [--sides after,before] [--before 7858938] [--before-max 100000] [--config paper]
-        [--protein-config seqvec] [--max-tokens 4096] [--residues 34350] [--keep DIR] [--json OUT]
+        [--protein-config seqvec] [--max-tokens 4096] [--precision float32] [--residues 34350]
+        [--keep DIR] [--json OUT]
+
+`--precision` is `elmo-embed`'s (both sides have it): the pieces are the same in every precision,
+and int8's faster products bring a line of a million tokens at the paper size within a sitting's
+reach on a CPU (docs/long_sequences.md).
 """
 
 import argparse
@@ -74,7 +79,13 @@ def unpack_revision(revision: str, folder: Path) -> Path:
 
 
 def embed_command(
-    root: Path, source: Path, output: Path, files: Dict[str, str], fasta: bool, max_tokens: int
+    root: Path,
+    source: Path,
+    output: Path,
+    files: Dict[str, str],
+    fasta: bool,
+    max_tokens: int,
+    precision: str = "float32",
 ) -> List[str]:
     """`elmo-embed` of the package under `root` (`-P`: not the working directory's)."""
     return [
@@ -90,6 +101,8 @@ def embed_command(
         "--overwrite",
         "--max-tokens",
         str(max_tokens),
+        "--precision",
+        precision,
         "--options-file",
         files["options_file"],
         "--weight-file",
@@ -123,6 +136,7 @@ def main() -> None:
     parser.add_argument("--config", default="paper")
     parser.add_argument("--protein-config", default="seqvec")
     parser.add_argument("--max-tokens", type=int, default=4096)
+    parser.add_argument("--precision", default="float32", choices=["float32", "bfloat16", "int8"])
     parser.add_argument("--residues", type=int, default=TITIN, help="the titin case's length")
     parser.add_argument("--keep", help="move the outputs into this folder instead of deleting them")
     parser.add_argument("--json", help="also write the results here")
@@ -148,6 +162,7 @@ def main() -> None:
                     "config": config,
                     "side": side,
                     "max_tokens": args.max_tokens,
+                    "precision": args.precision,
                 }
                 if side == "before" and tokens > args.before_max:
                     row["skipped"] = f"longer than --before-max {args.before_max}"
@@ -155,7 +170,9 @@ def main() -> None:
                     results.append(row)
                     continue
                 output = folder / f"{side}.hdf5"
-                command = embed_command(roots[side], source, output, files, fasta, args.max_tokens)
+                command = embed_command(
+                    roots[side], source, output, files, fasta, args.max_tokens, args.precision
+                )
                 try:
                     row.update(peak(command))
                     row["output_mb"] = round(os.path.getsize(output) / 2**20, 1)
