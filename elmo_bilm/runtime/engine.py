@@ -234,14 +234,13 @@ def embed_file(
         else:
             sink = _Hdf5Sink(raw, input_file, dtype, sentence_index, sentence_keys)
         with sink, fixed_weights(bilm):  # the run owns the biLM: its weights checked once
-            progress = tqdm(total=total, desc="elmo-embed", unit=" sentences", file=sys.stderr)
+            progress = token_progress(tokens, "tokens")
             for chunk in read_chunks(input_file, chunk_size, skip_bad_lines):
                 sink.index(chunk)
                 pieces = embed_pieces(bilm, chunk, _words, batch_size, device, layers, max_tokens)
                 for batch, start, host in pieces:
                     sink.write(batch, start, host)
-                    if completes(batch, start, host, _words):
-                        progress.update(len(batch))
+                    progress.update(written(batch, host, _words))
             progress.close()
     return total
 
@@ -480,6 +479,20 @@ def completes(
     """Whether `batch_pieces`' `(batch, start, host)` finishes its batch: a whole batch, or a
     long sentence's last piece."""
     return start + host.shape[-2] >= len(words(batch[-1]))
+
+
+def token_progress(total: int, unit: str) -> tqdm:
+    """`elmo-embed`'s progress bar on stderr, counted in tokens (or residues), the work a
+    sentence takes: a line of a million tokens moves it piece by piece, with an ETA."""
+    return tqdm(total=total, desc="elmo-embed", unit=f" {unit}", file=sys.stderr)
+
+
+def written(batch: Sequence[T], host: numpy.ndarray, words: Callable[[T], Sequence[str]]) -> int:
+    """The tokens of `batch_pieces`' `(batch, start, host)`: the items' own for a whole
+    batch, the piece's positions for one item (a piece of a long one, or all of it)."""
+    if len(batch) == 1:
+        return int(host.shape[-2])
+    return sum(len(words(item)) for item in batch)
 
 
 def batch_pieces(
@@ -745,7 +758,7 @@ def embed_fasta(
     bilm = bilm.to(device)
     with atomic_output(output_file, overwrite) as partial, open(partial, "w+b") as raw:
         with h5py.File(raw, "w") as out, fixed_weights(bilm):
-            progress = tqdm(total=total, desc="elmo-embed", unit=" proteins", file=sys.stderr)
+            progress = token_progress(residues, "residues")
             records = read_fasta(input_file)
             while chunk := list(itertools.islice(records, chunk_size)):
                 for batch, start, host in embed_pieces(
@@ -754,7 +767,6 @@ def embed_fasta(
                     for row, (_, name, sequence) in enumerate(batch):
                         dataset = write_rows(out, name, host[row], start, len(sequence), dtype)
                         dataset.attrs["original_id"] = name
-                    if completes(batch, start, host, _words):
-                        progress.update(len(batch))
+                    progress.update(written(batch, host, _words))
             progress.close()
     return total

@@ -27,7 +27,8 @@ def test_console_script_and_subcommand_write_the_same_file(tmp_path, repo_root, 
         cwd=repo_root,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "11/11" in result.stderr  # progress in sentences
+    tokens = sum(len(sentence) for sentence in fixture_sentences[0]) + 1
+    assert f"{tokens}/{tokens} [" in result.stderr  # progress in tokens
     script = os.path.join(os.path.dirname(sys.executable), "elmo-embed")
     result = subprocess.run(
         [

@@ -178,7 +178,7 @@ def test_console_script_imports_no_allennlp(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "0 []"
-    assert "2/2" in result.stderr  # progress in sentences
+    assert "3/3 [" in result.stderr and " tokens/s]" in result.stderr  # progress in tokens
     assert contents(tmp_path / "out.hdf5")["1"].shape == (3, 1, 32)
 
 

@@ -29,6 +29,7 @@ from elmo_bilm.model import chunked, onednn
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.model.char_cnn import CharCnnEncoder
 from elmo_bilm.model.lstm import ProjectedLstmStack
+from elmo_bilm.runtime import engine
 from elmo_bilm.runtime.engine import (
     batch_layers,
     embed_fasta,
@@ -318,3 +319,43 @@ def test_reduced_precisions_keep_their_meaning_in_pieces(precision) -> None:
     assert error > 1e-4  # the precision's own error, far above float32's rounding
     assert of_scale(pieces, float32) <= 2 * error
     assert of_scale(pieces, float32) > 1e-4
+
+
+class RecordedBar:
+    """`tqdm`'s surface that `elmo-embed` uses, keeping its total, unit and updates."""
+
+    bars: List["RecordedBar"] = []
+
+    def __init__(self, total: int, unit: str, **_: object) -> None:
+        self.total, self.unit, self.updates = total, unit, []  # type: ignore[var-annotated]
+        RecordedBar.bars.append(self)
+
+    def update(self, n: int) -> None:
+        self.updates.append(n)
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_progress_bar_moves_with_each_piece_of_a_long_line(tmp_path, monkeypatch) -> None:
+    """Counted in tokens (residues), not sentences: a line in pieces moves the bar piece by
+    piece (an ETA within the line), and the bar ends at the file's tokens."""
+    monkeypatch.setattr(engine, "tqdm", RecordedBar)
+    RecordedBar.bars = []
+    text = tmp_path / "in.txt"
+    write_lines(text, [line(300), line(3, seed=1), line(7, seed=2)])
+    embed_file(fixture_bilm(), str(text), str(tmp_path / "out.hdf5"), max_tokens=64)
+    fasta = tmp_path / "in.fasta"
+    fasta.write_text(f">short\nMKV\n>long\n{protein(200)}\n")
+    embed_fasta(fixture_bilm(), str(fasta), str(tmp_path / "p.hdf5"), batch_size=8, max_tokens=64)
+    words, residues = RecordedBar.bars
+    assert (words.total, words.unit, residues.total, residues.unit) == (
+        310,
+        " tokens",
+        203,
+        " residues",
+    )
+    # the short lines are one batch (10 tokens); the 300 tokens and their two boundaries are
+    # pieces of 64 positions: 63 tokens after `<S>`, then 64 a piece, the last 45 before `</S>`
+    assert sorted(words.updates) == sorted([10, 63, 64, 64, 64, 45])
+    assert sorted(residues.updates) == sorted([3, 63, 64, 64, 9])
