@@ -25,7 +25,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 import torch
 
 from elmo_bilm.model.bilm import BiLm
-from elmo_bilm.model.lstm import run_directions
+from elmo_bilm.model.lstm import run_direction_alone, run_directions
 
 # each layer's (h, c) of one direction
 _States = Optional[List[Tuple[torch.Tensor, torch.Tensor]]]
@@ -92,7 +92,9 @@ def chunked_layers(
     for k in reversed(range(len(bounds))):
         right_edges[k] = backward
         tokens, distinct = _piece_tokens(bilm, words, *bounds[k], device)
-        _, backward = _backward(bilm, tokens, distinct, backward)
+        # in the thread the backward stack runs in below: one allocator arena for both passes
+        task = functools.partial(_backward, bilm, tokens, distinct, backward)
+        _, backward = run_direction_alone(1, task, tokens)
     forward: _States = None if carried is None else carried[0]
     for k, (start, end) in enumerate(bounds):
         tokens, distinct = _piece_tokens(bilm, words, start, end, device)

@@ -797,17 +797,24 @@ class _DirectionThreads:
         One single-thread executor per task: a shared pool of two lets an idle worker that
         finished the first task take the second too, so the directions would run one after the
         other in one thread."""
+        return self._run(list(enumerate(tasks)), max(1, torch.get_num_threads() // len(tasks)))
+
+    def run_alone(self, d: int, task: Callable[[], T]) -> T:
+        """`task()` in direction `d`'s thread with all the caller's intra-op threads: memory
+        that the thread frees goes back to its own allocator arena (glibc keeps one per
+        thread), which that direction's next runs reuse instead of touching more."""
+        (result,) = self._run([(d, task)], torch.get_num_threads())
+        return result
+
+    def _run(self, tasks: Sequence[Tuple[int, Callable[[], T]]], per_thread: int) -> List[T]:
         total = torch.get_num_threads()
-        per_thread = max(1, total // len(tasks))
         with self._lock:
             if not self._pools:
                 self._pools = [
                     ThreadPoolExecutor(1, thread_name_prefix=f"elmo-bilm-direction-{i}")
                     for i in range(2)
                 ]
-            futures = [
-                pool.submit(_threaded, task, per_thread) for pool, task in zip(self._pools, tasks)
-            ]
+            futures = [self._pools[d].submit(_threaded, task, per_thread) for d, task in tasks]
         results = [future.result() for future in futures]
         if any(changed for changed, _ in results):
             # a thread's `set_num_threads` is also the default of threads started later: the
@@ -829,18 +836,32 @@ def _threaded(task: Callable[[], T], threads: int) -> Tuple[bool, T]:
 _DIRECTION_THREADS = _DirectionThreads()
 
 
-def run_directions(tasks: Sequence[Callable[[], T]], inputs: torch.Tensor) -> List[T]:
-    """The two directions' tasks (no gradient needed), at once in `_DirectionThreads` where
-    `ProjectedLstmStack.forward` would run them so (a CPU with two or more intra-op threads, no
-    autocast), else one after the other."""
-    if (
+def _threads_apply(inputs: torch.Tensor) -> bool:
+    """Whether `ProjectedLstmStack.forward` would run the directions in `_DirectionThreads`: a
+    CPU with two or more intra-op threads, no gradient, no autocast."""
+    return (
         inputs.device.type == "cpu"
         and torch.get_num_threads() >= 2
         and not torch.is_grad_enabled()
         and not torch.is_autocast_enabled("cpu")
-    ):
+    )
+
+
+def run_directions(tasks: Sequence[Callable[[], T]], inputs: torch.Tensor) -> List[T]:
+    """The two directions' tasks (no gradient needed), at once in `_DirectionThreads` where
+    `ProjectedLstmStack.forward` would run them so, else one after the other."""
+    if _threads_apply(inputs):
         return _DIRECTION_THREADS.run(tasks)
     return [task() for task in tasks]
+
+
+def run_direction_alone(d: int, task: Callable[[], T], inputs: torch.Tensor) -> T:
+    """One direction's task alone (no gradient needed), in direction `d`'s thread of
+    `_DirectionThreads` where `run_directions` would use them (`_DirectionThreads.run_alone`),
+    else here."""
+    if _threads_apply(inputs):
+        return _DIRECTION_THREADS.run_alone(d, task)
+    return task()
 
 
 class _Packing:

@@ -12,6 +12,7 @@ true end, a boundary lost) moves values by 1e-2 or more (`test_the_carried_state
 """
 
 import random
+import threading
 from pathlib import Path
 from typing import Dict, List
 
@@ -86,6 +87,30 @@ def test_a_line_in_pieces_equals_the_uncut_run(budget, packed, monkeypatch) -> N
     pieces = sequence_layers(bilm, words, "all", budget)
     assert pieces.shape == uncut.shape == (3, 300, 32)
     assert_uncut(pieces, uncut)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_every_backward_run_of_a_long_line_is_in_one_thread(threads, monkeypatch) -> None:
+    """Both passes' backward runs in the backward direction's thread when the directions run in
+    threads (one allocator arena for them, not the caller's too), else in the caller's."""
+    seen = []
+    backward = chunked._backward
+
+    def recorded(*args):  # type: ignore[no-untyped-def]
+        seen.append(threading.current_thread().name)
+        return backward(*args)
+
+    monkeypatch.setattr(chunked, "_backward", recorded)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        sequence_layers(fixture_bilm(), line(120), "all", 16)
+        assert torch.get_num_threads() == threads  # the caller's setting kept
+    finally:
+        torch.set_num_threads(before)
+    assert len(seen) == 2 * 8  # 122 positions in pieces of 16: each piece twice
+    expected = "elmo-bilm-direction-1_0" if threads == 2 else threading.main_thread().name
+    assert set(seen) == {expected}
 
 
 @pytest.mark.parametrize("threads", [1, 2])
