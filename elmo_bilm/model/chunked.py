@@ -71,6 +71,30 @@ def _backward(
     return [out.flip(0) for out in outputs], lasts
 
 
+def _joined(
+    tokens: torch.Tensor,
+    forward_out: List[torch.Tensor],
+    backward_out: List[torch.Tensor],
+    first: int,
+    last: int,
+) -> Optional[torch.Tensor]:
+    """Positions `first:last` of one piece's layers `(n_layers, last - first, 2 * proj)`, as
+    `BiLm.forward`'s `activations` (the token layer doubled, each LSTM layer `[forward;
+    backward]`), written into one contiguous tensor: no per-layer copies beside it; None when
+    the range is empty (a piece of a boundary alone)."""
+    if last <= first:
+        return None
+    proj = tokens.shape[-1]
+    dtype = functools.reduce(
+        torch.promote_types, [t.dtype for t in forward_out + backward_out], tokens.dtype
+    )
+    layers = tokens.new_empty((1 + len(forward_out), last - first, 2 * proj), dtype=dtype)
+    layers[0, :, :proj] = layers[0, :, proj:] = tokens[first:last]
+    for i, (f, b) in enumerate(zip(forward_out, backward_out), start=1):
+        layers[i, :, :proj], layers[i, :, proj:] = f[first:last], b[first:last]
+    return layers
+
+
 def chunked_layers(
     bilm: BiLm, words: Sequence[str], max_tokens: int
 ) -> Iterator[Tuple[int, torch.Tensor]]:
@@ -106,11 +130,11 @@ def chunked_layers(
             tokens,
         )
         right_edges[k] = None  # kept states are dropped as the pieces go
-        layers = [torch.cat([tokens, tokens], dim=-1)] + [
-            torch.cat([f, b], dim=-1) for f, b in zip(forward_out, backward_out)
-        ]
         first, last = max(start, 1), min(end, n_tokens + 1)  # without `<S>` and `</S>`
-        if last > first:
-            yield first - 1, torch.stack(layers)[:, first - start : last - start]
+        layers = _joined(tokens, forward_out, backward_out, first - start, last - start)
+        # only the layers stay alive while the caller writes them
+        del tokens, distinct, forward_out, backward_out
+        if layers is not None:
+            yield first - 1, layers
     assert forward is not None and backward is not None
     lstm.keep_row_states(forward, backward)

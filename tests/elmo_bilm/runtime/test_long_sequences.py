@@ -27,7 +27,7 @@ from elmo_bilm.formats.bilm_tf import load_bilm_tf
 from elmo_bilm.integrations.corpus.plan import Shard
 from elmo_bilm.integrations.corpus.worker import ShardEmbedder
 from elmo_bilm.model import chunked, onednn
-from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.model.bilm import BiLm, frozen
 from elmo_bilm.model.char_cnn import CharCnnEncoder
 from elmo_bilm.model.lstm import ProjectedLstmStack
 from elmo_bilm.runtime import engine
@@ -75,6 +75,19 @@ def test_pieces_cover_every_position_once() -> None:
     assert chunked.piece_bounds(1, 1) == [(0, 1), (1, 2), (2, 3)]
     assert chunked.needs_chunks(3, 4) and not chunked.needs_chunks(2, 4)
     assert not chunked.needs_chunks(10**6, None)
+
+
+def test_each_piece_holds_its_own_positions_and_no_more() -> None:
+    """A piece's layers own exactly their storage (not a view of the whole piece's stacked
+    layers with the boundaries, nor of per-layer copies): what the caller holds while it writes
+    a piece is that piece."""
+    bilm, words = fixture_bilm(), line(100)
+    with frozen(bilm):
+        pieces = list(chunked.chunked_layers(bilm, words, 16))
+    assert [start for start, _ in pieces] == list(range(0, 100, 16)[:1]) + list(range(15, 100, 16))
+    for _, layers in pieces:
+        assert layers.is_contiguous() and layers.dtype == torch.float32
+        assert layers.untyped_storage().nbytes() == layers.numel() * layers.element_size()
 
 
 @pytest.mark.parametrize("budget", [1, 2, 5, 64])
