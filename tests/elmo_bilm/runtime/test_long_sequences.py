@@ -397,3 +397,24 @@ def test_the_progress_bar_moves_with_each_piece_of_a_long_line(tmp_path, monkeyp
     # pieces of 64 positions: 63 tokens after `<S>`, then 64 a piece, the last 45 before `</S>`
     assert sorted(words.updates) == sorted([10, 63, 64, 64, 64, 45])
     assert sorted(residues.updates) == sorted([3, 63, 64, 64, 9])
+
+
+def test_the_progress_bar_ends_at_its_total_with_lines_left_out(tmp_path, monkeypatch) -> None:
+    """Lines left out (`skip_bad_lines`) count neither in the total nor in the updates; a
+    Parquet output and kept layers "top" count the same tokens."""
+    monkeypatch.setattr(engine, "tqdm", RecordedBar)
+    RecordedBar.bars = []
+    text = tmp_path / "in.txt"
+    text.write_bytes(b"a cat sat\n\n\xff\xfe bad\n" + " ".join(line(150)).encode() + b"\nthe\n")
+    for name, output_format in (("out.hdf5", "hdf5"), ("out.parquet", "parquet")):
+        embed_file(
+            fixture_bilm(),
+            str(text),
+            str(tmp_path / name),
+            layers="top",
+            max_tokens=40,
+            skip_bad_lines=True,
+            output_format=output_format,
+        )
+    for bar in RecordedBar.bars:
+        assert bar.total == sum(bar.updates) == 3 + 150 + 1
