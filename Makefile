@@ -80,12 +80,12 @@ wheels: install
 		packaging/elmo-bilm-wikipedia-1024-256 .
 
 bench: install
-	$(BIN)/python -m benchmarks.run_all
+	$(BIN)/python -m elmo_benchmarks.run_all
 
 # On a GPU machine: CUDA vs CPU and the references, then the GPU benchmark table (make test runs
 # the same checks with --device cpu).
 gpu-check: install
-	$(BIN)/python -m benchmarks.gpu_check --device cuda --bench
+	$(BIN)/python -m elmo_benchmarks.tools.gpu_check --device cuda --bench
 
 clean:
 	rm -rf $(VENV)

@@ -102,7 +102,9 @@ def test_core_wheel_holds_the_core_and_the_shipped_biLM(wheels, repo_root):
         "elmo_bilm/integrations/spacy_configs/ner_cnn.cfg",
         "elmo_bilm/integrations/spacy_configs/ner_elmo.cfg",
     } <= names
-    assert not any(name.startswith(("elmo_plugin/", "tests/", "benchmarks/")) for name in names)
+    assert not any(
+        name.startswith(("elmo_plugin/", "tests/", "elmo_benchmarks/")) for name in names
+    )
     assert {r.name for r in core_requirements(wheels["core"])} == CORE_DEPENDENCIES
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     scripts = zipfile.ZipFile(wheels["core"]).read(entry_points).decode()
@@ -117,7 +119,7 @@ def test_plugin_wheel_depends_on_the_core_at_the_same_version(wheels, repo_root)
     configs = {n for n in names if n.startswith("elmo_plugin/configs/")}
     shipped = {f"elmo_plugin/configs/{p.name}" for p in (repo_root / "training_config").iterdir()}
     assert configs == shipped and "elmo_plugin/configs/snli_esim_elmo.jsonnet" in configs
-    assert not any(name.startswith(("elmo_bilm/", "tests/", "benchmarks/")) for name in names)
+    assert not any(name.startswith(("elmo_bilm/", "tests/", "elmo_benchmarks/")) for name in names)
     versions = [
         tomllib.loads(path.read_text())["project"]["version"]
         for path in (repo_root / "pyproject.toml", repo_root / "packaging/elmo-bilm/pyproject.toml")

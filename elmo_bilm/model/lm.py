@@ -2,7 +2,7 @@
 negative log-likelihoods under one softmax shared by both directions.
 
 Torch only, so that the AllenNLP training model (`elmo_plugin_bilm`) and the GPU pretraining
-script (`benchmarks.gpu_pretrain`, for machines where AllenNLP cannot be installed) compute the
+script (`elmo_benchmarks.gpu_pretrain`, for machines where AllenNLP cannot be installed) compute the
 same loss.
 """
 

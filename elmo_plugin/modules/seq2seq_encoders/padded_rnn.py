@@ -4,7 +4,7 @@ AllenNLP's `gru` and `lstm` encoders pack the batch (`PackedSequence`). On the C
 RNN takes one slice of the input projections per time step, and the backward pass of each slice
 writes a zero tensor the size of all the projections: training time grows with the square of
 the sequence length. For SQuAD's passages of up to 400 tokens that is most of a training step
-(`python -m benchmarks.padded_rnn`; its figures in docs/performance.md). AllenNLP's
+(`python -m elmo_benchmarks.padded_rnn`; its figures in docs/performance.md). AllenNLP's
 `alternating_lstm` (He et al.'s SRL encoder) loops over time steps in Python, and it too slices
 its whole input, and writes its whole output, once per step. These encoders compute
 the same function: the forward direction runs over the padded batch (padding comes after every
@@ -107,7 +107,7 @@ class PaddedRnnEncoder(Seq2SeqEncoder):
         # Not oneDNN's RNN, which torch picks for an unpacked LSTM on the CPU: a signal arriving
         # while it runs (even one whose handler does nothing) corrupted the heap in 2 of 8 runs
         # (`tests/modules/test_padded_rnn.py`); torch's own loop is slower than oneDNN for a long
-        # single sequence, still faster than the packed path (`benchmarks.padded_rnn`). The other
+        # single sequence, still faster than the packed path (`elmo_benchmarks.padded_rnn`). The other
         # flags stay as they are (`None`): setting oneDNN's TF32 flag warns on every call.
         off = torch.backends.mkldnn.flags(
             enabled=False, deterministic=None, allow_tf32=None, fp32_precision=None

@@ -55,7 +55,7 @@ def test_one_line_switch_gives_allennlps_first_call_at_the_fixture():
 @pytest.mark.slow
 @pytest.mark.numerics
 def test_one_line_switch_gives_allennlps_first_call_at_paper_size():
-    from benchmarks.common import random_bilm_tf
+    from elmo_benchmarks.common import random_bilm_tf
 
     files = random_bilm_tf("paper")  # 4096 cells, 512 projection, random weights
     assert_same_results(files["options_file"], files["weight_file"])

@@ -232,10 +232,10 @@ def test_an_int8_biLM_cast_after_set_precision_says_what_to_do(char_ids):
 
 @pytest.mark.filterwarnings("ignore:precision 'bfloat16' needs")  # the AVX2 pass of make test
 def test_the_benchmark_runs(capsys, monkeypatch):
-    from benchmarks import precision as bench
+    from elmo_benchmarks import precision as bench
 
     arguments = "--config tiny --sentences 6 --batch-size 4 --rounds 1 --threads 1".split()
-    monkeypatch.setattr(sys, "argv", ["benchmarks.precision", *arguments])
+    monkeypatch.setattr(sys, "argv", ["elmo_benchmarks.precision", *arguments])
     bench.main()
     out = capsys.readouterr().out
     records = [json.loads(line[6:]) for line in out.splitlines() if line.startswith("BENCH ")]

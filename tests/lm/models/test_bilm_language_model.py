@@ -381,7 +381,7 @@ def test_shipped_bilm_benchmark_evaluates_the_bilm_dir_it_is_given(tiny_run, tmp
     export_archive(str(tiny_run / "model.tar.gz"), str(tmp_path / "tf"))
     dev = repo_root / "fixtures" / "lm_corpus" / "dev.txt"
     result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.shipped_bilm", "--bilm-dir", str(tmp_path / "tf")],
+        [sys.executable, "-m", "elmo_benchmarks.shipped_bilm", "--bilm-dir", str(tmp_path / "tf")],
         cwd=repo_root,
         env={**os.environ, "BILM_DEV": f"text::{dev}"},
         capture_output=True,

@@ -64,9 +64,9 @@ def test_train_crf_tagger_with_plugin_elmo(trained):
 
 
 def test_the_precision_benchmark_scores_a_trained_tagger(trained, capsys, monkeypatch):
-    """`python -m benchmarks.precision --ner-archive A --ner-dev F`: A's dev F1 on F with its
+    """`python -m elmo_benchmarks.precision --ner-archive A --ner-dev F`: A's dev F1 on F with its
     biLM in each precision, nothing else."""
-    from benchmarks import precision as bench
+    from elmo_benchmarks import precision as bench
 
     tmp_path, result = trained
     assert result.returncode == 0, result.stderr[-4000:]
@@ -74,7 +74,7 @@ def test_the_precision_benchmark_scores_a_trained_tagger(trained, capsys, monkey
     dev = tmp_path / "dev.txt"  # the first 200 lines: not the config's validation file
     dev.write_text("".join(lines[:200]))
     archive = str(tmp_path / "out" / "model.tar.gz")
-    argv = ["benchmarks.precision", "--ner-archive", archive, "--ner-dev", str(dev)]
+    argv = ["elmo_benchmarks.precision", "--ner-archive", archive, "--ner-dev", str(dev)]
     monkeypatch.setattr(sys, "argv", argv)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # bfloat16's float32 fallback on a CPU without AVX-512 BF16
