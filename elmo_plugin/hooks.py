@@ -51,7 +51,7 @@
    `elmo_plugin.training.reduce_on_plateau.ReduceOnPlateauScheduler` (a subclass of AllenNLP's,
    same parameters and schedule, `verbose` logged by itself; also registered as
    `elmo_plugin_reduce_on_plateau`, the name the plugin's configs and their archives carry).
-   Tests: `tests/training/test_reduce_on_plateau.py`, and
+   Tests: `tests/elmo_plugin/training/test_reduce_on_plateau.py`, and
    `tests/test_foreign_configs.py::test_allennlp_models_esim_elmo_trains_with_the_embedder_swapped`.
 
 Compatibility entries (3, 8) restore what AllenNLP did on the torch it was released with, for every

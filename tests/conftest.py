@@ -28,7 +28,7 @@ os.environ["ELMO_WEIGHT_FILE"] = str(_DATA / "elmo_fixture" / "lm_weights.hdf5")
 os.environ["ELMO_PROJECTION_DIM"] = "16"
 
 # ... and train their word embeddings from scratch (the baseline vectors are built from the whole
-# bundled Wikipedia; tests/data/test_word_vectors.py covers the vectors themselves)
+# bundled Wikipedia; tests/elmo_plugin/data/test_word_vectors.py covers the vectors themselves)
 for _variable in ("SNLI", "SQUAD", "SRL", "COREF", "CONLL2003", "SST"):
     os.environ[f"{_variable}_WORD_VECTORS"] = ""
 

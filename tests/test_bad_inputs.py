@@ -413,7 +413,7 @@ def test_a_checkpoint_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
 def test_an_unwritable_output_place_is_one_line(tmp_path, command):
     """Read-only or impossible output places: one line, exit status 1, no traceback (a path
     under a plain file stands in for a read-only folder, which root could write)."""
-    from tests.commands.test_elmo_embed import allennlp
+    from tests.elmo_plugin.commands.test_elmo_embed import allennlp
 
     (tmp_path / "wiki_00").write_text("<doc id=1>\nT\nSome text .\n</doc>\n")
     (tmp_path / "file").write_text("not a folder")
@@ -435,7 +435,7 @@ def test_an_unwritable_output_place_is_one_line(tmp_path, command):
 def test_prepare_corpus_on_a_full_disk_is_one_line(tmp_path):
     """`elmo-prepare-corpus` onto a full disk (a file-size limit: EFBIG, as ENOSPC) was a
     traceback; now one line naming the shard, and no partial file left."""
-    from tests.commands.test_elmo_embed import allennlp
+    from tests.elmo_plugin.commands.test_elmo_embed import allennlp
 
     words = " ".join(f"w{i * 7919 % 100003}" for i in range(60_000))  # gzip cannot shrink it much
     text = f"<doc id=1>\nT\n{words} .\n</doc>\n"

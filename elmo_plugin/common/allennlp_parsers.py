@@ -7,7 +7,7 @@ fast path; AllenNLP's `allennlp.commands` imports its models and training stack,
 description, mutually exclusive groups and arguments, the arguments' help as AllenNLP's parser
 holds it (its `(default = X)` appended). `add_parser` rebuilds a command's parser from that, so
 argparse prints the same help and the same errors. The fast path is taken only with the AllenNLP
-version the file names (`command_line.known_command_line`); `tests/common/test_start_up.py`
+version the file names (`command_line.known_command_line`); `tests/elmo_plugin/common/test_start_up.py`
 regenerates the file and compares, and compares every command's `--help` with AllenNLP's.
 
 Importing this module imports the standard library only; `snapshot()` imports AllenNLP.

@@ -106,7 +106,7 @@ class PaddedRnnEncoder(Seq2SeqEncoder):
         shell = self._shells[inputs.size(-1)]
         # Not oneDNN's RNN, which torch picks for an unpacked LSTM on the CPU: a signal arriving
         # while it runs (even one whose handler does nothing) corrupted the heap in 2 of 8 runs
-        # (`tests/modules/test_padded_rnn.py`); torch's own loop is slower than oneDNN for a long
+        # (`tests/elmo_plugin/modules/test_padded_rnn.py`); torch's own loop is slower than oneDNN for a long
         # single sequence, still faster than the packed path (`elmo_benchmarks.padded_rnn`). The other
         # flags stay as they are (`None`): setting oneDNN's TF32 flag warns on every call.
         off = torch.backends.mkldnn.flags(
