@@ -15,8 +15,21 @@ PREFIX = "Run progress:"
 
 
 def _duration(seconds: float) -> str:
-    """`seconds` as H:MM:SS (whole seconds), as AllenNLP writes its epoch durations."""
-    return str(datetime.timedelta(seconds=int(round(max(seconds, 0.0)))))
+    """`seconds` as H:MM:SS (whole seconds), as AllenNLP writes its epoch durations; beyond what
+    a `timedelta` holds, in years."""
+    try:
+        return str(datetime.timedelta(seconds=int(round(max(seconds, 0.0)))))
+    except OverflowError:
+        return f"{seconds / (365.25 * 86400):.3g} years"
+
+
+def _end(timestamp: float) -> str:
+    """The local date and time at `timestamp`, or past the calendar's last year (a run of
+    `num_epochs=10**9` ends long after it)."""
+    try:
+        return datetime.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
+    except (OverflowError, ValueError, OSError):
+        return f"after the year {datetime.MAXYEAR}"
 
 
 def progress_line(
@@ -28,14 +41,13 @@ def progress_line(
     run that stops early for patience ends sooner)."""
     mean = elapsed / max(epochs_timed, 1)
     left = mean * (num_epochs - epochs_done)
-    end = datetime.datetime.fromtimestamp(now + left).strftime("%Y-%m-%d %H:%M")
     line = (
         f"{PREFIX} epoch {epochs_done} of {num_epochs} done; elapsed {_duration(elapsed)}; "
         f"mean epoch {_duration(mean)}"
     )
     if epochs_done >= num_epochs:
         return f"{line}; the run is done"
-    return f"{line}; ETA for the run {_duration(left)} (about {end})"
+    return f"{line}; ETA for the run {_duration(left)} (about {_end(now + left)})"
 
 
 @TrainerCallback.register("elmo_plugin_run_progress")

@@ -84,3 +84,12 @@ def test_a_tiny_training_logs_epoch_k_of_n_after_each_epoch(tmp_path, repo_root)
     assert [(m.group(1), m.group(2)) for m in matches if m] == [("1", "3"), ("2", "3"), ("3", "3")]
     assert lines[-1].endswith("the run is done")
     assert "ETA for the run" in lines[1] and "ETA for the run" in lines[2]
+
+
+@pytest.mark.parametrize("num_epochs", [10**9, 10**12, 10**30])
+def test_an_end_past_the_calendar_is_a_line_not_an_error(num_epochs: int) -> None:
+    """`num_epochs=10**9` at an hour an epoch ends some 114,000 years on: the callback raised
+    `ValueError: year ... is out of range` after the first epoch."""
+    line = progress_line(1, num_epochs, 3600.0, 1, 1_700_000_000.0)
+    assert line.startswith(f"{PREFIX} epoch 1 of {num_epochs} done; elapsed 1:00:00")
+    assert line.endswith("(about after the year 9999)")
