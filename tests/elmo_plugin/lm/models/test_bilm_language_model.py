@@ -206,6 +206,33 @@ def test_finetune_reports_dev_perplexity_before_and_after(
     assert after["validation_perplexity"] < before["validation_perplexity"]
 
 
+@pytest.mark.numerics
+def test_the_carried_optimizer_state_is_what_fine_tuning_gains_from(
+    tiny_run, tmp_path, repo_root, monkeypatch
+):
+    """`elmo_plugin_optimizer_state`'s reason (docs/design.md): AllenNLP's `from_archive` starts
+    the optimizer fresh, and the first epoch of fine-tuning from the same weights then ends above
+    the dev perplexity it started from, where the carried state lowers it (the figures are in
+    docs/design.md)."""
+    fixtures = repo_root / "fixtures" / "lm_corpus"
+    monkeypatch.setenv("FINETUNE_TRAIN", f"text::{fixtures / 'train.txt'}")
+    monkeypatch.setenv("FINETUNE_DEV", f"text::{fixtures / 'dev.txt'}")
+    stripped = tmp_path / "without_optimizer_state.tar.gz"
+    with tarfile.open(tiny_run / "model.tar.gz") as source, tarfile.open(stripped, "w:gz") as copy:
+        for member in source.getmembers():
+            if member.name != OPTIMIZER_STATE_NAME:
+                copy.addfile(member, source.extractfile(member) if member.isfile() else None)
+    perplexity = {}
+    for name, archive in (("carried", tiny_run / "model.tar.gz"), ("fresh", stripped)):
+        monkeypatch.setenv("BILM_PRETRAINED_ARCHIVE", str(archive))
+        finetune(repo_root, tmp_path / name, epochs=1)
+        before = json.loads((tmp_path / name / "metrics_before_training.json").read_text())
+        after = json.loads((tmp_path / name / "metrics.json").read_text())
+        perplexity[name] = (before["validation_perplexity"], after["validation_perplexity"])
+    assert perplexity["carried"][0] == perplexity["fresh"][0]  # the same weights to start from
+    assert perplexity["carried"][1] < perplexity["carried"][0] < perplexity["fresh"][1]
+
+
 def test_finetune_from_bilm_tf_files_without_softmax_skips_the_before_perplexity(
     tmp_path, repo_root, monkeypatch
 ):
