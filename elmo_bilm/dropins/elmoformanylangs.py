@@ -41,6 +41,7 @@ from elmo_bilm.runtime.layers import Layers
 from elmo_bilm.utils.checks import whole_number
 from elmo_bilm.utils.devices import cuda_device_of
 from elmo_bilm.utils.files import UsageError
+from elmo_bilm.utils.names import required_path
 
 __all__ = ["Embedder", "logger", "log_handler", "log_formatter"]
 
@@ -82,6 +83,7 @@ class Embedder:
         stateful: bool = True,
     ) -> None:
         batch_size = int(whole_number(batch_size, "batch_size") or 1)
+        required_path(model_dir, "Embedder's model_dir")
         self.model_dir = model_dir
         self.batch_size = batch_size
         self.stateful = stateful

@@ -79,7 +79,7 @@ from elmo_bilm.runtime.layers import Layers
 from elmo_bilm.utils.checks import whole_number
 from elmo_bilm.utils.devices import cuda_device_of
 from elmo_bilm.utils.files import UsageError
-from elmo_bilm.utils.names import UserPath
+from elmo_bilm.utils.names import UserPath, required_path
 
 __all__ = [
     "ElmoModel",
@@ -147,6 +147,7 @@ class ElmoModel:
                 "elmo_bilm does not provide; load with full=False to embed texts"
             )
         max_batch_size = int(whole_number(max_batch_size, "max_batch_size") or 1)
+        required_path(directory, "load's directory")
         self.logger.info("Loading model from %s...", directory)
         cuda_device = cuda_device_of(cuda_device)
         self.stateful = stateful

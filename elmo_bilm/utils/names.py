@@ -84,6 +84,15 @@ def user_path(value: Optional[UserPath], what: str = "the biLM") -> Optional[str
     return text
 
 
+def required_path(value: Optional[UserPath], what: str) -> str:
+    """`user_path` for an argument the original API requires (a model's folder): nothing given
+    (None, "", only spaces) is refused in one line, not read as the drop-in's default biLM."""
+    text = user_path(value, what)
+    if text is None:
+        raise UsageError(f"{what}: got {value!r}, which names no biLM: give its folder or file")
+    return text
+
+
 def shadows_name(text: str, names: Collection[str]) -> bool:
     """Whether `text` is one of `names` and also a path that exists (the path wins; a
     `PathShadowsName` warning says so)."""

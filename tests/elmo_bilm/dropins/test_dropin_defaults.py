@@ -520,3 +520,17 @@ def test_elmo_embedder_refuses_a_device_it_cannot_read_in_one_line(device) -> No
     with pytest.raises(UsageError, match="device must be the CPU or a CUDA device") as caught:
         ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE), cuda_device=device)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("empty", ["", "  ", None])
+def test_an_empty_model_folder_is_refused_not_read_as_the_default_biLM(empty: object) -> None:
+    """ELMoForManyLangs' `Embedder(model_dir)` and simple_elmo's `load(directory)` require the
+    model: "" (a variable left empty) loaded AllenNLP's English `original`, downloading it."""
+    from elmo_bilm.dropins.elmoformanylangs import Embedder
+    from elmo_bilm.dropins.simple_elmo import ElmoModel
+    from elmo_bilm.utils.files import UsageError
+
+    with pytest.raises(UsageError, match="model_dir: got .* names no biLM"):
+        Embedder(empty)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="directory: got .* names no biLM"):
+        ElmoModel().load(empty)  # type: ignore[arg-type]
