@@ -148,9 +148,14 @@ def _take(lock: str) -> Optional[int]:
     flags = os.O_CLOEXEC | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
     while True:
         try:
-            handle = os.open(lock, os.O_RDWR | os.O_CREAT | flags, 0o644)
-        except PermissionError:  # another user's lock file (root's leftover): a lock all the same
-            handle = os.open(lock, os.O_RDONLY | flags)
+            try:
+                handle = os.open(lock, os.O_RDWR | os.O_CREAT | flags, 0o644)
+            except PermissionError:  # another user's lock file (root's leftover): a lock still
+                handle = os.open(lock, os.O_RDONLY | flags)
+        except OSError as error:
+            if error.errno != errno.ELOOP:
+                raise
+            raise UsageError(f"{lock}: a link, not a writer's lock file; remove it") from None
         try:
             if not stat.S_ISREG(os.fstat(handle).st_mode):
                 raise UsageError(f"{lock}: not a regular file; remove it (a writer's lock file)")

@@ -227,3 +227,21 @@ def test_a_leftover_of_roots_writer_does_not_block_another_user(tmp_path):
             path.chmod(mode)
     assert os.waitstatus_to_exitcode(status) == 0
     assert _contents(out) == NEW
+
+
+@pytest.mark.parametrize("planted", ["a link", "a FIFO"])
+def test_a_planted_lock_is_one_line_and_followed_nowhere(tmp_path, planted):
+    """A lock file that is a link (to a file elsewhere) or a FIFO: one line naming it; the link's
+    target is not opened, created or written."""
+    out = tmp_path / "out"
+    _write(out, OLD)
+    target = tmp_path / "target"
+    if planted == "a link":
+        (out / file_sets.LOCK).symlink_to(target)
+    else:
+        os.mkfifo(out / file_sets.LOCK)
+    with pytest.raises(Exception, match="remove it") as refused:
+        with file_sets.output_set({"options": out / "options.json"}, overwrite=True):
+            pass
+    assert str(out / file_sets.LOCK) in str(refused.value) and "\n" not in str(refused.value)
+    assert not target.exists() and _contents(out) == OLD
