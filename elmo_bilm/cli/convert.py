@@ -39,7 +39,8 @@ def convert_source(
                 f"{path} exists{link}; not overwriting it (--overwrite replaces it)"
             )
     read_options(str(files.options_file))  # a readable bilm-tf options file, or one line naming it
-    os.makedirs(out_dir, exist_ok=True)
+    # its parents made; the folder itself appears with the complete pair (`output_set`)
+    os.makedirs(os.path.dirname(os.path.abspath(out_dir)), exist_ok=True)
     with output_set(paths, overwrite) as staged:  # both or neither: the old pair kept on failure
         shutil.copyfile(str(files.options_file), staged["options"])
         shutil.copyfile(str(files.weight_file), staged["weights"])

@@ -15,7 +15,8 @@ meanwhile leaves its staging folders; whoever next holds the lock of any folder 
 takes the locks of the set's other folders too and undoes the whole set the same way: restores
 the old files unless the mark says the swap was complete, then removes every staging folder.
 Folders are compared as real paths (`os.path.realpath`), so a folder named through a link is
-the same folder as by its real path.
+the same folder as by its real path. A set whose one folder does not exist yet is written into
+a hidden folder beside it that becomes the folder by one rename (`_new_folder`).
 """
 
 import contextlib
@@ -32,6 +33,7 @@ from elmo_bilm.utils.files import (
     PathLike,
     UsageError,
     _clear_partials,
+    _hidden_name,
     check_name_length,
     output_lock,
     terminate_raises,
@@ -194,10 +196,13 @@ def _full_disk(error: OSError, paths: Mapping[str, str]) -> OSError:
     )
 
 
-def _check(path: str, overwrite: bool) -> None:
-    """The checks of one output before any work: a file's name in a writable folder, not there
-    unless `overwrite` (a dangling link is there), never a folder."""
+def _check(path: str, overwrite: bool, new_folder: bool) -> None:
+    """The checks of one output before any work: a file's name in a writable folder (or one
+    to be made in a writable folder), not there unless `overwrite` (a dangling link is there),
+    never a folder."""
     folder, name = os.path.split(path)
+    if new_folder:
+        folder = os.path.dirname(folder)  # made in its parent
     if name in ("", ".", ".."):
         raise IsADirectoryError(f"{path}: names a folder, not a file; name the file to write")
     if os.path.isdir(path):  # --overwrite would have removed the folder and all it holds
@@ -222,10 +227,14 @@ def output_set(paths: Mapping[str, PathLike], overwrite: bool = False) -> Iterat
     block runs), a folder always; the staged files of an error, Ctrl-C or SIGTERM are removed
     and the outputs left as they were; a writer that died before is cleaned up after, a live one
     writing into the same folder (another process, or another thread of this one) is an error.
-    A full disk is one line saying so. The outputs' folders must exist."""
+    A full disk is one line saying so. The outputs' folders must exist, or be one folder whose
+    parent does: then it is made by one rename of the complete set's staging folder."""
     given = {kind: os.path.abspath(os.fspath(path)) for kind, path in paths.items()}
+    named = {os.path.dirname(path) for path in given.values()}
+    new_folder = len(named) == 1 and not os.path.lexists(next(iter(named)))
+    new_folder = new_folder and os.path.isdir(os.path.dirname(next(iter(named))))
     for path in given.values():
-        _check(path, overwrite)
+        _check(path, overwrite, new_folder)
     # the folders as real paths: one named through a link is the folder named by its real path
     outputs = {
         kind: os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
@@ -234,6 +243,10 @@ def output_set(paths: Mapping[str, PathLike], overwrite: bool = False) -> Iterat
     if len(set(outputs.values())) != len(outputs):
         raise ValueError(f"an output named twice: {sorted(given.values())}")
     folders = sorted({os.path.dirname(path) for path in outputs.values()})
+    if new_folder:
+        with _new_folder(outputs, given, folders[0]) as staged:
+            yield staged
+        return
     with contextlib.ExitStack() as locks:
         for folder in folders:
             locks.enter_context(writer_lock(os.path.join(folder, LOCK), folder))
@@ -241,10 +254,61 @@ def output_set(paths: Mapping[str, PathLike], overwrite: bool = False) -> Iterat
             locks.enter_context(output_lock(path))  # a live `atomic_output` of it refused
         for folder in folders:
             _sweep(folder, folders)
+            _clear_new_folder(folder)
         for path in outputs.values():
             _clear_partials(path)
         with _staged(outputs, given, folders, overwrite) as staged:
             yield staged
+
+
+def _clear_new_folder(folder: str) -> None:
+    """Remove what a writer of `folder` as a new folder (`_new_folder`) left in its parent when
+    killed after its rename; nothing where the parent cannot be written or a writer holds it."""
+    if not os.access(os.path.dirname(folder), os.W_OK):
+        return
+    with contextlib.suppress(OSError, UsageError):
+        with output_lock(folder):
+            _clear_partials(folder)
+
+
+@contextlib.contextmanager
+def _new_folder(
+    outputs: Mapping[str, str], given: Mapping[str, str], folder: str
+) -> Iterator[Dict[str, str]]:
+    """A set whose folder does not exist yet: written, under their own names, into a hidden
+    folder beside it (`atomic_output`'s partial name, under the folder's `output_lock`) that
+    becomes the folder by one rename; a rename onto a folder that appeared meanwhile with
+    files in it fails, and nothing is replaced."""
+    with output_lock(folder):
+        _clear_partials(folder)
+        staging = tempfile.mkdtemp(
+            dir=os.path.dirname(folder),
+            prefix=os.path.basename(_hidden_name(folder, ".")),
+            suffix=STAGING_SUFFIX,
+        )
+        try:
+            new = os.path.join(staging, _NEW)
+            os.mkdir(new)  # the folder-to-be, its mode as the umask gives
+            with terminate_raises():
+                yield {
+                    kind: os.path.join(new, os.path.basename(path))
+                    for kind, path in outputs.items()
+                }
+                try:
+                    os.rename(new, folder)
+                except OSError as error:
+                    if error.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+                        raise
+                    raise FileExistsError(
+                        f"{os.path.dirname(sorted(given.values())[0])} appeared while this "
+                        "process wrote it; not overwriting it"
+                    ) from None
+        except OSError as error:
+            if error.errno in FULL_DISK:
+                raise _full_disk(error, given) from error
+            raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 @contextlib.contextmanager

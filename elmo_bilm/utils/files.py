@@ -229,6 +229,8 @@ def _clear_partials(path: str) -> None:
     ours = glob.glob(glob.escape(_hidden_name(path, ".")) + "*.partial")
     earlier = glob.glob(os.path.join(glob.escape(folder), f"{glob.escape(name)}.*.partial"))
     for partial in ours + [p for p in earlier if p[len(path) + 1 : -len(".partial")].isdigit()]:
+        if os.path.isdir(partial) and not os.path.islink(partial):  # a new folder's staging
+            shutil.rmtree(partial, ignore_errors=True)
         with contextlib.suppress(FileNotFoundError, IsADirectoryError):
             os.remove(partial)
 

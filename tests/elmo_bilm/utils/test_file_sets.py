@@ -245,3 +245,30 @@ def test_a_planted_lock_is_one_line_and_followed_nowhere(tmp_path, planted):
             pass
     assert str(out / file_sets.LOCK) in str(refused.value) and "\n" not in str(refused.value)
     assert not target.exists() and _contents(out) == OLD
+
+
+def test_a_new_folder_appears_by_one_rename_with_the_whole_set(tmp_path):
+    """A set whose folder is new is written in a hidden folder beside it that becomes the
+    folder by one rename: while it is written, and after a failure, the folder is not there."""
+    out = tmp_path / "out"
+    paths = {"options": out / "options.json", "weights": out / "weights.hdf5"}
+    with pytest.raises(KeyboardInterrupt):
+        with file_sets.output_set(paths) as staged:
+            Path(staged["options"]).write_bytes(NEW["options.json"])
+            raise KeyboardInterrupt
+    assert list(tmp_path.iterdir()) == []
+    with file_sets.output_set(paths) as staged:
+        for kind, name in (("options", "options.json"), ("weights", "weights.hdf5")):
+            Path(staged[kind]).write_bytes(NEW[name])
+            assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["out"] and _contents(out) == NEW
+    assert sorted(p.name for p in out.iterdir()) == sorted(NEW)
+
+
+def test_a_new_folder_killed_while_written_is_removed_by_the_next_writer(tmp_path):
+    out = tmp_path / "out"
+    assert subprocess.run([sys.executable, "-c", _WRITER, "0", str(out / "o"), str(out / "w")])
+    (leftover,) = [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
+    with file_sets.output_set({"options": out / "options.json"}) as staged:
+        Path(staged["options"]).write_bytes(b"{}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"] and not leftover.exists()
