@@ -33,10 +33,14 @@ def convert_source(
         "weights": os.path.join(out_dir, "weights.hdf5"),
     }
     for path in paths.values():
-        if os.path.exists(path) and not overwrite:
-            raise FileExistsError(f"{path} exists; not overwriting it (--overwrite replaces it)")
+        if os.path.lexists(path) and not overwrite:  # a dangling link too, before the copy
+            link = " (a link to nowhere)" if not os.path.exists(path) else ""
+            raise FileExistsError(
+                f"{path} exists{link}; not overwriting it (--overwrite replaces it)"
+            )
     read_options(str(files.options_file))  # a readable bilm-tf options file, or one line naming it
-    os.makedirs(out_dir, exist_ok=True)
+    # its parents made; the folder itself appears with the complete pair (`output_set`)
+    os.makedirs(os.path.dirname(os.path.abspath(out_dir)), exist_ok=True)
     with output_set(paths, overwrite) as staged:  # both or neither: the old pair kept on failure
         shutil.copyfile(str(files.options_file), staged["options"])
         shutil.copyfile(str(files.weight_file), staged["weights"])
@@ -78,6 +82,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     flags = args.options_file or args.softmax_in_weights
     if flags and names_whole_bilm(args.checkpoint) and not is_bilm_archive(args.checkpoint):
         raise UsageError("--options-file and --softmax-in-weights are for TensorFlow checkpoints")
+    if not args.out_dir:  # was os.makedirs' "[Errno 2] ... ''", after the biLM was resolved
+        raise UsageError("no output folder named (an empty path); name the folder to write")
+    if os.path.islink(args.out_dir) and not os.path.exists(args.out_dir):
+        raise UsageError(f"{args.out_dir}: a link to nowhere; name the folder to write")
     if os.path.lexists(args.out_dir) and not os.path.isdir(args.out_dir):
         # before a biLM is resolved (a download, an unpacking); was "[Errno 17] File exists"
         raise UsageError(f"{args.out_dir}: a file, not a folder; name the folder to write")

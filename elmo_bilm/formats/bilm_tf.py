@@ -393,7 +393,7 @@ def export_bilm_tf(
     failure (a full disk: one line saying so) both old files are kept.
     """
     for path in (options_file, weight_file):
-        if os.path.exists(path) and not overwrite:
+        if os.path.lexists(path) and not overwrite:  # a dangling link too
             raise FileExistsError(f"{path} exists; not overwriting it")
     with output_set({"weights": weight_file, "options": options_file}, overwrite) as staged:
         _write_bilm_tf(bilm, staged["weights"], staged["options"], softmax, compress)

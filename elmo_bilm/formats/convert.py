@@ -14,7 +14,6 @@ failed or killed conversion leaves the folder as it was, the old files of `--ove
 included (a staging folder of a killed run is undone and removed by the next).
 """
 
-import contextlib
 import logging
 import os
 import re
@@ -189,8 +188,8 @@ def convert_checkpoint(
                 f"by {options_file}); a checkpoint of another model?"
             )
     out_dir = os.fspath(out_dir)
-    created = not os.path.isdir(out_dir)
-    os.makedirs(out_dir, exist_ok=True)
+    # its parents made; the folder itself appears with the complete set (`output_set`)
+    os.makedirs(os.path.dirname(os.path.abspath(out_dir)), exist_ok=True)
     paths = {
         "options": os.path.join(out_dir, "options.json"),
         "weights": os.path.join(out_dir, "weights.hdf5"),
@@ -200,17 +199,11 @@ def convert_checkpoint(
     weights = dict(outputs["weights"])
     if softmax_in_weights:
         weights.update(outputs["softmax"])
-    try:
-        with output_set(paths, overwrite) as staged:  # all of them or none, old ones kept
-            _write_hdf5(reader, weights, staged["weights"])
-            if "softmax" in paths:
-                _write_hdf5(reader, outputs["softmax"], staged["softmax"])
-            shutil.copyfile(options_file, staged["options"])
-    except BaseException:
-        if created:  # the folder this call made, left empty: removed too
-            with contextlib.suppress(OSError):
-                os.rmdir(out_dir)
-        raise
+    with output_set(paths, overwrite) as staged:  # all of them or none, old ones kept
+        _write_hdf5(reader, weights, staged["weights"])
+        if "softmax" in paths:
+            _write_hdf5(reader, outputs["softmax"], staged["softmax"])
+        shutil.copyfile(options_file, staged["options"])
     return paths
 
 

@@ -9,7 +9,7 @@ import numbers
 import os
 from typing import Any, Callable, Optional
 
-from elmo_bilm.utils.files import PathLike, UsageError
+from elmo_bilm.utils.files import PathLike, UsageError, check_name_length
 
 
 def whole_number(value: Any, name: str, minimum: int = 1, optional: bool = False) -> Optional[int]:
@@ -96,10 +96,15 @@ def check_output(path: PathLike, overwrite: bool, kind: str = "file") -> str:
             "file and renamed into place, so name a file"
         )
     if os.path.lexists(text) and not overwrite:
-        raise FileExistsError(f"{text} exists; pass --overwrite (overwrite=True) to replace it")
+        link = " (a link to nowhere)" if not os.path.exists(text) else ""
+        raise FileExistsError(
+            f"{text} exists{link}; pass --overwrite (overwrite=True) to replace it"
+        )
     folder = os.path.dirname(os.path.abspath(text))
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"{folder}: no such folder for {os.path.basename(text)}")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise PermissionError(f"{folder}: not writable, cannot write {os.path.basename(text)}")
+    if kind == "file":
+        check_name_length(text)  # before any work: it failed once the biLM had loaded
     return text

@@ -9,8 +9,10 @@ import gzip
 import hashlib
 import os
 import re
+import secrets
 import shutil
 import signal
+import stat
 import sys
 import threading
 import warnings
@@ -32,6 +34,11 @@ from typing import (
 
 from elmo_bilm.utils.errors import FormatError, UsageError
 from elmo_bilm.utils.names import user_path
+
+try:
+    import fcntl
+except ImportError:  # Windows: no locks between writers there
+    fcntl = None  # type: ignore[assignment]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -120,22 +127,127 @@ def terminate_raises() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _claim(path: str) -> None:
-    """Refuse to write `path` while another live process writes it (its `PATH.PID.partial`
-    exists); remove the partial files of writers that died (killed with SIGKILL, say)."""
-    folder, name = os.path.split(os.path.abspath(path))
-    for partial in glob.glob(os.path.join(glob.escape(folder), f"{glob.escape(name)}.*.partial")):
-        pid_text = partial[len(os.path.join(folder, name)) + 1 : -len(".partial")]
-        if not pid_text.isdigit():
-            continue
-        pid = int(pid_text)
-        if pid != os.getpid() and _alive(pid):
-            raise FileExistsError(
-                f"{path} is being written by process {pid} (its {os.path.basename(partial)}); "
-                "wait for it or write elsewhere"
-            )
-        with contextlib.suppress(FileNotFoundError):
+# what a writer holds while it writes (see `writer_lock`), and the hidden partial file of a
+# single-file output: named after a digest of the output's name, so that both stay short whatever
+# the output's name (a 250-byte name has no room for a suffix) and whoever next holds the output's
+# lock finds the partial files of writers that died
+_LOCK_SUFFIX = ".lock"
+
+
+def _hidden_name(path: str, suffix: str) -> str:
+    """`FOLDER/.elmo-DIGEST` + `suffix`, DIGEST from the output's name."""
+    folder, name = os.path.split(path)
+    digest = hashlib.sha256(os.fsencode(name)).hexdigest()[:16]
+    return os.path.join(folder, f".elmo-{digest}{suffix}")
+
+
+def _take(lock: str) -> Optional[int]:
+    """The descriptor of `lock` (created if missing) with an exclusive `flock` on it, or None
+    where another writer holds it. The file is checked to be the one still at `lock`: its last
+    holder removes it before it lets go, so a descriptor of a removed file is tried again."""
+    flags = os.O_CLOEXEC | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+    while True:
+        try:
+            try:
+                handle = os.open(lock, os.O_RDWR | os.O_CREAT | flags, 0o644)
+            except PermissionError:  # another user's lock file (root's leftover): a lock still
+                handle = os.open(lock, os.O_RDONLY | flags)
+        except OSError as error:
+            if error.errno != errno.ELOOP:
+                raise
+            raise UsageError(f"{lock}: a link, not a writer's lock file; remove it") from None
+        try:
+            if not stat.S_ISREG(os.fstat(handle).st_mode):
+                raise UsageError(f"{lock}: not a regular file; remove it (a writer's lock file)")
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(handle)
+            return None
+        except BaseException:
+            os.close(handle)
+            raise
+        held = os.fstat(handle)
+        try:
+            there = os.lstat(lock)
+        except FileNotFoundError:
+            there = None
+        if there is not None and (there.st_dev, there.st_ino) == (held.st_dev, held.st_ino):
+            with contextlib.suppress(OSError):  # who holds it, for the message of the next
+                os.ftruncate(handle, 0)
+                os.write(handle, f"{os.getpid()}\n".encode())
+            return handle
+        os.close(handle)
+
+
+def _holder(lock: str) -> str:
+    """`process N` from the lock file `lock`, for a message (`another process` if unreadable)."""
+    try:
+        with open(lock, "rb") as handle:
+            text = handle.read(32).strip()
+    except OSError:
+        text = b""
+    if not text.isdigit():
+        return "another process"
+    if int(text) == os.getpid():
+        return f"another thread of this process ({int(text)})"
+    return f"process {int(text)}"
+
+
+@contextlib.contextmanager
+def writer_lock(lock: str, what: str) -> Iterator[None]:
+    """Hold the exclusive `flock` of the file `lock` for the block; one another writer holds (a
+    live process, or another thread of this one) is a `FileExistsError` naming `what`. A lock
+    dies with its process, so nothing waits on a writer that is not writing: no process ids, no
+    timeouts. The lock file is removed when released (by its holder, so a waiter checks it still
+    holds the file at `lock`). Without `fcntl` (Windows) the block runs unlocked."""
+    if fcntl is None:
+        yield
+        return
+    handle = _take(lock)
+    if handle is None:
+        raise FileExistsError(
+            f"{what} is being written by {_holder(lock)} (it holds {lock}); wait for it or "
+            "write elsewhere"
+        )
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):  # another user's file in a sticky folder: left
+            os.remove(lock)
+        os.close(handle)
+
+
+def output_lock(path: str) -> "contextlib.AbstractContextManager[None]":
+    """`writer_lock` of the output `path` (an absolute path whose folder is real)."""
+    return writer_lock(_hidden_name(path, _LOCK_SUFFIX), path)
+
+
+def _clear_partials(path: str) -> None:
+    """Remove the partial files of `path`'s writers that died (the caller holds its lock):
+    `.elmo-DIGEST.*.partial`, and `NAME.PID.partial` of earlier versions."""
+    folder, name = os.path.split(path)
+    ours = glob.glob(glob.escape(_hidden_name(path, ".")) + "*.partial")
+    earlier = glob.glob(os.path.join(glob.escape(folder), f"{glob.escape(name)}.*.partial"))
+    for partial in ours + [p for p in earlier if p[len(path) + 1 : -len(".partial")].isdigit()]:
+        if os.path.isdir(partial) and not os.path.islink(partial):  # a new folder's staging
+            shutil.rmtree(partial, ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
             os.remove(partial)
+
+
+def check_name_length(path: str) -> None:
+    """Refuse up front an output whose name its folder's file system cannot hold (255 bytes on
+    ext4), before any work (it failed once the work was done)."""
+    folder, name = os.path.split(os.path.abspath(path))
+    try:
+        limit = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return
+    if len(os.fsencode(name)) > limit:
+        raise UsageError(
+            f"{path}: the name is {len(os.fsencode(name))} bytes, the file system of {folder} "
+            f"allows at most {limit}; name a shorter file"
+        )
 
 
 def _alive(pid: int) -> bool:
@@ -170,33 +282,42 @@ def _publish(partial: str, path: str, overwrite: bool) -> None:
 
 @contextlib.contextmanager
 def atomic_output(path: PathLike, overwrite: bool = False) -> Iterator[str]:
-    """Yield a temporary `PATH.PID.partial` to write; on success it becomes `path`, on failure,
+    """Yield a temporary hidden `.elmo-DIGEST.RANDOM.partial` beside `path` to write (a name
+    unique to this writer, short whatever `path`'s); on success it becomes `path`, on failure,
     Ctrl-C or SIGTERM it is removed, so `path` only ever holds a complete file. An existing
-    `path` is an error unless `overwrite`, and so is a `path` that another live process is
-    writing; the partial files of dead writers are removed."""
+    `path` (a dangling link too) is an error unless `overwrite`, a folder always; so is a `path`
+    another writer holds the lock of (`output_lock`: a live process, or another thread); the
+    holder of the lock removes the partial files of writers that died."""
     path = os.fspath(path)
-    if os.path.exists(path) and not overwrite:
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path}: a folder; name the file to write")
+    if os.path.lexists(path) and not overwrite:
         raise FileExistsError(f"{path} exists; not overwriting it")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"{folder}: no such folder for {os.path.basename(path)}")
     if not os.access(folder, os.W_OK):
         raise PermissionError(f"{folder}: not writable, cannot write {os.path.basename(path)}")
-    _claim(path)
-    partial = f"{path}.{os.getpid()}.partial"
-    try:
-        with terminate_raises():
-            yield partial
-            _publish(partial, path, overwrite)
-    except OSError as error:
-        if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-            raise OSError(
-                error.errno, f"{path}: {error.strerror}; nothing was written ({partial} removed)"
-            ) from error
-        raise
-    finally:
-        if os.path.exists(partial):
-            os.remove(partial)
+    check_name_length(path)
+    real = os.path.join(os.path.realpath(folder), os.path.basename(path))
+    with output_lock(real):
+        _clear_partials(real)
+        # not created here: the writer creates it, with the mode its umask gives
+        partial = _hidden_name(real, f".{secrets.token_hex(6)}.partial")
+        try:
+            with terminate_raises():
+                yield partial
+                _publish(partial, path, overwrite)
+        except OSError as error:
+            if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                raise OSError(
+                    error.errno,
+                    f"{path}: {error.strerror}; nothing was written ({partial} removed)",
+                ) from error
+            raise
+        finally:
+            if os.path.lexists(partial):
+                os.remove(partial)
 
 
 CACHE_ENV = "ELMO_BILM_CACHE"

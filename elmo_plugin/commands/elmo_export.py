@@ -1,7 +1,6 @@
 """`allennlp elmo-export`: a trained biLM archive -> bilm-tf `options.json` + `weights.hdf5` + `vocab.txt`."""
 
 import argparse
-import contextlib
 import logging
 import os
 import posixpath
@@ -79,32 +78,25 @@ def _check_free(output_dir: str) -> None:
 def export_model(model: BiLmLanguageModel, output_dir: str) -> None:
     """`export_archive` for a model in memory. The three files are written as one set
     (`elmo_bilm.utils.file_sets.output_set`: staged in a hidden folder in `output_dir`, moved in
-    only when all are complete), so an interrupted export leaves nothing under `output_dir` that
-    would block a retry, and a killed one's staging folder is removed by the next export."""
+    only when all are complete; a new `output_dir` appears by one rename with the three files in
+    it), so an interrupted export leaves nothing that would block a retry, and a killed one's
+    staging folder is removed by the next export."""
     names = EXPORTED
     _check_free(output_dir)
-    created = not os.path.isdir(output_dir)
-    os.makedirs(output_dir, exist_ok=True)
-    try:
-        with output_set({name: os.path.join(output_dir, name) for name in names}) as paths:
-            vocab = write_bilm_tf_vocab(
-                model.vocab, paths["vocab.txt"], namespace=model.lm_namespace
-            )
-            # softmax rows in vocab.txt order (<UNK> = the namespace's OOV row)
-            rows = [model.vocab.get_token_index(token, model.lm_namespace) for token in vocab]
-            weight, bias = (
-                parameter.detach().float().cpu()[rows].numpy()
-                for parameter in model.softmax_parameters()
-            )
-            model.bilm.options["n_tokens_vocab"] = len(vocab)
-            export_bilm_tf(
-                model.bilm, paths["options.json"], paths["weights.hdf5"], softmax=(weight, bias)
-            )
-    except BaseException:
-        if created:  # the folder this call made, left empty: removed too
-            with contextlib.suppress(OSError):
-                os.rmdir(output_dir)
-        raise
+    # its parents made; the folder itself appears with the complete set (`output_set`)
+    os.makedirs(os.path.dirname(os.path.abspath(output_dir)), exist_ok=True)
+    with output_set({name: os.path.join(output_dir, name) for name in names}) as paths:
+        vocab = write_bilm_tf_vocab(model.vocab, paths["vocab.txt"], namespace=model.lm_namespace)
+        # softmax rows in vocab.txt order (<UNK> = the namespace's OOV row)
+        rows = [model.vocab.get_token_index(token, model.lm_namespace) for token in vocab]
+        weight, bias = (
+            parameter.detach().float().cpu()[rows].numpy()
+            for parameter in model.softmax_parameters()
+        )
+        model.bilm.options["n_tokens_vocab"] = len(vocab)
+        export_bilm_tf(
+            model.bilm, paths["options.json"], paths["weights.hdf5"], softmax=(weight, bias)
+        )
 
 
 @Subcommand.register("elmo-export")

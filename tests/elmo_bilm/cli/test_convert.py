@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from elmo_bilm import Elmo, batch_to_ids
+from elmo_bilm.cli import convert
 from elmo_bilm.cli.convert import main
 from tests.conftest import OPTIONS_FILE, REPO_ROOT, WEIGHT_FILE
 
@@ -50,3 +51,41 @@ def test_checkpoint_flags_on_another_source_are_refused(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as raised:
         main(["small", str(tmp_path / "out"), "--softmax-in-weights"])
     assert "for TensorFlow checkpoints" in str(raised.value.code)
+
+
+def _source(tmp_path: Path) -> Path:
+    folder = tmp_path / "source"
+    folder.mkdir()
+    (folder / "options.json").write_bytes(OPTIONS_FILE.read_bytes())
+    (folder / "weights.hdf5").write_bytes(WEIGHT_FILE.read_bytes())
+    return folder
+
+
+def test_an_empty_output_folder_is_one_line_before_the_source_is_resolved(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """`elmo-convert SRC ''` was os.makedirs' "[Errno 2] No such file or directory: ''", after
+    the source was resolved (a download, an unpacking)."""
+    resolved = []
+    monkeypatch.setattr(convert, "resolve_bilm", lambda *a: resolved.append(a))
+    with pytest.raises(SystemExit) as exit_:
+        main([str(_source(tmp_path)), ""])
+    assert "empty path" in str(exit_.value.code) and "\n" not in str(exit_.value.code)
+    assert not resolved
+
+
+def test_a_dangling_link_as_output_is_refused_before_the_copy(tmp_path: Path, monkeypatch) -> None:
+    """A dangling `out/weights.hdf5` link was refused only after both files were copied
+    ("appeared while this process wrote it"); a dangling link as the folder is one line."""
+    source, out = _source(tmp_path), tmp_path / "out"
+    out.mkdir()
+    (out / "weights.hdf5").symlink_to(tmp_path / "nowhere")
+    copies = []
+    monkeypatch.setattr(convert.shutil, "copyfile", lambda *a: copies.append(a))
+    with pytest.raises(SystemExit) as exit_:
+        main([str(source), str(out)])
+    assert "a link to nowhere" in str(exit_.value.code) and not copies
+    (tmp_path / "link").symlink_to(tmp_path / "missing")
+    with pytest.raises(SystemExit) as exit_:
+        main([str(source), str(tmp_path / "link")])
+    assert "a link to nowhere" in str(exit_.value.code) and not copies

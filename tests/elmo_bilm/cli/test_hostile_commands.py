@@ -283,3 +283,20 @@ def test_a_dangling_link_as_output_needs_overwrite_and_is_then_replaced(
     with pytest.raises(FileExistsError, match="--overwrite"):
         check_output(link, overwrite=False)
     assert check_output(link, overwrite=True) == str(link)
+
+
+def test_a_name_too_long_for_the_file_system_fails_before_the_biLM_loads(
+    text: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], no_load: List[Any]
+) -> None:
+    assert embed_main([str(text), str(tmp_path / ("o" * 251 + ".hdf5")), *BILM]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "the name is 256 bytes" in err and not no_load
+    assert list(tmp_path.iterdir()) == [text]
+
+
+def test_a_250_byte_output_name_is_written(text: Path, tmp_path: Path) -> None:
+    """Issue 88: a 250-byte output name (ext4 allows 255) failed once the biLM had loaded and
+    the input was embedded: the partial file's name (`NAME.PID.partial`) was too long."""
+    output = tmp_path / ("o" * 245 + ".hdf5")
+    assert embed_main([str(text), str(output), *BILM]) == 0
+    assert sorted(tmp_path.iterdir()) == sorted([text, output])

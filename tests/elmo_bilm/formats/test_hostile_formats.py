@@ -406,9 +406,18 @@ def test_a_tensor_larger_than_memory_is_one_line(tmp_path, monkeypatch):
 def test_a_live_conversion_into_the_same_folder_is_refused(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as other:
+    script = (  # a live conversion: it holds the folder's lock while it writes
+        "import sys\n"
+        "from elmo_bilm.utils.file_sets import output_set\n"
+        f"with output_set({{'weights': {str(out / 'weights.hdf5')!r}}}):\n"
+        "    print('writing', flush=True)\n"
+        "    sys.stdin.read()\n"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as other:
         try:
-            (out / f".elmo-convert.{other.pid}.partial").mkdir()
+            assert other.stdout.readline() == "writing\n"
             with pytest.raises(FileExistsError) as error:
                 convert_checkpoint(PREFIX, out)
             one_line(error.value, out, f"process {other.pid}")

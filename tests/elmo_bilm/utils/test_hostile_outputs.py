@@ -61,7 +61,7 @@ def test_a_disk_that_fills_keeps_the_old_pair_and_says_so(tmp_path, monkeypatch,
     copy = shutil.copyfile
 
     def full_at_the_weights(src, dst, *args, **kwargs):
-        if str(dst).endswith("weights.hdf5"):
+        if str(src).endswith("weights.hdf5"):
             raise OSError(errno.ENOSPC, "No space left on device")
         return copy(src, dst, *args, **kwargs)
 
@@ -99,10 +99,14 @@ def test_a_checkpoint_conversion_that_fails_to_move_a_file_in_keeps_the_old_set(
         convert_checkpoint(CHECKPOINT, out, overwrite=True)
     assert _contents(out) == old
     monkeypatch.setattr(file_sets.os, "replace", replace)
+
+    def refuses(src, dst):  # a new folder appears by one rename of the complete set
+        raise OSError(errno.EIO, "Input/output error (simulated)")
+
+    monkeypatch.setattr(file_sets.os, "rename", refuses)
     with pytest.raises(OSError, match="simulated"):  # and without old files: none is left
-        monkeypatch.setattr(file_sets.os, "replace", refuses_softmax)
         convert_checkpoint(CHECKPOINT, tmp_path / "fresh")
-    assert not (tmp_path / "fresh").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
 def test_an_export_that_fills_the_disk_keeps_the_old_pair(tmp_path, monkeypatch):
@@ -123,29 +127,30 @@ def test_an_export_that_fills_the_disk_keeps_the_old_pair(tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("killed", ["while writing", "mid-swap", "after the swap"])
-def test_a_writer_killed_midway_is_undone_at_the_next_start(tmp_path, killed):
+@pytest.mark.parametrize("named", ["a random name", "this process's id"])
+def test_a_writer_killed_midway_is_undone_at_the_next_start(tmp_path, killed, named):
     """A dead writer's staging folder as SIGKILL leaves it at each stage: the next writer into
     the folder puts the old set back (or, once the swap was complete, keeps the new one) and
-    removes the staging folder; then writes its own."""
+    removes the staging folder; then writes its own. One named with this process's own id (as
+    an earlier version named them: PID 1 in a container never cleaned its own) is a leftover
+    all the same: no writer holds the folder's lock."""
     out = tmp_path / "out"
     old = _old_outputs(out)
-    staging = out / file_sets.STAGING.format(pid=_dead_pid())
+    tag = "k3x9q2zz" if named == "a random name" else str(os.getpid())
+    staging = out / f"{file_sets.STAGING_PREFIX}{tag}{file_sets.STAGING_SUFFIX}"
     (staging / "new").mkdir(parents=True)
-    record = {
-        "0-options.json": str(out / "options.json"),
-        "1-weights.hdf5": str(out / "weights.hdf5"),
-    }
-    (staging / "set.json").write_text(json.dumps(record))
-    (staging / "new" / "0-options.json").write_bytes(b"new options")
-    (staging / "new" / "1-weights.hdf5").write_bytes(b"new weights")
+    record = {"0.json": str(out / "options.json"), "1.hdf5": str(out / "weights.hdf5")}
+    (staging / "set.json").write_text(json.dumps({"files": record, "stagings": [str(staging)]}))
+    (staging / "new" / "0.json").write_bytes(b"new options")
+    (staging / "new" / "1.hdf5").write_bytes(b"new weights")
     expected = old
     if killed != "while writing":  # both old files aside, the options moved in
         (staging / "old").mkdir()
-        os.replace(out / "options.json", staging / "old" / "0-options.json")
-        os.replace(out / "weights.hdf5", staging / "old" / "1-weights.hdf5")
-        os.replace(staging / "new" / "0-options.json", out / "options.json")
+        os.replace(out / "options.json", staging / "old" / "0.json")
+        os.replace(out / "weights.hdf5", staging / "old" / "1.hdf5")
+        os.replace(staging / "new" / "0.json", out / "options.json")
     if killed == "after the swap":
-        os.replace(staging / "new" / "1-weights.hdf5", out / "weights.hdf5")
+        os.replace(staging / "new" / "1.hdf5", out / "weights.hdf5")
         (staging / "committed").mkdir()
         expected = {"options.json": b"new options", "weights.hdf5": b"new weights"}
     assert file_sets.sweep(out) == [str(staging)]
@@ -153,21 +158,35 @@ def test_a_writer_killed_midway_is_undone_at_the_next_start(tmp_path, killed):
 
 
 def test_a_live_writers_staging_folder_is_left_and_refuses(tmp_path):
+    """A writer that holds the folder's lock (a live process) is left alone and refuses the
+    next; once it is killed (SIGKILL: its lock dies with it) the next writer undoes its staging
+    folder at once (no process id, no day's wait)."""
     out = tmp_path / "out"
-    _old_outputs(out)
-    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as other:
+    old = _old_outputs(out)
+    script = (
+        "import sys\n"
+        "from elmo_bilm.utils.file_sets import output_set\n"
+        f"with output_set({{'options': {str(out / 'options.json')!r}}}, overwrite=True) as s:\n"
+        "    open(s['options'], 'w').write('new')\n"
+        "    print('writing', flush=True)\n"
+        "    sys.stdin.read()\n"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as other:
         try:
-            staging = out / file_sets.STAGING.format(pid=other.pid)
-            staging.mkdir()
-            assert file_sets.sweep(out) == []
+            assert other.stdout.readline() == "writing\n"
+            with pytest.raises(FileExistsError, match=f"process {other.pid}"):
+                file_sets.sweep(out)
             with pytest.raises(FileExistsError, match=f"process {other.pid}"):
                 with file_sets.output_set({"options": out / "options.json"}, overwrite=True):
                     pass
-            # untouched for longer than STALE_SECONDS: abandoned, whatever its process id
-            os.utime(staging, (1, 1))
-            assert file_sets.sweep(out) == [str(staging)]
+            staging = [p for p in out.iterdir() if p.name.endswith(".partial")]
+            assert len(staging) == 1
         finally:
             other.kill()
+    assert file_sets.sweep(out) == [str(staging[0])]
+    assert _contents(out) == old
 
 
 def test_a_conversion_into_the_cache_killed_before_its_rename_is_swept(tmp_path, monkeypatch):
@@ -193,7 +212,7 @@ def test_a_planted_record_moves_or_removes_nothing_outside_its_folder(tmp_path):
     old = _old_outputs(out)
     elsewhere.mkdir()
     (elsewhere / "important").write_bytes(b"keep me")
-    staging = out / file_sets.STAGING.format(pid=_dead_pid())
+    staging = out / f"{file_sets.STAGING_PREFIX}{_dead_pid()}{file_sets.STAGING_SUFFIX}"
     (staging / "new").mkdir(parents=True)
     (staging / "old").mkdir()
     (staging / "old" / "0-important").write_bytes(b"planted")

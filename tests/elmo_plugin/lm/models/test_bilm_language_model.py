@@ -450,7 +450,7 @@ def test_a_killed_exports_staging_folder_is_removed_by_the_next(tiny_run, tmp_pa
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     out = tmp_path / "bilm_tf"
-    staging = out / file_sets.STAGING.format(pid=child.pid)
+    staging = out / f"{file_sets.STAGING_PREFIX}{child.pid}{file_sets.STAGING_SUFFIX}"
     (staging / "new").mkdir(parents=True)
     (staging / "new" / "1-weights.hdf5").write_bytes(b"half the weights of a killed export")
     export_archive(str(tiny_run / "model.tar.gz"), str(out))
