@@ -60,16 +60,23 @@ def count_argument(minimum: int = 1) -> Callable[[str], int]:
     return parse
 
 
-def number_argument(minimum: Optional[float] = None) -> Callable[[str], float]:
-    """An argparse `type`: a finite number (at least `minimum`), refused at parse time."""
+def number_argument(
+    minimum: Optional[float] = None, fraction: bool = False
+) -> Callable[[str], float]:
+    """An argparse `type`: a finite number (at least `minimum`; `fraction`: in (0, 1]), refused
+    at parse time (NaN and infinity too)."""
+    bound = " in (0, 1]" if fraction else f" >= {minimum:g}" if minimum is not None else ""
 
     def parse(text: str) -> float:
         try:
             number = float(text)
         except ValueError:
             number = math.nan
-        if not math.isfinite(number) or (minimum is not None and number < minimum):
-            bound = f" >= {minimum:g}" if minimum is not None else ""
+        if fraction:
+            wrong = not 0 < number <= 1  # NaN too
+        else:
+            wrong = not math.isfinite(number) or (minimum is not None and number < minimum)
+        if wrong:
             raise argparse.ArgumentTypeError(f"expected a finite number{bound}, got {text!r}")
         return number
 
