@@ -21,3 +21,17 @@ def test_the_bounds_in_the_messages() -> None:
     with pytest.raises(argparse.ArgumentTypeError, match=r"whole number >= 0, got '1.5'"):
         count_argument(0)("1.5")
     assert number_argument()("-1e3") == -1000.0 and count_argument(-1)(" -1 ") == -1
+
+
+def test_a_folder_output_is_checked_as_a_folder(tmp_path) -> None:
+    """One `check_output` for files and folders (elmo-convert, the corpus run and elmo-export
+    each checked their folder on their own)."""
+    from elmo_bilm.utils.checks import check_output
+
+    assert check_output(tmp_path / "new" / "deeper", False, kind="folder").endswith("deeper")
+    assert check_output(tmp_path, False, kind="folder") == str(tmp_path)  # files: the caller's
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(NotADirectoryError, match="file: a file, not a folder; name the folder"):
+        check_output(tmp_path / "file", True, kind="folder")
+    with pytest.raises(NotADirectoryError, match="file: not a folder, cannot make"):
+        check_output(tmp_path / "file" / "under", True, kind="folder")
