@@ -1,29 +1,31 @@
 """The torch-only ELMo core: the biLM, AllenNLP's `Elmo` / `ElmoEmbedder` API without AllenNLP,
-bilm-tf's files in and out, and embeddings read back from Parquet."""
+bilm-tf's files in and out, and embeddings read back from Parquet. Importing the package (or a
+light module under it, such as `elmo_bilm.utils.checks`) imports no torch: each public name
+imports its module when first asked for (PEP 562)."""
 
 import importlib
-import importlib.abc
-import importlib.machinery
-import importlib.util
-import sys
-from types import CodeType, ModuleType
-from typing import Dict, Optional, Sequence
+from typing import Any, Dict, List
 
-from elmo_bilm.dropins.allennlp import (
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_OPTIONS_FILE,
-    DEFAULT_WEIGHT_FILE,
-    Elmo,
-    ElmoEmbedder,
-    batch_to_ids,
-)
-from elmo_bilm.formats.bilm_tf import FormatError, export_bilm_tf, load_bilm_tf, read_options
-from elmo_bilm.formats.parquet import read_embeddings
-from elmo_bilm.model.bilm import BiLm
-from elmo_bilm.model.characters import ELMoCharacterMapper
+# each public name, by the module that defines it
+_NAMES: Dict[str, str] = {
+    "DEFAULT_BATCH_SIZE": "elmo_bilm.dropins.allennlp",
+    "DEFAULT_OPTIONS_FILE": "elmo_bilm.dropins.allennlp",
+    "DEFAULT_WEIGHT_FILE": "elmo_bilm.dropins.allennlp",
+    "Elmo": "elmo_bilm.dropins.allennlp",
+    "ElmoEmbedder": "elmo_bilm.dropins.allennlp",
+    "batch_to_ids": "elmo_bilm.dropins.allennlp",
+    "FormatError": "elmo_bilm.formats.bilm_tf",
+    "export_bilm_tf": "elmo_bilm.formats.bilm_tf",
+    "load_bilm_tf": "elmo_bilm.formats.bilm_tf",
+    "read_options": "elmo_bilm.formats.bilm_tf",
+    "read_embeddings": "elmo_bilm.formats.parquet",
+    "BiLm": "elmo_bilm.model.bilm",
+    "ELMoCharacterMapper": "elmo_bilm.model.characters",
+}
 
 # Import paths documented before the modules moved into folders (the mirrored APIs into
-# `dropins/`), each the same module object as its home, imported only when asked for.
+# `dropins/`): each a one-line module at the old path that puts its home in `sys.modules`
+# under the old name, so that both names are one module (not a copy).
 ALIASES: Dict[str, str] = {
     "elmo_bilm.elmo": "elmo_bilm.dropins.allennlp",
     "elmo_bilm.elmoformanylangs": "elmo_bilm.dropins.elmoformanylangs",
@@ -36,53 +38,18 @@ ALIASES: Dict[str, str] = {
     "elmo_bilm.precision": "elmo_bilm.runtime.precision",
 }
 
-
-class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds `ALIASES`' old paths after every other finder has not: the module at the new path,
-    its own `__spec__` kept (so that it is one module under two names, not a copy). The spec
-    found names the home's file as its origin, and `python -m OLD` (runpy, which asks the
-    loader for the code) runs the home's code, as `python -m NEW` does."""
-
-    def find_spec(
-        self, fullname: str, path: Optional[Sequence[str]], target: Optional[ModuleType] = None
-    ) -> Optional[importlib.machinery.ModuleSpec]:
-        if fullname not in ALIASES:
-            return None
-        home = importlib.util.find_spec(ALIASES[fullname])
-        origin = home.origin if home is not None else None
-        return importlib.util.spec_from_loader(fullname, self, origin=origin)
-
-    def _home_loader(self, fullname: str) -> importlib.abc.InspectLoader:
-        home = importlib.util.find_spec(ALIASES[fullname])
-        if home is None or not isinstance(home.loader, importlib.abc.InspectLoader):
-            raise ImportError(f"{fullname}: its home {ALIASES[fullname]} has no code to read")
-        return home.loader
-
-    def get_code(self, fullname: str) -> Optional[CodeType]:
-        return self._home_loader(fullname).get_code(ALIASES[fullname])
-
-    def get_source(self, fullname: str) -> Optional[str]:
-        return self._home_loader(fullname).get_source(ALIASES[fullname])
-
-    def is_package(self, fullname: str) -> bool:
-        return False
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
-        module = importlib.import_module(ALIASES[spec.name])
-        spec.loader_state = module.__spec__  # its own, which importlib replaces next
-        return module
-
-    def exec_module(self, module: ModuleType) -> None:
-        own = module.__spec__.loader_state if module.__spec__ is not None else None
-        if own is not None:
-            module.__spec__ = own
+__all__ = sorted(_NAMES)
 
 
-# one finder, also after `importlib.reload(elmo_bilm)` (whose class is a new one: the finder of
-# the run before is replaced, not kept beside it)
-sys.meta_path[:] = [
-    finder
-    for finder in sys.meta_path
-    if not (type(finder).__name__ == "_AliasFinder" and type(finder).__module__ == __name__)
-]
-sys.meta_path.append(_AliasFinder())
+def __getattr__(name: str) -> Any:
+    """A public name (`Elmo`, `load_bilm_tf`, ...), from its module, imported on first use."""
+    if name in _NAMES:
+        value = getattr(importlib.import_module(_NAMES[name]), name)
+        globals()[name] = value  # asked for once
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> List[str]:
+    """The module's own names and the public names not imported yet."""
+    return sorted(set(globals()) | set(_NAMES))

@@ -5,6 +5,7 @@ from typing import Optional
 
 from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS
 from elmo_bilm.utils.checks import count_argument
+from elmo_bilm.utils.devices import device_argument
 
 
 def add_bilm_arguments(parser: argparse.ArgumentParser, batch_size: Optional[int] = None) -> None:
@@ -23,7 +24,10 @@ def add_bilm_arguments(parser: argparse.ArgumentParser, batch_size: Optional[int
         return
     add_batch_arguments(parser, batch_size)
     parser.add_argument(
-        "--cuda-device", type=count_argument(minimum=-1), default=-1, help="GPU id, -1 for CPU"
+        "--cuda-device",
+        type=device_argument,
+        default=-1,
+        help="the device, as the API takes it: a GPU id (-1 the CPU), cpu, cuda or cuda:N",
     )
 
 

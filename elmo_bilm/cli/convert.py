@@ -12,6 +12,7 @@ from elmo_bilm.formats.bilm_tf import read_options
 from elmo_bilm.formats.convert import convert_checkpoint
 from elmo_bilm.sources.archives import is_bilm_archive
 from elmo_bilm.sources.resolver import ResolvedBilm, names_whole_bilm, resolve_bilm
+from elmo_bilm.utils.checks import check_output
 from elmo_bilm.utils.file_sets import output_set
 from elmo_bilm.utils.files import PathLike, UsageError, reports_errors
 
@@ -86,9 +87,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         raise UsageError("no output folder named (an empty path); name the folder to write")
     if os.path.islink(args.out_dir) and not os.path.exists(args.out_dir):
         raise UsageError(f"{args.out_dir}: a link to nowhere; name the folder to write")
-    if os.path.lexists(args.out_dir) and not os.path.isdir(args.out_dir):
-        # before a biLM is resolved (a download, an unpacking); was "[Errno 17] File exists"
-        raise UsageError(f"{args.out_dir}: a file, not a folder; name the folder to write")
+    # before a biLM is resolved (a download, an unpacking); was "[Errno 17] File exists"
+    check_output(args.out_dir, args.overwrite, kind="folder")
     source = resolve_bilm(args.checkpoint)
     if source.format == "tf_checkpoint":
         paths = convert_checkpoint(

@@ -12,7 +12,7 @@ LSTM state and arguments; docs/pytorch.md and docs/models.md have the table per 
 - `flair`: flair's `ELMoEmbeddings` (`elmo_bilm.flair`; needs flair).
 
 A script switches to one with its import line; the shorter documented paths are aliases of these
-modules (`elmo_bilm.ALIASES`). Each adapter keeps no batch loop of its own: its original's
-batching is an `elmo_bilm.runtime.engine.Batching`, its layer choice a
+modules (one-line modules, listed in `elmo_bilm.ALIASES`). Each adapter keeps no batch loop of its
+own: its original's batching is an `elmo_bilm.runtime.engine.Batching`, its layer choice a
 `elmo_bilm.runtime.layers.Layers`, its device read by `elmo_bilm.utils.devices`.
 """

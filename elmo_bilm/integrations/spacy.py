@@ -36,7 +36,7 @@ from elmo_bilm.runtime.layers import Layers
 from elmo_bilm.runtime.precision import PRECISIONS, set_precision
 from elmo_bilm.sources.published import LOCAL, PUBLISHED, names
 from elmo_bilm.sources.resolver import ResolvedBilm, resolve_bilm
-from elmo_bilm.utils.checks import whole_number
+from elmo_bilm.utils.checks import finite_number, whole_number
 from elmo_bilm.utils.devices import torch_device
 from elmo_bilm.utils.files import FormatError, UsageError
 from elmo_bilm.utils.names import user_path
@@ -554,8 +554,7 @@ class ElmoMix(Model):
     """
 
     def __init__(self, upstream_name: str = "elmo", l2_coefficient: float = 0.001) -> None:
-        if l2_coefficient < 0:
-            raise UsageError(f"l2_coefficient (lambda) must be >= 0, got {l2_coefficient}")
+        finite_number(l2_coefficient, "l2_coefficient (lambda)", minimum=0)
         install_extensions()
         super().__init__(
             "elmo_mix",

@@ -60,16 +60,23 @@ def count_argument(minimum: int = 1) -> Callable[[str], int]:
     return parse
 
 
-def number_argument(minimum: Optional[float] = None) -> Callable[[str], float]:
-    """An argparse `type`: a finite number (at least `minimum`), refused at parse time."""
+def number_argument(
+    minimum: Optional[float] = None, fraction: bool = False
+) -> Callable[[str], float]:
+    """An argparse `type`: a finite number (at least `minimum`; `fraction`: in (0, 1]), refused
+    at parse time (NaN and infinity too)."""
+    bound = " in (0, 1]" if fraction else f" >= {minimum:g}" if minimum is not None else ""
 
     def parse(text: str) -> float:
         try:
             number = float(text)
         except ValueError:
             number = math.nan
-        if not math.isfinite(number) or (minimum is not None and number < minimum):
-            bound = f" >= {minimum:g}" if minimum is not None else ""
+        if fraction:
+            wrong = not 0 < number <= 1  # NaN too
+        else:
+            wrong = not math.isfinite(number) or (minimum is not None and number < minimum)
+        if wrong:
             raise argparse.ArgumentTypeError(f"expected a finite number{bound}, got {text!r}")
         return number
 
@@ -78,12 +85,25 @@ def number_argument(minimum: Optional[float] = None) -> Callable[[str], float]:
 
 
 def check_output(path: PathLike, overwrite: bool, kind: str = "file") -> str:
-    """Before any work, the output a run will write: not a folder (for a file output), not there
-    unless `overwrite` (`--overwrite`), in a folder that exists and can be written. Returns the
-    path as a string; each problem is one error naming the path and what to do."""
+    """Before any work, the output a run will write. A file (`kind="file"`): not a folder, not
+    there unless `overwrite` (`--overwrite`), in a folder that exists and can be written. A
+    folder (`kind="folder"`, made if missing; its files are the caller's to check): not a file,
+    its nearest existing folder writable. Returns the path as a string; each problem is one
+    error naming the path and what to do."""
     text = os.fspath(path)
     if not text:
         raise UsageError("no output named (an empty path)")
+    if kind == "folder":
+        if os.path.lexists(text) and not os.path.isdir(text):
+            raise NotADirectoryError(f"{text}: a file, not a folder; name the folder to write")
+        folder = os.path.abspath(text)
+        while not os.path.lexists(folder):
+            folder = os.path.dirname(folder)
+        if not os.path.isdir(folder):
+            raise NotADirectoryError(f"{folder}: not a folder, cannot make {text} under it")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise PermissionError(f"{folder}: not writable, cannot write in {text}")
+        return text
     if kind == "file" and os.path.isdir(text):
         raise IsADirectoryError(f"{text}: a folder; name the file to write (e.g. {text}/out.hdf5)")
     if kind == "file" and text.endswith(("/", os.sep)):

@@ -1,6 +1,7 @@
 """The one reading of "which device" for every entry point: a GPU id as AllenNLP numbers them
 (-1 for the CPU), from whatever a user of the mirrored APIs or of PyTorch writes."""
 
+import argparse
 import numbers
 import re
 from typing import Union
@@ -42,3 +43,16 @@ def torch_device(device: Device = -1) -> torch.device:
     """The `torch.device` of `device` (read by `cuda_device_of`; a bare id -1 is the CPU)."""
     cuda_device = cuda_device_of(device)
     return torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
+
+
+def device_argument(text: str) -> int:
+    """An argparse `type` for `--cuda-device`: what the API takes (`-1`, `0`, `cpu`, `cuda`,
+    `cuda:1`), read by `cuda_device_of` into a GPU id (-1 the CPU); anything else refused at
+    parse time, in argparse's one line (`PROG: error: argument --cuda-device: ...`)."""
+    try:
+        return cuda_device_of(text)
+    except UsageError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+device_argument.__name__ = "device"  # argparse names the type in some messages

@@ -10,6 +10,7 @@ from allennlp.commands.subcommand import Subcommand
 from allennlp.models.archival import load_archive
 
 from elmo_bilm.formats.bilm_tf import export_bilm_tf
+from elmo_bilm.utils.checks import check_output
 from elmo_bilm.utils.file_sets import output_set
 from elmo_bilm.utils.files import UsageError, reports_errors
 from elmo_plugin.common.parsers import COMMANDS
@@ -64,8 +65,7 @@ def _check_archive(archive_file: str) -> None:
 
 def _check_free(output_dir: str) -> None:
     """Before any work: none of the three files exists in `output_dir`, which is a folder."""
-    if os.path.lexists(output_dir) and not os.path.isdir(output_dir):
-        raise NotADirectoryError(f"{output_dir}: not a folder (the export writes three files)")
+    check_output(output_dir, overwrite=False, kind="folder")
     existing = [
         os.path.join(output_dir, name)
         for name in EXPORTED

@@ -3,7 +3,8 @@ AllenNLP: each `Subcommand` class builds its parser from here, and so does `elmo
 path (`elmo_plugin.common.command_line`), which answers `--help` and `elmo-config` before
 AllenNLP is imported. One definition for both, so that both print the same.
 
-Importing this module imports the standard library only. The few commands whose arguments come
+Importing this module imports the standard library and the core's torch-free checks
+(`elmo_bilm.utils.checks`: its argparse types) only. The few commands whose arguments come
 from the torch-only core (`elmo-embed`, `elmo-probe`, `elmo-neighbours`) import it when their
 parser is built, never for another command's. A value that lives in a module importing AllenNLP
 (the Table 1 scales and tasks, the WSD datasets, the configs' folder) is repeated here, and the
@@ -11,12 +12,13 @@ tests compare the two paths' output.
 """
 
 import argparse
-import math
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple
+
+from elmo_bilm.utils.checks import count_argument, number_argument
 
 # the packaged training configs (`elmo_plugin.common.config_env.CONFIG_DIR`)
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
@@ -58,42 +60,6 @@ def data_default(*parts: str) -> str:
     value = os.environ.get("ELMO_PLUGIN_DATA", "")
     data = os.path.abspath(os.path.expanduser(value)) if value else ""
     return os.path.join(data, *parts)
-
-
-def whole_number(minimum: int = 1) -> Callable[[str], int]:
-    """An argparse `type`: a whole number of at least `minimum`, refused at parse time in one
-    line (as the core's `elmo_bilm.utils.checks.count_argument`, which imports torch)."""
-
-    def parse(text: str) -> int:
-        try:
-            number = int(text.strip())
-        except ValueError:
-            number = minimum - 1
-        if number < minimum:
-            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {text!r}")
-        return number
-
-    parse.__name__ = "whole number"
-    return parse
-
-
-def finite_number(minimum: float = 0.0, fraction: bool = False) -> Callable[[str], float]:
-    """An argparse `type`: a finite number of at least `minimum` (`fraction`: in (0, 1]),
-    refused at parse time in one line (NaN and infinity too)."""
-    bound = "in (0, 1]" if fraction else f">= {minimum:g}"
-
-    def parse(text: str) -> float:
-        try:
-            number = float(text)
-        except ValueError:
-            number = math.nan
-        ok = 0 < number <= 1 if fraction else minimum <= number < math.inf  # NaN fails both
-        if not ok:
-            raise argparse.ArgumentTypeError(f"expected a finite number {bound}, got {text!r}")
-        return number
-
-    parse.__name__ = "number"
-    return parse
 
 
 def _one_line_errors(parser: argparse.ArgumentParser) -> None:
@@ -212,7 +178,7 @@ def table1_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--cuda-device",
-        type=whole_number(-1),
+        type=count_argument(-1),
         default=-1,
         help="train on this GPU (default -1: the CPU); the scale's settings stay the same",
     )
@@ -230,13 +196,13 @@ def vocab_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", nargs="+", help="FORMAT::PATH corpus specs, e.g. text::out/wiki")
     parser.add_argument(
         "--min-count",
-        type=whole_number(),
+        type=count_argument(),
         default=3,
         help="drop tokens seen fewer times (default 3)",
     )
     parser.add_argument(
         "--max-size",
-        type=whole_number(),
+        type=count_argument(),
         help="keep at most this many tokens (besides the specials)",
     )
 
@@ -245,27 +211,32 @@ def word_vectors_arguments(parser: argparse.ArgumentParser) -> None:
     """`elmo-word-vectors CORPUS... OUTPUT` and word2vec's options."""
     parser.add_argument("corpus", nargs="+", help="tokenised corpus files, globs or folders")
     parser.add_argument("output", help="the vectors file to write, e.g. w2v_300d.txt.gz")
-    parser.add_argument("--dim", type=whole_number(), default=300, help="vector size (default 300)")
+    parser.add_argument(
+        "--dim", type=count_argument(), default=300, help="vector size (default 300)"
+    )
     parser.add_argument(
         "--lowercase",
         action="store_true",
         help="lowercase the corpus (for lowercasing configs)",
     )
     parser.add_argument(
-        "--window", type=whole_number(), default=5, help="context window (default 5)"
+        "--window", type=count_argument(), default=5, help="context window (default 5)"
     )
     parser.add_argument(
-        "--min-count", type=whole_number(), default=5, help="ignore rarer words (default 5)"
+        "--min-count", type=count_argument(), default=5, help="ignore rarer words (default 5)"
     )
     parser.add_argument(
         "--max-vocab",
-        type=whole_number(),
+        type=count_argument(),
         default=200_000,
         help="most frequent words kept (default 200000)",
     )
-    parser.add_argument("--epochs", type=whole_number(), default=5, help="passes (default 5)")
+    parser.add_argument("--epochs", type=count_argument(), default=5, help="passes (default 5)")
     parser.add_argument(
-        "--workers", type=whole_number(), default=1, help="threads (default 1: reproducible output)"
+        "--workers",
+        type=count_argument(),
+        default=1,
+        help="threads (default 1: reproducible output)",
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--overwrite", action="store_true")
@@ -317,9 +288,9 @@ def probe_arguments(parser: argparse.ArgumentParser) -> None:
         "--train-file", default=data_default("ud_english_ewt", "en_ewt-ud-train.conllu")
     )
     pos.add_argument("--test-file", default=data_default("ud_english_ewt", "en_ewt-ud-test.conllu"))
-    pos.add_argument("--epochs", type=whole_number(), default=10)
+    pos.add_argument("--epochs", type=count_argument(), default=10)
     pos.add_argument(
-        "--max-train-sentences", type=whole_number(), help="only the first N training sentences"
+        "--max-train-sentences", type=count_argument(), help="only the first N training sentences"
     )
     sst = tasks.add_parser(
         "sst", help="SST-5 sentences, a linear classifier on mean-pooled vectors (Table 1)"
@@ -330,7 +301,7 @@ def probe_arguments(parser: argparse.ArgumentParser) -> None:
     sst.add_argument("--train-file", default=data_default("sst", "train.txt"))
     sst.add_argument("--test-file", default=data_default("sst", "test.txt"))
     sst.add_argument("--word-vectors", help="context-free vectors to compare (GloVe text format)")
-    sst.add_argument("--epochs", type=whole_number(), default=50)
+    sst.add_argument("--epochs", type=count_argument(), default=50)
     wsd = tasks.add_parser("wsd", help="WSD, nearest sense centroid on each layer (Table 5)")
     _bilm_arguments(wsd)
     _include_package_argument(wsd)
@@ -358,11 +329,11 @@ def neighbours_arguments(parser: argparse.ArgumentParser) -> None:
     """`elmo-neighbours QUERY INDEX CORPUS` and the biLM's options."""
     parser.add_argument("query", help="a whitespace-tokenised sentence")
     parser.add_argument(
-        "index", type=whole_number(0), help="0-based index of the word in the query"
+        "index", type=count_argument(0), help="0-based index of the word in the query"
     )
     parser.add_argument("corpus", help="text file, one tokenised sentence per line")
     parser.add_argument("--layer", type=int, default=-1, help="biLM layer (default: top)")
-    parser.add_argument("-k", type=whole_number(), default=5, help="neighbours to list")
+    parser.add_argument("-k", type=count_argument(), default=5, help="neighbours to list")
     _bilm_arguments(parser)
     _output_arguments(parser, "neighbours")
 
@@ -388,19 +359,19 @@ def sweep_arguments(parser: argparse.ArgumentParser) -> None:
         default=[None],
         help=f"input / output / both / {SWEEP_BASELINE} (baseline)",
     )
-    parser.add_argument("--lambda", dest="l2", nargs="+", type=finite_number(), default=[None])
+    parser.add_argument("--lambda", dest="l2", nargs="+", type=number_argument(0), default=[None])
     parser.add_argument("--layers", nargs="+", choices=["all", "top"], default=[None])
     parser.add_argument("--gamma", nargs="+", type=optional_bool, default=[None])
     parser.add_argument(
         "--fraction",
         nargs="+",
-        type=finite_number(fraction=True),
+        type=number_argument(fraction=True),
         default=[1.0],
         help="of the training set",
     )
     parser.add_argument(
         "--fraction-batches-per-epoch",
-        type=whole_number(),
+        type=count_argument(),
         help="an epoch of a run on a fraction < 1 is this many batches (the loader cycles "
         "through the subset), so that patience and the epoch cap allow comparable training "
         "on small subsets (default: one pass over the subset)",

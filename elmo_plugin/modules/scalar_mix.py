@@ -5,6 +5,7 @@ from typing import List, Optional
 import torch
 
 from elmo_bilm.model.scalar_mix import ScalarMix
+from elmo_bilm.utils.checks import finite_number
 
 
 class ElmoScalarMix(ScalarMix):
@@ -47,9 +48,8 @@ class ElmoScalarMix(ScalarMix):
             trainable=trainable,
             trainable_gamma=trainable_gamma,
         )
-        if l2_coefficient < 0:
-            raise ValueError(f"l2_coefficient (lambda) must be >= 0, got {l2_coefficient}")
-        self.l2_coefficient = l2_coefficient
+        # the core's check (a UsageError, a ValueError): NaN and infinity refused too
+        self.l2_coefficient = finite_number(l2_coefficient, "l2_coefficient (lambda)", minimum=0)
 
     def raw_weights(self) -> torch.Tensor:
         """The raw mixing weights `w`, `(mixture_size,)`."""

@@ -1,7 +1,8 @@
-"""The core's layout: only `__init__.py` at `elmo_bilm/`'s root, the rest in folders (the mirrored
-APIs in `dropins/`), and every import path documented before the folders (top-level names,
-`elmo_bilm.elmo`, `elmo_bilm.simple_elmo`, `elmo_bilm.spacy`, ..., the console scripts and spaCy's
-entry points) still working, as the same module objects."""
+"""The core's layout: at `elmo_bilm/`'s root `__init__.py` and the one-line modules of the import
+paths documented before the folders, the rest in folders (the mirrored APIs in `dropins/`); every
+such path (top-level names, `elmo_bilm.elmo`, `elmo_bilm.simple_elmo`, `elmo_bilm.spacy`, ..., the
+console scripts and spaCy's entry points) still working, as the same module objects; and the
+package importing no torch until a name that needs it is asked for."""
 
 import importlib
 from importlib.metadata import entry_points
@@ -12,9 +13,15 @@ import elmo_bilm
 ROOT = Path(elmo_bilm.__file__).parent
 
 
-def test_only_the_package_init_at_the_root() -> None:
+def _alias_file(old: str) -> Path:
+    """`elmo_bilm.integrations.flair` -> ROOT/integrations/flair.py."""
+    return ROOT.joinpath(*old.split(".")[1:]).with_suffix(".py")
+
+
+def test_only_the_package_init_and_the_old_paths_at_the_root() -> None:
     modules = sorted(p.name for p in ROOT.glob("*.py"))
-    assert modules == ["__init__.py"], modules
+    old = sorted(_alias_file(o).name for o in elmo_bilm.ALIASES if o.count(".") == 1)
+    assert modules == sorted(["__init__.py", *old]), modules
     assert {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()} == {
         "model",
         "formats",
@@ -60,6 +67,37 @@ def test_documented_module_paths_are_the_same_modules() -> None:
         assert module is importlib.import_module(new) and elmo_bilm.ALIASES[old] == new
         assert module.__name__ == new and module.__spec__.name == new  # one module, its own spec
         exec(f"from {old} import {name}", {})
+        # one line of code, no finder: the home under the old name
+        code = [
+            line
+            for line in _alias_file(old).read_text(encoding="utf-8").splitlines()
+            if line and not line.startswith(("import sys", '"""'))
+        ]
+        package, leaf = new.rsplit(".", 1)
+        assert code == [f"from {package} import {leaf}", f"sys.modules[__name__] = {leaf}"], code
+
+
+def test_the_package_and_its_checks_import_no_torch_in_a_fresh_interpreter() -> None:
+    """`import elmo_bilm` and `import elmo_bilm.utils.checks` (what the plugin's parsers use)
+    import no torch (they did, ~5 s, through the eager `__init__`); the public names still
+    import, each from its module, when asked for."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import elmo_bilm, elmo_bilm.utils.checks\n"
+        "assert 'torch' not in sys.modules, 'torch imported'\n"
+        "assert 'Elmo' in dir(elmo_bilm) and 'ALIASES' in dir(elmo_bilm)\n"
+        "from elmo_bilm import Elmo\n"
+        "assert 'torch' in sys.modules and Elmo.__module__ == 'elmo_bilm.dropins.allennlp'\n"
+        "assert elmo_bilm.Elmo is Elmo\n"
+        "elmo_bilm.no_such_name\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stderr.strip().splitlines()[-1] == (
+        "AttributeError: module 'elmo_bilm' has no attribute 'no_such_name'"
+    ), result.stderr
 
 
 def test_an_alias_imported_first_is_the_home_module_in_a_fresh_interpreter() -> None:
@@ -141,7 +179,8 @@ def test_imports_run_down_the_layers_only() -> None:
     for path in sorted(ROOT.rglob("*.py")):
         relative = path.relative_to(ROOT.parent).with_suffix("")
         module = ".".join(relative.parts).removesuffix(".__init__")
-        place = _place(module) if module != "elmo_bilm" else "__init__"
+        # the old paths sit with the root, above their homes
+        place = _place(module) if module not in {"elmo_bilm", *elmo_bilm.ALIASES} else "__init__"
         assert place in LAYERS, f"{path}: a folder the layers do not know"
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = []
@@ -162,7 +201,7 @@ def test_imports_run_down_the_layers_only() -> None:
 def test_the_aliases_under_runpy_find_spec_and_reload_in_a_fresh_interpreter() -> None:
     """`python -m OLD` ran into `'_AliasFinder' object has no attribute 'get_code'`; a spec
     found before the import had no origin; every `importlib.reload(elmo_bilm)` appended one
-    more finder to `sys.meta_path`."""
+    more finder to `sys.meta_path` (now there is no finder: the old paths are files)."""
     import subprocess
     import sys
 
@@ -179,7 +218,7 @@ def test_the_aliases_under_runpy_find_spec_and_reload_in_a_fresh_interpreter() -
         "for _ in range(3):\n"
         "    importlib.reload(elmo_bilm)\n"
         "finders = [f for f in sys.meta_path if type(f).__name__ == '_AliasFinder']\n"
-        "assert len(finders) == 1, finders\n"
+        "assert not finders, finders\n"
         "import elmo_bilm.simple_elmo as old, elmo_bilm.dropins.simple_elmo as new\n"
         "assert old is new and new.__spec__.name == 'elmo_bilm.dropins.simple_elmo'\n"
         "import elmo_bilm.nothing_here\n"

@@ -56,7 +56,7 @@ from elmo_bilm.integrations.corpus.resources import check_resources, require_ray
 from elmo_bilm.integrations.corpus.worker import ShardEmbedder
 from elmo_bilm.runtime.engine import BULK_BATCH_SIZE, DEFAULT_MAX_TOKENS
 from elmo_bilm.runtime.layers import Layers
-from elmo_bilm.utils.checks import finite_number, whole_number
+from elmo_bilm.utils.checks import check_output, finite_number, whole_number
 from elmo_bilm.utils.files import UsageError
 
 __all__ = [
@@ -277,17 +277,7 @@ def _embed(
 
 
 def _check_output_dir(output_dir: str) -> None:
-    """A local output folder, before any work: not a file, and its nearest existing folder
-    writable (missing folders are made; a URI's is the cluster's file system's to check)."""
-    text = os.fspath(output_dir)
-    if "://" in text:
-        return
-    if os.path.lexists(text) and not os.path.isdir(text):
-        raise NotADirectoryError(f"{text}: not a folder (the output is a folder of Parquet shards)")
-    folder = os.path.abspath(text)
-    while not os.path.lexists(folder):
-        folder = os.path.dirname(folder)
-    if not os.path.isdir(folder):
-        raise NotADirectoryError(f"{folder}: not a folder, cannot make {text} under it")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise PermissionError(f"{folder}: not writable, cannot write the shards in {text}")
+    """A local output folder, before any work (`check_output`; a URI's is the cluster's file
+    system's to check)."""
+    if "://" not in os.fspath(output_dir):
+        check_output(output_dir, overwrite=True, kind="folder")

@@ -269,3 +269,24 @@ def test_include_package_other_than_the_plugin_is_refused_in_one_line(tmp_path, 
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("elmo-embed: error: --include-package my_components:")
     assert not (tmp_path / "out.hdf5").exists()
+
+
+@pytest.mark.parametrize("device, parsed", [("cuda:0", 0), ("cuda", 0), ("-1", -1), ("cpu", -1)])
+def test_cuda_device_takes_what_the_api_takes(device, parsed):
+    """`--cuda-device` took an int only while the API takes `cuda:1` (issue 93 item 4)."""
+    import argparse
+
+    from elmo_bilm.cli.embed import add_arguments
+
+    parser = add_arguments(argparse.ArgumentParser(prog="elmo-embed"))
+    assert parser.parse_args(["in.txt", "out.hdf5", "--cuda-device", device]).cuda_device == parsed
+
+
+@pytest.mark.parametrize("device", ["gpu", "cuda:x", "mps", ""])
+def test_a_bad_cuda_device_is_one_line_at_parse_time(capsys, device):
+    with pytest.raises(SystemExit) as exit:
+        main(["in.txt", "out.hdf5", "--cuda-device", device])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit.value.code == 2 and err[-1].startswith(
+        "elmo-embed: error: argument --cuda-device: device must be the CPU or a CUDA device"
+    ), err

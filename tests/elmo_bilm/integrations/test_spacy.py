@@ -455,3 +455,13 @@ def test_spacy_package_builds_an_installable_pipeline(tmp_path):
     )
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
     subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path, env=env)
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf")])
+def test_the_mix_lambda_is_the_cores_check(bad):
+    """λ ≥ 0 through `elmo_bilm.utils.checks.finite_number` (NaN passed `< 0` before)."""
+    from elmo_bilm.integrations.spacy import ElmoMix
+    from elmo_bilm.utils.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"l2_coefficient \(lambda\) must be a finite number >= 0"):
+        ElmoMix(l2_coefficient=bad)

@@ -39,3 +39,20 @@ def test_digits_only_python_reads_as_digits_and_numpy_bools(bad: object) -> None
     with pytest.raises(ValueError) as error:
         cuda_device_of(bad)  # type: ignore[arg-type]
     assert "\n" not in str(error.value) and "device must be" in str(error.value)
+
+
+def test_the_argparse_type_reads_what_the_api_reads() -> None:
+    import argparse
+
+    from elmo_bilm.utils.devices import device_argument
+
+    assert [device_argument(t) for t in ("-1", "0", "cpu", "cuda", "cuda:1", " 2 ")] == [
+        -1,
+        0,
+        -1,
+        0,
+        1,
+        2,
+    ]
+    with pytest.raises(argparse.ArgumentTypeError, match="the CPU or a CUDA device, got 'gpu'"):
+        device_argument("gpu")

@@ -28,8 +28,9 @@ def test_penalty_is_lambda_times_squared_norm_of_raw_weights():
         3, l2_coefficient=0.1, initial_scalar_parameters=[1.0, -2.0, 3.0], trainable=False
     )
     assert fixed.regularization_penalty().item() == 0.0 and not fixed.penalized
-    with pytest.raises(ValueError):
-        ElmoScalarMix(3, l2_coefficient=-1.0)
+    for bad in (-1.0, float("nan"), float("inf")):  # NaN passed `< 0` before the core's check
+        with pytest.raises(ValueError, match="l2_coefficient .lambda. must be a finite number"):
+            ElmoScalarMix(3, l2_coefficient=bad)
 
 
 class _TwoMixes(Model):
