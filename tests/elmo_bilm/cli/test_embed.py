@@ -269,3 +269,40 @@ def test_include_package_other_than_the_plugin_is_refused_in_one_line(tmp_path, 
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("elmo-embed: error: --include-package my_components:")
     assert not (tmp_path / "out.hdf5").exists()
+
+
+def test_stdin_and_a_gzip_pipe_are_read_as_streams(tmp_path, bilm):
+    """`elmo-embed /dev/stdin OUT` and `elmo-embed <(zcat corpus.gz) OUT` (a pipe: counted as it
+    is read, a bar without a total) write what the file gives; a FASTA on a pipe with --fasta."""
+    import gzip
+
+    source = write_input(tmp_path / "in.txt", [["a", "cat"], ["sat", "on", "it"], ["."]])
+    files = ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
+    embed_file(bilm, source, str(tmp_path / "file.hdf5"))
+    script = os.path.join(os.path.dirname(sys.executable), "elmo-embed")
+    with open(source, "rb") as stdin:
+        result = subprocess.run(
+            [script, "/dev/stdin", str(tmp_path / "stdin.hdf5"), *files],
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert result.returncode == 0, result.stderr
+    assert_same_contents(contents(tmp_path / "file.hdf5"), contents(tmp_path / "stdin.hdf5"))
+    gz = tmp_path / "in.txt.gz"
+    gz.write_bytes(gzip.compress((tmp_path / "in.txt").read_bytes()))
+    fasta = tmp_path / "p.fasta"
+    fasta.write_text(">p1\nMKV\n>p2\nLLA\n")
+    for data, output, more in [(gz, "pipe.hdf5", []), (fasta, "fasta.hdf5", ["--fasta"])]:
+        read, write = os.pipe()
+        with open(data, "rb") as given, os.fdopen(write, "wb") as writer:
+            writer.write(given.read())  # a pipe's buffer holds these few bytes
+        pipe = f"/dev/fd/{read}"
+        try:
+            assert main([pipe, str(tmp_path / output), *files, *more]) == 0
+        finally:
+            os.close(read)
+    assert_same_contents(contents(tmp_path / "file.hdf5"), contents(tmp_path / "pipe.hdf5"))
+    with h5py.File(tmp_path / "fasta.hdf5", "r") as out:
+        assert sorted(out) == ["p1", "p2"] and out["p1"].attrs["original_id"] == "p1"
