@@ -13,28 +13,34 @@ batch, order or call (AllenNLP's first-call vectors). The project's own tools (`
 the corpus and FASTA runs, the spaCy component, the plugin's token embedder) are stateless.
 """
 
-import json
 import os
 import warnings
 from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-import h5py
 import numpy
 import torch
 from torch import nn
 
+from elmo_bilm.formats.hdf5 import Hdf5Sink
+from elmo_bilm.formats.sink import Output, Sink, check_paths, write_chunks
+from elmo_bilm.formats.text import (
+    Item,
+    Source,
+    count_sentences,
+    is_stream,
+    read_chunks,
+    source_name,
+)
 from elmo_bilm.model.bilm import BiLm, frozen, remove_sentence_boundaries
 from elmo_bilm.model.characters import as_tokens, batch_char_ids, vocabulary_char_ids
 from elmo_bilm.model.scalar_mix import ScalarMix
 from elmo_bilm.runtime.engine import (
     DEFAULT_MAX_TOKENS,
     Batching,
-    count_sentences,
     embed_each,
     embed_file,
     file_layers,
     input_order_batching,
-    read_chunks,
     same_words,
     sorted_batching,
 )
@@ -45,7 +51,7 @@ from elmo_bilm.sources.published import is_url, published_urls
 from elmo_bilm.sources.resolver import load_bilm
 from elmo_bilm.utils.checks import whole_number
 from elmo_bilm.utils.devices import Device, cuda_device_of, torch_device
-from elmo_bilm.utils.files import FormatError, UsageError, atomic_output
+from elmo_bilm.utils.files import UsageError
 from elmo_bilm.utils.names import UserPath, user_path
 
 # AllenNLP 0.9's module constants of `allennlp.commands.elmo`, which libraries import (flair's
@@ -446,8 +452,8 @@ class ElmoEmbedder:
 
     def embed_file(
         self,
-        input_file: Union[str, IO[str]],
-        output_file_path: str,
+        input_file: Source,
+        output_file_path: Union[str, "os.PathLike[str]", IO[bytes]],
         output_format: str = "all",
         batch_size: int = DEFAULT_BATCH_SIZE,
         forget_sentences: bool = False,
@@ -455,17 +461,21 @@ class ElmoEmbedder:
         max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
     ) -> None:
         """The HDF5 file `elmo-embed` writes (one dataset per line; `output_format` "all", "top"
-        or "average"); `input_file` is a path or an open text file with a name. An existing
+        or "average"); `input_file` is a path (a pipe or `/dev/stdin` too) or an open file object
+        (text or binary: `io.StringIO`, `os.fdopen`, as 0.9 took), read once; `output_file_path` a
+        path or a binary file open for reading and writing ("w+b": h5py writes into it). An existing
         output file is replaced, as AllenNLP 0.9's method did (atomically: the old file stays
         whole until the new one is complete). Stateful (the default): the lines run through
         `embed_sentences`, batches of `batch_size` in file order carrying the states, as 0.9's
         method ran them; stateless: the bulk path's length-sorted batches within `max_tokens`."""
-        path = input_file if isinstance(input_file, str) else input_file.name
+        output: Output = output_file_path  # type: ignore[assignment]
+        if isinstance(output_file_path, (str, os.PathLike)):
+            output = os.fspath(output_file_path)
         if self.stateful:
             _embed_file_in_order(
                 self,
-                path,
-                output_file_path,
+                input_file,
+                output,
                 output_format,
                 batch_size,
                 forget_sentences,
@@ -474,8 +484,8 @@ class ElmoEmbedder:
             return
         embed_file(
             self.elmo_bilm,
-            path,
-            output_file_path,
+            input_file,
+            output,
             layers=output_format,
             batch_size=batch_size,
             cuda_device=self.cuda_device,
@@ -488,8 +498,8 @@ class ElmoEmbedder:
 
 def _embed_file_in_order(
     embedder: ElmoEmbedder,
-    input_file: str,
-    output_file: str,
+    input_file: Source,
+    output_file: Output,
     output_format: str,
     batch_size: int,
     forget_sentences: bool,
@@ -498,31 +508,22 @@ def _embed_file_in_order(
     """AllenNLP 0.9's `embed_file` for a stateful embedder: the file's sentences through
     `embed_sentences` in file order, batches of `batch_size` carrying the states as 0.9's did
     (read in chunks of whole batches, so the batches are the same), the layers kept as
-    `output_format` says (`file_layers`), written in the layout `elmo-embed` writes, float32."""
+    `output_format` says (`file_layers`), written through the HDF5 sink `elmo-embed` writes
+    through (the same checks and FILE:LINE errors), float32."""
     layers = file_layers(output_format)
     whole_number(batch_size, "batch_size")
-    if os.path.exists(output_file) and os.path.samefile(input_file, output_file):
-        raise UsageError(f"{output_file} is the input file; write the output elsewhere")
-    count_sentences(input_file)  # every line checked (an empty one names FILE:LINE) before work
-    sentence_to_index: Dict[str, str] = {}
-    with (
-        atomic_output(output_file, overwrite=True) as partial,
-        open(partial, "w+b") as raw,
-        h5py.File(raw, "w") as out,
-    ):
-        for chunk in read_chunks(input_file, 64 * batch_size):
-            sentences = [words for _, _, words in chunk]
-            vectors = embedder.embed_sentences(sentences, batch_size, layers=layers)
-            for (index, line, _), kept in zip(chunk, vectors):
-                if use_sentence_keys and line in sentence_to_index:
-                    raise FormatError(
-                        f"{input_file}:{index + 1}: repeats line "
-                        f"{int(sentence_to_index[line]) + 1}; sentences cannot name datasets "
-                        "twice (do not use sentence keys)"
-                    )
-                sentence_to_index[line] = str(index)
-                name = line if use_sentence_keys else str(index)
-                out.create_dataset(name, data=kept.astype(numpy.float32, copy=False))
-        if not forget_sentences and not use_sentence_keys:
-            dataset = out.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
-            dataset[0] = json.dumps(sentence_to_index)
+    check_paths(input_file, output_file, overwrite=True)
+    if not is_stream(input_file):
+        count_sentences(input_file)  # every line checked (an empty one names FILE:LINE) first
+    name = source_name(input_file)
+
+    def make_sink(raw: Any) -> Sink:
+        return Hdf5Sink(raw, name, "float32", not forget_sentences, use_sentence_keys)
+
+    def pieces(chunk: List[Item]) -> Iterator[Tuple[List[Item], int, numpy.ndarray]]:
+        sentences = [words for _, _, words in chunk]
+        vectors = embedder.embed_sentences(sentences, batch_size, layers=layers)
+        return (([item], 0, kept[None]) for item, kept in zip(chunk, vectors))
+
+    chunks = read_chunks(input_file, 64 * batch_size)
+    write_chunks(output_file, True, make_sink, chunks, pieces, empty=f"{name}: no sentences")

@@ -20,6 +20,7 @@ from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Sequence, Unio
 
 import numpy
 
+from elmo_bilm.formats.sink import Item, Sink
 from elmo_bilm.utils.files import FormatError, UsageError
 
 EXTRA = 'pip install "elmo-bilm[ray]"'
@@ -124,6 +125,38 @@ class EmbeddingWriter:
     def close(self) -> None:
         """Finish the Parquet file (its footer); a stream passed as `sink` is left open."""
         self._writer.close()
+
+
+class ParquetSink(Sink):
+    """One Parquet row per item (`EmbeddingWriter`), a row group per batch: the rows of
+    `elmo-embed --format parquet` and of each `elmo-embed-corpus` shard, each naming
+    `input_name` and its 1-based line (the item's index + 1)."""
+
+    def __init__(
+        self,
+        stream: Any,
+        input_name: str,
+        layers: str,
+        n_layers: int,
+        dim: int,
+        dtype: str = "float32",
+        metadata: Optional[Dict[str, Any]] = None,
+    ) -> None:
+        self.input_name = input_name
+        self.writer = EmbeddingWriter(stream, layers, n_layers, dim, dtype, metadata=metadata)
+
+    def write(self, batch: Sequence[Item], start: int, host: numpy.ndarray) -> None:
+        n = host.shape[-2]  # a piece's tokens (a whole batch: its longest, each row cut to its own)
+        self.writer.write(
+            [self.input_name] * len(batch),
+            [index + 1 for index, _, _ in batch],
+            [words[start : start + n] for _, _, words in batch],
+            host,
+            start=start,
+        )
+
+    def close(self, complete: bool = True) -> None:
+        self.writer.close()
 
 
 def parquet_files(path: str) -> List[str]:

@@ -1,54 +1,56 @@
-"""Embedding a file of sentences in bulk: read in chunks, batched by length, the biLM layers
-written to HDF5 in the layout of AllenNLP 0.9's `allennlp elmo`, or to Parquet
-(`elmo_bilm.formats.parquet`) (the library behind the `elmo-embed` command, `ElmoEmbedder.embed_file`
-and each worker of `elmo-embed-corpus`).
-
-Memory is bounded by the chunk size, not by the input: sentences are read in chunks, sorted by
-length within a chunk (similar lengths batch well; the biLM is stateless, so order is free) and
-written as they are embedded. A sentence longer than the token budget is run in pieces
-(`elmo_bilm.model.chunked`) and written a piece at a time (HDF5 by slices of its dataset, Parquet
-by rows), so that memory is set by `max_tokens` whatever a line's length.
+"""The one embedding loop: batches (`elmo_bilm.runtime.batching`) run through the biLM, a
+sentence longer than the token budget in pieces (`elmo_bilm.model.chunked`), and the bulk runs
+behind `elmo-embed`, `ElmoEmbedder.embed_file` and `elmo-embed-corpus`: items read by
+`elmo_bilm.formats` (text lines, FASTA) in chunks, sorted by length within a chunk (the biLM is
+stateless, so order is free) and written as they are embedded through a `Sink` (the HDF5 layout
+of AllenNLP 0.9's `allennlp elmo`, or Parquet), a long sentence a piece at a time, so that
+memory is set by the chunk size and `max_tokens`, not by the input.
 """
 
-import errno
 import itertools
-import json
 import os
-import shutil
 import sys
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-import h5py
 import numpy
 import torch
 from tqdm import tqdm
 
-from elmo_bilm.formats.parquet import DTYPES, EmbeddingWriter
+from elmo_bilm.formats.fasta import FASTA_SUFFIXES, is_fasta, read_fasta  # noqa: F401 (moved)
+from elmo_bilm.formats.hdf5 import Hdf5Sink, write_rows  # noqa: F401 (moved)
+from elmo_bilm.formats.parquet import DTYPES, ParquetSink
+from elmo_bilm.formats.sink import Item, Output, Sink, check_free_space, check_paths, write_chunks
+from elmo_bilm.formats.text import (  # noqa: F401 (moved: the text reader's home is formats/)
+    Source,
+    check_input,
+    count_sentences,
+    is_file_object,
+    is_stream,
+    line_words,
+    read_chunks,
+    report_skipped,
+    sentence_lines,
+    source_name,
+)
 from elmo_bilm.model.bilm import BiLm, frozen
 from elmo_bilm.model.chunked import chunked_layers, needs_chunks
 from elmo_bilm.model.derived import fixed_weights
-from elmo_bilm.runtime.layers import LAYER_CHOICES, LayerChoice, Layers
-from elmo_bilm.utils.checks import check_output, whole_number
-from elmo_bilm.utils.devices import Device, torch_device
-from elmo_bilm.utils.files import (
-    FormatError,
-    UsageError,
-    atomic_output,
-    decode_line,
-    numbered_lines,
-    open_bytes,
-    raw_lines,
+from elmo_bilm.runtime.batching import (  # noqa: F401 (the batching rules' home)
+    BULK_BATCH_SIZE,
+    DEFAULT_MAX_TOKENS,
+    Batching,
+    T,
+    input_order_batches,
+    input_order_batching,
+    length_batches,
+    sorted_batching,
 )
+from elmo_bilm.runtime.layers import LAYER_CHOICES, LayerChoice, Layers
+from elmo_bilm.utils.checks import whole_number
+from elmo_bilm.utils.devices import Device, torch_device
+from elmo_bilm.utils.files import FormatError, UsageError
 
 FORMATS = ("hdf5", "parquet")
-# Sentences per bulk batch (`elmo-embed`, corpus workers; `elmo.DEFAULT_BATCH_SIZE` is AllenNLP's
-# `ElmoEmbedder` default): length-sorted, a batch pads little, and more rows per recurrent step
-# spread the step's weight traffic (docs/performance.md).
-BULK_BATCH_SIZE = 128
-# Padded tokens (rows x longest) per biLM batch: a batch's memory grows with them (every layer's
-# outputs and the first layer's per-word input products are held for the whole batch), so the
-# budget bounds memory whatever the sentence lengths; docs/performance.md has the measured peaks.
-DEFAULT_MAX_TOKENS = 4096
 
 
 def file_layers(layers: LayerChoice) -> Layers:
@@ -58,291 +60,6 @@ def file_layers(layers: LayerChoice) -> Layers:
     if layers.name not in (*LAYER_CHOICES, "mix"):
         raise UsageError(f"an output file keeps layers {LAYER_CHOICES} or a mix, got {layers}")
     return layers
-
-
-def line_words(input_file: str, line_number: int, line: str) -> List[str]:
-    """The tokens of one input line; an empty line is an error naming FILE:LINE and the flag that
-    leaves such lines out (`elmo-embed` and `elmo-embed-corpus` take one whitespace-tokenised
-    sentence per line)."""
-    words = line.split()
-    if not words:
-        raise FormatError(
-            f"{input_file}:{line_number}: empty line; one whitespace-tokenised sentence per line "
-            "(--skip-bad-lines leaves empty and non-UTF-8 lines out)"
-        )
-    return words
-
-
-def sentence_lines(
-    input_file: str, skip_bad_lines: bool = False, skipped: Optional[List[int]] = None
-) -> Iterator[Tuple[int, str, List[str]]]:
-    """`(line number, line, tokens)` of every line of a UTF-8 (possibly gzip) file, numbered from
-    1; an empty or non-UTF-8 line is a `FormatError` naming FILE:LINE, or with `skip_bad_lines`
-    left out, its number appended to `skipped`."""
-    line_number = 0
-    with open_bytes(input_file) as handle:
-        try:
-            for line_number, (_, raw) in enumerate(raw_lines(handle), start=1):
-                try:
-                    line = decode_line(input_file, line_number, raw)
-                    words = line_words(input_file, line_number, line)
-                except FormatError:
-                    if not skip_bad_lines:
-                        raise
-                    if skipped is not None:
-                        skipped.append(line_number)
-                    continue
-                yield line_number, line, words
-        except (OSError, EOFError) as error:
-            raise FormatError(f"{input_file}:{line_number + 1}: read failed ({error})") from error
-
-
-def count_sentences(
-    input_file: str, skip_bad_lines: bool = False, skipped: Optional[List[int]] = None
-) -> Tuple[int, int]:
-    """Check every line (an empty or non-UTF-8 one is an error naming FILE:LINE, unless
-    `skip_bad_lines`: then it is left out, its number appended to `skipped`) and count the
-    sentences and their tokens."""
-    sentences = tokens = 0
-    for _, _, words in sentence_lines(input_file, skip_bad_lines, skipped):
-        sentences += 1
-        tokens += len(words)
-    if sentences == 0:
-        raise FormatError(f"{input_file}: no sentences")
-    return sentences, tokens
-
-
-def read_chunks(
-    input_file: str, chunk_size: int, skip_bad_lines: bool = False
-) -> Iterator[List[Tuple[int, str, List[str]]]]:
-    """`(index, stripped line, tokens)` of the input's sentences, `chunk_size` at a time, in file
-    order; the index is the 0-based line number (a skipped line's is not used)."""
-    chunk: List[Tuple[int, str, List[str]]] = []
-    for line_number, line, words in sentence_lines(input_file, skip_bad_lines):
-        chunk.append((line_number - 1, line.strip(), words))
-        if len(chunk) == chunk_size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
-def check_free_space(output_file: str, needed: int) -> None:
-    """Refuse up front an output that the disk cannot hold (HDF5 must never meet a full disk:
-    the library then fails inside its caches)."""
-    folder = os.path.dirname(os.path.abspath(output_file))
-    if not os.path.isdir(folder):
-        return  # `atomic_output` names the missing folder
-    free = shutil.disk_usage(folder).free
-    if free < needed:
-        raise OSError(
-            errno.ENOSPC,
-            f"{output_file}: needs about {needed / 2**20:.1f} MB, {folder} has "
-            f"{free / 2**20:.1f} MB free",
-        )
-
-
-def _check_run(
-    input_file: str,
-    output_file: str,
-    chunk_size: int,
-    batch_size: int,
-    overwrite: bool,
-    cuda_device: int,
-    max_tokens: Optional[int] = None,
-) -> None:
-    """The checks `embed_file` and `embed_fasta` share, before any work: sizes, the output
-    (a file, not there unless `overwrite`, in a writable folder, not the input) and the
-    device."""
-    whole_number(chunk_size, "chunk_size")
-    whole_number(batch_size, "batch_size")
-    whole_number(max_tokens, "max_tokens", optional=True)
-    whole_number(cuda_device, "cuda_device", minimum=-1)
-    if not os.path.isfile(input_file):
-        raise FileNotFoundError(f"{input_file}: no such file")
-    check_output(output_file, overwrite)
-    if os.path.exists(output_file) and os.path.samefile(input_file, output_file):
-        raise UsageError(f"{output_file} is the input file; write the output elsewhere")
-    if cuda_device >= 0 and cuda_device >= torch.cuda.device_count():
-        raise UsageError(
-            f"--cuda-device {cuda_device}, but this machine has {torch.cuda.device_count()} CUDA "
-            "devices (-1: the CPU)"
-        )
-
-
-def embed_file(
-    bilm: BiLm,
-    input_file: str,
-    output_file: str,
-    layers: LayerChoice = "all",
-    batch_size: int = BULK_BATCH_SIZE,
-    cuda_device: int = -1,
-    overwrite: bool = False,
-    max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
-    chunk_size: int = 10_000,
-    sentence_index: bool = True,
-    sentence_keys: bool = False,
-    output_format: str = "hdf5",
-    dtype: str = "float32",
-    skip_bad_lines: bool = False,
-) -> int:
-    """Write `allennlp elmo`'s HDF5 layout (AllenNLP 0.9): one dataset per sentence, named by
-    its 0-based line, and `sentence_to_index`, a `(1,)` string dataset holding the JSON of
-    {stripped line: its last line's name}, unless not `sentence_index`; with `sentence_keys`,
-    each dataset is named by its stripped line and there is no index (a repeated sentence is
-    then an error, as in AllenNLP 0.9). With `output_format="parquet"`, one row per sentence
-    instead (`elmo_bilm.formats.parquet`), each with its 1-based `line` (the HDF5 name is
-    `line - 1`), in the order written (length-sorted within a chunk; sort by `line` for file
-    order). An empty or non-UTF-8 line is an error naming FILE:LINE before any work, or with
-    `skip_bad_lines` left out (the other lines keep their numbers). Returns the number of
-    sentences written.
-
-    The file appears only when complete (written to `OUTPUT.PID.partial`, then renamed); one
-    that the disk's free space cannot hold is refused before any work, and a disk that fills
-    up meanwhile ends the run with an error naming the output."""
-    layers = file_layers(layers)
-    if output_format not in FORMATS:
-        raise UsageError(f"output format must be one of {FORMATS}, got {output_format!r}")
-    if dtype not in DTYPES:
-        raise UsageError(f"dtype must be one of {DTYPES}, got {dtype!r}")
-    if output_format == "parquet" and sentence_keys:
-        raise UsageError("--use-sentence-keys names HDF5 datasets; Parquet rows carry their line")
-    _check_run(input_file, output_file, chunk_size, batch_size, overwrite, cuda_device, max_tokens)
-    skipped: List[int] = []
-    total, tokens = count_sentences(input_file, skip_bad_lines, skipped)
-    if skipped:
-        shown = ", ".join(f"{input_file}:{number}" for number in skipped[:5])
-        more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
-        print(
-            f"elmo-embed: leaving out {len(skipped)} empty or non-UTF-8 line(s): {shown}{more}",
-            file=sys.stderr,
-        )
-    depth = layers.depth(bilm.num_layers)
-    width = numpy.dtype(dtype).itemsize
-    # the vectors, HDF5's few hundred bytes a dataset, and the index's JSON
-    index_bytes = os.path.getsize(input_file) + 16 * total if sentence_index else 0
-    check_free_space(
-        output_file, width * depth * bilm.get_output_dim() * tokens + 512 * total + index_bytes
-    )
-    device = torch_device(cuda_device)
-    bilm = bilm.to(device)
-    with atomic_output(output_file, overwrite) as partial, open(partial, "w+b") as raw:
-        # through a Python file object: a full disk raises OSError here, where HDF5 writing to
-        # the path itself crashed (segmentation fault in its cache flush)
-        if output_format == "parquet":
-            sink: _Sink = _ParquetSink(raw, input_file, layers, depth, bilm, dtype)
-        else:
-            sink = _Hdf5Sink(raw, input_file, dtype, sentence_index, sentence_keys)
-        with sink, fixed_weights(bilm):  # the run owns the biLM: its weights checked once
-            progress = token_progress(tokens, "tokens")
-            for chunk in read_chunks(input_file, chunk_size, skip_bad_lines):
-                sink.index(chunk)
-                pieces = embed_pieces(bilm, chunk, _words, batch_size, device, layers, max_tokens)
-                for batch, start, host in pieces:
-                    sink.write(batch, start, host)
-                    progress.update(written(batch, host, _words))
-            progress.close()
-    return total
-
-
-def _words(item: Tuple[int, str, List[str]]) -> List[str]:
-    return item[2]
-
-
-class _Sink:
-    """Where `embed_file` writes: `index` sees each chunk in file order, `write` each batch or
-    piece of a long sentence (`embed_pieces`)."""
-
-    def __enter__(self) -> "_Sink":
-        return self
-
-    def __exit__(self, error_type: object, *exc: object) -> None:
-        self.close(complete=error_type is None)
-
-    def index(self, chunk: List[Tuple[int, str, List[str]]]) -> None:
-        pass
-
-    def write(
-        self, batch: List[Tuple[int, str, List[str]]], start: int, host: numpy.ndarray
-    ) -> None:
-        raise NotImplementedError
-
-    def close(self, complete: bool = True) -> None:
-        """Finish the file (`complete`), or only release it after an error."""
-
-
-class _Hdf5Sink(_Sink):
-    """`allennlp elmo`'s layout: a dataset per sentence and the `sentence_to_index` JSON."""
-
-    def __init__(
-        self, raw: object, input_file: str, dtype: str, sentence_index: bool, sentence_keys: bool
-    ) -> None:
-        self.out = h5py.File(raw, "w")
-        self.input_file, self.dtype = input_file, dtype
-        self.sentence_index, self.sentence_keys = sentence_index, sentence_keys
-        self.sentence_to_index: Dict[str, str] = {}
-
-    def index(self, chunk: List[Tuple[int, str, List[str]]]) -> None:
-        for index, line, _ in chunk:
-            if self.sentence_keys and (line in (".", "..") or "/" in line):
-                raise FormatError(
-                    f"{self.input_file}:{index + 1}: {line[:40]!r} cannot name an HDF5 dataset "
-                    "('/' separates HDF5 groups; '.' is the file itself); leave out "
-                    "--use-sentence-keys (datasets are then named by line number)"
-                )
-            if self.sentence_keys and line in self.sentence_to_index:
-                raise FormatError(
-                    f"{self.input_file}:{index + 1}: repeats line "
-                    f"{int(self.sentence_to_index[line]) + 1}; sentences cannot name "
-                    "datasets twice (do not use sentence keys)"
-                )
-            if self.sentence_keys or self.sentence_index:
-                self.sentence_to_index[line] = str(index)
-
-    def write(
-        self, batch: List[Tuple[int, str, List[str]]], start: int, host: numpy.ndarray
-    ) -> None:
-        for row, (index, line, words) in enumerate(batch):
-            name = line if self.sentence_keys else str(index)
-            write_rows(self.out, name, host[row], start, len(words), self.dtype)
-
-    def close(self, complete: bool = True) -> None:
-        if complete and self.sentence_index and not self.sentence_keys:
-            dataset = self.out.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
-            dataset[0] = json.dumps(self.sentence_to_index)
-        self.out.close()
-
-
-class _ParquetSink(_Sink):
-    """One Parquet row per sentence, a row group per batch."""
-
-    def __init__(
-        self, raw: object, input_file: str, layers: Layers, depth: int, bilm: BiLm, dtype: str
-    ) -> None:
-        self.input_file = input_file
-        self.writer = EmbeddingWriter(
-            raw,  # type: ignore[arg-type]
-            layers.name,
-            depth,
-            bilm.get_output_dim(),
-            dtype,
-            metadata=layers.metadata,
-        )
-
-    def write(
-        self, batch: List[Tuple[int, str, List[str]]], start: int, host: numpy.ndarray
-    ) -> None:
-        n = host.shape[-2]  # a piece's tokens (a whole batch: its longest, each row cut to its own)
-        self.writer.write(
-            [self.input_file] * len(batch),
-            [index + 1 for index, _, _ in batch],
-            [words[start : start + n] for _, _, words in batch],
-            host,
-            start=start,
-        )
-
-    def close(self, complete: bool = True) -> None:
-        self.writer.close()
 
 
 def batch_layers(
@@ -360,75 +77,6 @@ def batch_layers(
     with frozen(bilm):
         activations = bilm(char_ids.to(device, non_blocking=True))["activations"]
         return Layers.of(layers).select(torch.stack(activations, dim=1)).cpu().numpy()
-
-
-T = TypeVar("T")
-# How items become batches: `(items, their words) -> batches`. The engine's two: `length_batches`
-# (order free: a stateless biLM) and `input_order_batches` (the stateful originals' order); an
-# adapter may pass its original's own (ELMoForManyLangs shuffles its length-sorted batches).
-Batching = Callable[[Iterable[T], Callable[[T], Sequence[str]]], Iterable[List[T]]]
-
-
-def length_batches(
-    items: Iterable[T],
-    words: Callable[[T], Sequence[str]],
-    batch_size: int = BULK_BATCH_SIZE,
-    max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
-    longest_first: bool = False,
-) -> Iterator[List[T]]:
-    """`items` sorted by the length of their `words` (the project's one length sort; stable:
-    ties keep their order; `longest_first` the longest first, as ELMoForManyLangs sorts), in
-    batches of at most `batch_size` items and `max_tokens` padded tokens (rows x (the longest +
-    the two boundaries)); an item longer than the budget makes a batch of its own.
-    `max_tokens=None`: no token budget."""
-    whole_number(batch_size, "batch_size")
-    whole_number(max_tokens, "max_tokens", optional=True)
-    batch: List[T] = []
-    longest = 0
-    for item in sorted(items, key=lambda item: len(words(item)), reverse=longest_first):
-        length = len(words(item))
-        padded = (len(batch) + 1) * (max(longest, length) + 2)
-        if batch and (len(batch) == batch_size or (max_tokens is not None and padded > max_tokens)):
-            yield batch
-            batch, longest = [], 0
-        batch.append(item)
-        longest = max(longest, length)
-    if batch:
-        yield batch
-
-
-def input_order_batches(
-    items: Iterable[T],
-    words: Callable[[T], Sequence[str]],
-    batch_size: Optional[int] = None,
-    max_tokens: Optional[int] = None,
-) -> Iterator[List[T]]:
-    """`items` in input order, cut where the stateful originals cut them (their vectors depend
-    on the batches): consecutive items, at most `batch_size` a batch (AllenNLP 0.9's and
-    simple_elmo's rule) and, with `max_tokens`, while a batch's tokens (without padding, as
-    bio_embeddings counts residues) stay below it, an item of more than `max_tokens` alone
-    (after the batch pending). Neither: one batch of everything. Lazy: `items` may be a
-    stream."""
-    whole_number(batch_size, "batch_size", optional=True)
-    whole_number(max_tokens, "max_tokens", optional=True)
-    batch: List[T] = []
-    tokens = 0
-    for item in items:
-        length = len(words(item))
-        if max_tokens is not None and length > max_tokens:
-            if batch:
-                yield batch
-                batch, tokens = [], 0
-            yield [item]
-            continue
-        full = batch_size is not None and len(batch) == batch_size
-        if batch and (full or (max_tokens is not None and tokens + length >= max_tokens)):
-            yield batch
-            batch, tokens = [], 0
-        batch.append(item)
-        tokens += length
-    if batch:
-        yield batch
 
 
 def sequence_pieces(
@@ -481,7 +129,7 @@ def completes(
     return start + host.shape[-2] >= len(words(batch[-1]))
 
 
-def token_progress(total: int, unit: str) -> tqdm:
+def token_progress(total: Optional[int], unit: str) -> tqdm:
     """`elmo-embed`'s progress bar on stderr, counted in tokens (or residues), the work a
     sentence takes: a line of a million tokens moves it piece by piece, with an ETA."""
     return tqdm(total=total, desc="elmo-embed", unit=f" {unit}", file=sys.stderr)
@@ -582,38 +230,6 @@ def embed_sorted(
     return whole_batches(pieces, words)
 
 
-def sorted_batching(
-    batch_size: int = BULK_BATCH_SIZE,
-    max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
-    chunk_size: Optional[int] = None,
-) -> Batching:
-    """The stateless `Batching`: `chunk_size` items at a time (default `16 * batch_size`, so
-    that a stream is read in bounded pieces) in `length_batches`."""
-    whole_number(batch_size, "batch_size")
-    whole_number(max_tokens, "max_tokens", optional=True)
-    size = whole_number(chunk_size, "chunk_size", optional=True) or 16 * int(batch_size)
-
-    def batches(items: Iterable[T], words: Callable[[T], Sequence[str]]) -> Iterator[List[T]]:
-        stream = iter(items)
-        while chunk := list(itertools.islice(stream, size)):
-            yield from length_batches(chunk, words, batch_size, max_tokens)
-
-    return batches
-
-
-def input_order_batching(
-    batch_size: Optional[int] = None, max_tokens: Optional[int] = None
-) -> Batching:
-    """The stateful originals' `Batching` (`input_order_batches`)."""
-    whole_number(batch_size, "batch_size", optional=True)
-    whole_number(max_tokens, "max_tokens", optional=True)
-
-    def batches(items: Iterable[T], words: Callable[[T], Sequence[str]]) -> Iterator[List[T]]:
-        return input_order_batches(items, words, batch_size, max_tokens)
-
-    return batches
-
-
 def embed_each(
     bilm: BiLm,
     items: Iterable[T],
@@ -654,76 +270,153 @@ def embed_each(
             following += 1
 
 
-def write_rows(
-    out: h5py.Group, name: str, host: numpy.ndarray, start: int, length: int, dtype: str
-) -> h5py.Dataset:
-    """Write one sentence's kept layers (`host`: `(n_layers, T, dim)` or `(T, dim)`, a padded
-    row or a piece from token `start`) into dataset `name` of `length` tokens: made whole from a
-    complete row, else made at the first piece and written by slices."""
-    data = host[..., : length - start, :].astype(dtype, copy=False)
-    if start == 0 and data.shape[-2] == length:
-        return out.create_dataset(name, data=data)
-    if start == 0:
-        out.create_dataset(name, data.shape[:-2] + (length, data.shape[-1]), dtype=dtype)
-    dataset = out[name]
-    dataset[..., start : start + data.shape[-2], :] = data
-    return dataset
+def check_run(
+    input_file: Source, output_file: Output, overwrite: bool, cuda_device: int, **sizes: Any
+) -> None:
+    """The checks before any work of a run into a file: `sizes` (whole numbers; `max_tokens` may
+    be None), the input and output (`check_paths`) and the device."""
+    for name, value in sizes.items():
+        whole_number(value, name, optional=name == "max_tokens")
+    whole_number(cuda_device, "cuda_device", minimum=-1)
+    check_paths(input_file, output_file, overwrite)
+    if cuda_device >= 0 and cuda_device >= torch.cuda.device_count():
+        raise UsageError(
+            f"--cuda-device {cuda_device}, but this machine has {torch.cuda.device_count()} CUDA "
+            "devices (-1: the CPU)"
+        )
 
 
-# FASTA input (`elmo-embed proteins.fasta out.hdf5`; SeqVec's proteins, `elmo_bilm.bio_embeddings`):
-# each record's residues are its tokens, and its id (the header's first word) names its dataset.
-FASTA_SUFFIXES = (".fasta", ".fa", ".faa")
+def _words(item: Item) -> List[str]:
+    return item[2]
 
 
-def is_fasta(path: str) -> bool:
-    """Whether `path` is named as FASTA (`.fasta`, `.fa`, `.faa`, each maybe `.gz`)."""
-    name = path.lower()
-    return (name[:-3] if name.endswith(".gz") else name).endswith(FASTA_SUFFIXES)
+def _embed_into(
+    bilm: BiLm,
+    input_file: Source,
+    output_file: Output,
+    items: Callable[[bool], Iterator[Item]],
+    make_sink: Callable[[Any, int], Sink],
+    layers: Layers,
+    options: Dict[str, Any],
+    unit: str,
+    empty: str,
+    index_bytes: Callable[[int], int] = lambda total: 0,
+) -> int:
+    """`embed_file` and `embed_fasta`'s run: the checks (`check_run` of `options`: their
+    keywords); a file's `items(True)`
+    checked and counted before any work, for the bar and the disk's free space (a stream,
+    `is_stream`, is read once: checked as it is read, a bar without a total); then `items(False)`
+    `chunk_size` at a time through `embed_pieces` into `make_sink(raw, depth)`
+    (`write_chunks`). Returns the number of items."""
+    dtype, overwrite, cuda_device = (
+        options.pop("dtype"),
+        options.pop("overwrite"),
+        options.pop("cuda_device"),
+    )
+    if dtype not in DTYPES:
+        raise UsageError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    check_run(input_file, output_file, overwrite, cuda_device, **options)
+    depth, tokens = layers.depth(bilm.num_layers), None
+    if not is_stream(input_file):  # a file's items checked and counted before any work
+        total = tokens = 0
+        for _, _, words in items(True):
+            total, tokens = total + 1, tokens + len(words)
+        if total == 0:
+            raise FormatError(empty)
+        width = numpy.dtype(dtype).itemsize * depth * bilm.get_output_dim()
+        if isinstance(output_file, str):
+            check_free_space(output_file, width * tokens + 512 * total + index_bytes(total))
+    device = torch_device(cuda_device)
+    bilm = bilm.to(device)
+
+    def pieces(chunk: List[Item]) -> Iterator[Tuple[List[Item], int, numpy.ndarray]]:
+        size, budget = options["batch_size"], options["max_tokens"]
+        return embed_pieces(bilm, chunk, _words, size, device, layers, budget)
+
+    stream = items(False)
+    chunks = iter(lambda: list(itertools.islice(stream, options["chunk_size"])), [])
+    bars: List[tqdm] = []
+
+    def sink(raw: Any) -> Sink:
+        bars.append(token_progress(tokens, unit))  # once the output is claimed
+        return make_sink(raw, depth)
+
+    def update(batch: List[Item], host: numpy.ndarray) -> None:
+        bars[0].update(written(batch, host, _words))
+
+    try:
+        with fixed_weights(bilm):  # the run owns the biLM: its weights checked once
+            count = write_chunks(output_file, overwrite, sink, chunks, pieces, update, empty)
+    finally:  # an error then starts a line of its own
+        for bar in bars:
+            bar.close()
+    return count
 
 
-def read_fasta(input_file: str) -> Iterator[Tuple[int, str, List[str]]]:
-    """`(index, id, residues)` of each record, in file order: a `>id description` header, then
-    sequence lines joined (whitespace dropped; every other character a residue, as written).
-    Errors name FILE:LINE: text before the first header, a header without an id, an id that
-    repeats or cannot name an HDF5 dataset (`/`), a record without residues."""
-    seen: Dict[str, int] = {}
-    name, header = "", 0  # the current record's id and header line (0: none yet)
-    residues: List[str] = []
-    for line_number, line in numbered_lines(input_file):
-        if line.startswith(">"):
-            if header:
-                yield _fasta_record(input_file, len(seen) - 1, name, header, residues)
-            fields = line[1:].split()
-            name, header, residues = (fields[0] if fields else ""), line_number, []
-            where = f"{input_file}:{line_number}"
-            if not name or "/" in name or name == ".":
-                raise FormatError(f"{where}: header {line[:40]!r}: its id cannot name a dataset")
-            if name in seen:
-                raise FormatError(f"{where}: id {name!r} repeats line {seen[name]}'s")
-            seen[name] = line_number
-        elif line.strip():
-            if not header:
-                raise FormatError(
-                    f"{input_file}:{line_number}: sequence before the first '>' header "
-                    "(FASTA: '>id' lines, each followed by its sequence)"
-                )
-            residues.extend("".join(line.split()))
-    if header:
-        yield _fasta_record(input_file, len(seen) - 1, name, header, residues)
+def embed_file(
+    bilm: BiLm,
+    input_file: Source,
+    output_file: Output,
+    layers: LayerChoice = "all",
+    batch_size: int = BULK_BATCH_SIZE,
+    cuda_device: int = -1,
+    overwrite: bool = False,
+    max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
+    chunk_size: int = 10_000,
+    sentence_index: bool = True,
+    sentence_keys: bool = False,
+    output_format: str = "hdf5",
+    dtype: str = "float32",
+    skip_bad_lines: bool = False,
+) -> int:
+    """Write `allennlp elmo`'s HDF5 layout (AllenNLP 0.9; `elmo_bilm.formats.hdf5`): one dataset
+    per sentence, named by its 0-based line, and `sentence_to_index` unless not `sentence_index`;
+    with `sentence_keys`, each dataset is named by its stripped line and there is no index (a
+    repeated sentence is then an error, as in AllenNLP 0.9). With `output_format="parquet"`, one
+    row per sentence instead (`elmo_bilm.formats.parquet`), each with its 1-based `line`, in the
+    order written (length-sorted within a chunk). `input_file`: a path, a pipe or `/dev/stdin`,
+    or an open file object (`elmo_bilm.formats.text`). An empty or non-UTF-8 line is an error
+    naming FILE:LINE before any work (a stream's when it is read), or with `skip_bad_lines` left
+    out (the other lines keep their numbers). Returns the number of sentences written.
 
+    The file appears only when complete (written to `OUTPUT.PID.partial`, then renamed); one
+    that the disk's free space cannot hold is refused before any work (a file's, not a
+    stream's), and a disk that fills up meanwhile ends the run with an error naming the output."""
+    layers = file_layers(layers)
+    if output_format not in FORMATS:
+        raise UsageError(f"output format must be one of {FORMATS}, got {output_format!r}")
+    if output_format == "parquet" and sentence_keys:
+        raise UsageError("--use-sentence-keys names HDF5 datasets; Parquet rows carry their line")
+    name, skipped = source_name(input_file), []  # type: Tuple[str, List[int]]
 
-def _fasta_record(
-    input_file: str, index: int, name: str, header: int, residues: List[str]
-) -> Tuple[int, str, List[str]]:
-    if not residues:
-        raise FormatError(f"{input_file}:{header}: record {name!r} has no residues")
-    return index, name, residues
+    def items(counting: bool) -> Iterator[Item]:
+        noted = counting or is_stream(input_file)  # the one pass that notes the lines left out
+        for number, line, words in sentence_lines(
+            input_file, skip_bad_lines, skipped if noted else None
+        ):
+            yield number - 1, line.strip(), words
+        if noted:
+            report_skipped(name, skipped)
+
+    def make_sink(raw: Any, depth: int) -> Sink:
+        if output_format == "parquet":
+            dim, metadata = bilm.get_output_dim(), layers.metadata
+            return ParquetSink(raw, name, layers.name, depth, dim, dtype, metadata)
+        return Hdf5Sink(raw, name, dtype, sentence_index, sentence_keys)
+
+    def index_bytes(total: int) -> int:  # the index's JSON: the lines and their names
+        return os.path.getsize(input_file) + 16 * total if sentence_index else 0  # type: ignore
+
+    options: Dict[str, Any] = dict(chunk_size=chunk_size, batch_size=batch_size, dtype=dtype)
+    options.update(max_tokens=max_tokens, overwrite=overwrite, cuda_device=cuda_device)
+    run = (items, make_sink, layers, options, "tokens", f"{name}: no sentences", index_bytes)
+    return _embed_into(bilm, input_file, output_file, *run)
 
 
 def embed_fasta(
     bilm: BiLm,
-    input_file: str,
-    output_file: str,
+    input_file: Source,
+    output_file: Output,
     *,
     batch_size: int,
     layers: LayerChoice = "all",
@@ -733,40 +426,18 @@ def embed_fasta(
     chunk_size: int = 10_000,
     dtype: str = "float32",
 ) -> int:
-    """Embed each protein of a FASTA file residue by residue (each residue a token) into HDF5:
-    one dataset per record named by its id, `(n_layers, n_residues, dim)` for "all", with
-    attribute `original_id` (the id, which bio_embeddings' readers look up). Records are read
-    `chunk_size` at a time and batched by length under the padded-token budget `max_tokens`
-    (`length_batches`; a protein longer than the budget is run and written in pieces,
-    `embed_pieces`). The file is
-    checked whole before any work and appears only when complete, as with `embed_file`.
-    Returns the number of records."""
-    layers = file_layers(layers)
-    if dtype not in DTYPES:
-        raise UsageError(f"dtype must be one of {DTYPES}, got {dtype!r}")
-    _check_run(input_file, output_file, chunk_size, batch_size, overwrite, cuda_device, max_tokens)
-    total = residues = 0
-    for _, _, sequence in read_fasta(input_file):
-        total, residues = total + 1, residues + len(sequence)
-    if total == 0:
-        raise FormatError(
-            f"{input_file}: no records (FASTA: '>id' lines, each followed by its sequence)"
-        )
-    width = numpy.dtype(dtype).itemsize * layers.depth(bilm.num_layers) * bilm.get_output_dim()
-    check_free_space(output_file, width * residues + 512 * total)
-    device = torch_device(cuda_device)
-    bilm = bilm.to(device)
-    with atomic_output(output_file, overwrite) as partial, open(partial, "w+b") as raw:
-        with h5py.File(raw, "w") as out, fixed_weights(bilm):
-            progress = token_progress(residues, "residues")
-            records = read_fasta(input_file)
-            while chunk := list(itertools.islice(records, chunk_size)):
-                for batch, start, host in embed_pieces(
-                    bilm, chunk, _words, batch_size, device, layers, max_tokens
-                ):
-                    for row, (_, name, sequence) in enumerate(batch):
-                        dataset = write_rows(out, name, host[row], start, len(sequence), dtype)
-                        dataset.attrs["original_id"] = name
-                    progress.update(written(batch, host, _words))
-            progress.close()
-    return total
+    """Embed each protein of a FASTA file or stream (`elmo_bilm.formats.fasta`) residue by
+    residue into HDF5: one dataset per record named by its id, `(n_layers, n_residues, dim)` for
+    "all", with attribute `original_id` (the id, which bio_embeddings' readers look up); batched
+    by length under `max_tokens` (`embed_pieces`), checked and written as `embed_file`. Returns
+    the number of records."""
+    name = source_name(input_file)
+
+    def make_sink(raw: Any, depth: int) -> Sink:
+        return Hdf5Sink(raw, name, dtype, False, sentence_keys=True, original_id=True)
+
+    options: Dict[str, Any] = dict(chunk_size=chunk_size, batch_size=batch_size, dtype=dtype)
+    options.update(max_tokens=max_tokens, overwrite=overwrite, cuda_device=cuda_device)
+    empty = f"{name}: no records (FASTA: '>id' lines, each followed by its sequence)"
+    run = (lambda _: read_fasta(input_file), make_sink, file_layers(layers), options)
+    return _embed_into(bilm, input_file, output_file, *run, "residues", empty)

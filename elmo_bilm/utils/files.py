@@ -412,13 +412,15 @@ def expand_paths(spec: PathLike) -> List[str]:
 
 def open_bytes(path: PathLike) -> BinaryIO:
     """Open a file for reading bytes, gunzipping it when it starts with the gzip magic bytes;
-    a file that is not text (NUL bytes in its first 8 KiB) is a `FormatError` up front."""
+    a file that is not text (NUL bytes in its first 8 KiB) is a `FormatError` up front. Opened
+    once and looked at without seeking, so that a pipe or `/dev/stdin` is read as a stream."""
     try:
-        with open(path, "rb") as raw:
-            gzipped = raw.read(2) == b"\x1f\x8b"
-        handle = gzip.open(path, "rb") if gzipped else open(path, "rb")
-        sample = handle.read(8192)
-        handle.seek(0)
+        handle: Any = open(path, "rb")
+        if handle.peek(2)[:2] == b"\x1f\x8b":
+            raw = handle
+            handle = gzip.GzipFile(fileobj=raw, mode="rb")
+            handle.myfileobj = raw  # closed with it, as when `gzip.open` opens a path
+        sample = handle.peek(8192)[:8192]
     except (OSError, EOFError) as error:
         raise FormatError(f"{path}: cannot read ({error})") from error
     if b"\x00" in sample:

@@ -8,12 +8,13 @@ import os
 import resource
 import time
 import uuid
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 import numpy
 import torch
 
-from elmo_bilm.formats.parquet import EmbeddingWriter
+from elmo_bilm.formats.parquet import ParquetSink
+from elmo_bilm.formats.text import Item
 from elmo_bilm.integrations.corpus.plan import Shard, filesystem, shard_sentences
 from elmo_bilm.model.derived import fixed_weights
 from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS, embed_pieces
@@ -57,19 +58,19 @@ class ShardEmbedder:
         place when complete); its row of the run's summary (sentences, seconds, process, peak
         memory)."""
         started = time.perf_counter()
-        sentences = list(shard_sentences(shard))
+        # `(0-based index, "", tokens)`: the items the sinks take (Parquet rows name line index + 1)
+        sentences = [(line - 1, "", tokens) for line, tokens in shard_sentences(shard)]
         final = f"{self.root}/{shard.name}.parquet"
         partial = f"{final}.{uuid.uuid4().hex}.partial"
         try:
-            with self.fs.open_output_stream(partial) as out:
-                writer = EmbeddingWriter(
-                    out,
-                    self.layers.name,
-                    self.depth,
-                    self.bilm.get_output_dim(),
-                    self.dtype,
-                    metadata=self.layers.metadata,
-                )
+            dim, metadata = self.bilm.get_output_dim(), self.layers.metadata
+            with (
+                self.fs.open_output_stream(partial) as out,
+                ParquetSink(
+                    out, shard.file, self.layers.name, self.depth, dim, self.dtype, metadata
+                ) as sink,
+                fixed_weights(self.bilm),  # the worker owns its biLM
+            ):
                 pieces = embed_pieces(
                     self.bilm,
                     sentences,
@@ -79,13 +80,8 @@ class ShardEmbedder:
                     self.layers,
                     self.max_tokens,
                 )
-                with fixed_weights(self.bilm):  # the worker owns its biLM
-                    for batch, start, host in pieces:  # a long sentence's pieces: rows in order
-                        n = host.shape[-2]
-                        words = [tokens[start : start + n] for _, tokens in batch]
-                        lines = [line for line, _ in batch]
-                        writer.write([shard.file] * len(batch), lines, words, host, start)
-                writer.close()
+                for batch, start, host in pieces:  # a long sentence's pieces: rows in order
+                    sink.write(batch, start, host)
             self.fs.move(partial, final)
         except BaseException:
             try:
@@ -103,5 +99,5 @@ class ShardEmbedder:
         }
 
 
-def _words(item: Tuple[int, List[str]]) -> List[str]:
-    return item[1]
+def _words(item: Item) -> List[str]:
+    return item[2]

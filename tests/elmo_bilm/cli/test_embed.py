@@ -290,3 +290,48 @@ def test_a_bad_cuda_device_is_one_line_at_parse_time(capsys, device):
     assert exit.value.code == 2 and err[-1].startswith(
         "elmo-embed: error: argument --cuda-device: device must be the CPU or a CUDA device"
     ), err
+
+
+def test_stdin_and_a_gzip_pipe_are_read_as_streams(tmp_path):
+    """`elmo-embed /dev/stdin OUT` and `elmo-embed <(zcat corpus.gz) OUT` (a pipe: counted as it
+    is read, a bar without a total) write what the file gives; a FASTA on a pipe with --fasta."""
+    import gzip
+
+    source = write_input(tmp_path / "in.txt", [["a", "cat"], ["sat", "on", "it"], ["."]])
+    files = ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
+    assert main([source, str(tmp_path / "file.hdf5"), *files]) == 0  # the same run on the file
+    with open(source, "rb") as stdin:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "elmo_bilm.cli.embed",
+                "/dev/stdin",
+                str(tmp_path / "stdin.hdf5"),
+                *files,
+            ],
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert result.returncode == 0, result.stderr
+    # another process: its kernels (threads, earlier tests' settings here) may round differently
+    stdin_written = contents(tmp_path / "stdin.hdf5")
+    assert_same_contents(contents(tmp_path / "file.hdf5"), stdin_written, units=4)
+    gz = tmp_path / "in.txt.gz"
+    gz.write_bytes(gzip.compress((tmp_path / "in.txt").read_bytes()))
+    fasta = tmp_path / "p.fasta"
+    fasta.write_text(">p1\nMKV\n>p2\nLLA\n")
+    for data, output, more in [(gz, "pipe.hdf5", []), (fasta, "fasta.hdf5", ["--fasta"])]:
+        read, write = os.pipe()
+        with open(data, "rb") as given, os.fdopen(write, "wb") as writer:
+            writer.write(given.read())  # a pipe's buffer holds these few bytes
+        pipe = f"/dev/fd/{read}"
+        try:
+            assert main([pipe, str(tmp_path / output), *files, *more]) == 0
+        finally:
+            os.close(read)
+    assert_same_contents(contents(tmp_path / "file.hdf5"), contents(tmp_path / "pipe.hdf5"))
+    with h5py.File(tmp_path / "fasta.hdf5", "r") as out:
+        assert sorted(out) == ["p1", "p2"] and out["p1"].attrs["original_id"] == "p1"

@@ -83,7 +83,7 @@ def test_spacy_vectors_equal_elmo_embedders_with_every_layers_setting(layers: ob
 
 def budget_seen(monkeypatch: pytest.MonkeyPatch) -> List[object]:
     """The `max_tokens` each `length_batches` call got (the batching itself unchanged)."""
-    from elmo_bilm.runtime import engine
+    from elmo_bilm.runtime import batching, engine
 
     seen: List[object] = []
     real = engine.length_batches
@@ -93,6 +93,7 @@ def budget_seen(monkeypatch: pytest.MonkeyPatch) -> List[object]:
         return real(items, words, batch_size, max_tokens)
 
     monkeypatch.setattr(engine, "length_batches", spy)
+    monkeypatch.setattr(batching, "length_batches", spy)  # the batching rules' home
     return seen
 
 

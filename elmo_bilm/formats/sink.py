@@ -1,0 +1,115 @@
+"""The one way an embedding run writes its output: a `Sink` (the AllenNLP HDF5 layout,
+`elmo_bilm.formats.hdf5`; Parquet rows, `elmo_bilm.formats.parquet`) that `elmo-embed`, the
+FASTA runs, the stateful `ElmoEmbedder.embed_file` and each `elmo-embed-corpus` worker write
+through, so that a layout has one writer and one set of checks."""
+
+import contextlib
+import errno
+import os
+import shutil
+from typing import BinaryIO, Callable, Iterable, Iterator, List, Sequence, Tuple, Union
+
+import numpy
+
+from elmo_bilm.formats.text import Item, Source, check_input, is_file_object
+from elmo_bilm.utils.checks import check_output
+from elmo_bilm.utils.errors import FormatError, UsageError
+from elmo_bilm.utils.files import atomic_output
+
+# Where a sink writes: a path (published by one rename when complete) or an open binary file.
+Output = Union[str, BinaryIO]
+
+
+class Sink:
+    """Where a run writes: `index` sees each chunk of items in input order before it is run,
+    `write` each batch (or piece of a long item: `start` its first token) with its kept layers
+    `host` (row `r` holds item `r`'s vectors in its first positions); `close(complete=False)`
+    after an error only releases the file. A context manager: closes complete on success."""
+
+    def __enter__(self) -> "Sink":
+        return self
+
+    def __exit__(self, error_type: object, *exc: object) -> None:
+        self.close(complete=error_type is None)
+
+    def index(self, chunk: Sequence[Item]) -> None:
+        """Check and record a chunk's names (nothing by default)."""
+
+    def write(self, batch: Sequence[Item], start: int, host: numpy.ndarray) -> None:
+        """Write a batch's (or a piece's) kept layers."""
+        raise NotImplementedError
+
+    def close(self, complete: bool = True) -> None:
+        """Finish the file (`complete`), or only release it after an error."""
+
+
+def check_free_space(output_file: str, needed: int) -> None:
+    """Refuse up front an output that the disk cannot hold (HDF5 must never meet a full disk:
+    the library then fails inside its caches)."""
+    folder = os.path.dirname(os.path.abspath(output_file))
+    if not os.path.isdir(folder):
+        return  # `atomic_output` names the missing folder
+    free = shutil.disk_usage(folder).free
+    if free < needed:
+        raise OSError(
+            errno.ENOSPC,
+            f"{output_file}: needs about {needed / 2**20:.1f} MB, {folder} has "
+            f"{free / 2**20:.1f} MB free",
+        )
+
+
+@contextlib.contextmanager
+def output_stream(output_file: Output, overwrite: bool) -> Iterator[BinaryIO]:
+    """A sink's file: `OUTPUT.PID.partial` opened for writing through a Python file object (a
+    full disk raises `OSError` there, where HDF5 writing to the path itself crashed in its cache
+    flush), renamed into place when the block ends without an error, removed otherwise; an open
+    binary file the caller gave is written as it is."""
+    if not isinstance(output_file, str):
+        yield output_file
+        return
+    with atomic_output(output_file, overwrite) as partial, open(partial, "w+b") as raw:
+        yield raw
+
+
+Pieces = Iterable[Tuple[List[Item], int, numpy.ndarray]]
+
+
+def write_chunks(
+    output_file: Output,
+    overwrite: bool,
+    make_sink: Callable[[BinaryIO], Sink],
+    chunks: Iterable[List[Item]],
+    pieces: Callable[[List[Item]], Pieces],
+    written: Callable[[List[Item], numpy.ndarray], None] = lambda batch, host: None,
+    empty: str = "no sentences",
+) -> int:
+    """The one way a run writes a file: each chunk of items indexed by the sink (its names
+    checked) before it is run, then its `pieces` (`(batch, start, kept layers)`, as
+    `elmo_bilm.runtime.engine.batch_pieces` makes them) written, each also given to `written`
+    (a progress bar); the file published only when complete (`output_stream`). `empty`: the
+    error when there were no items (a stream is known empty only at its end). Returns the number
+    of items."""
+    count = 0
+    with output_stream(output_file, overwrite) as raw, make_sink(raw) as sink:
+        for chunk in chunks:
+            sink.index(chunk)
+            count += len(chunk)
+            for batch, start, host in pieces(chunk):
+                sink.write(batch, start, host)
+                written(batch, host)
+        if count == 0:
+            raise FormatError(empty)
+    return count
+
+
+def check_paths(input_file: Source, output_file: Output, overwrite: bool) -> None:
+    """Before any work: the input (`check_input`: a file, a stream or a file object) and the
+    output (`check_output`: a file, not a device or FIFO, which the rename into place would
+    replace; not there unless `overwrite`; in a writable folder; not the input)."""
+    check_input(input_file)
+    if not isinstance(output_file, str):
+        return  # an open binary file: written as it is
+    check_output(output_file, overwrite)
+    if not is_file_object(input_file) and os.path.exists(output_file):
+        if os.path.samefile(input_file, output_file):  # type: ignore[arg-type]
+            raise UsageError(f"{output_file} is the input file; write the output elsewhere")
