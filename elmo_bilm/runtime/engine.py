@@ -39,6 +39,7 @@ from elmo_bilm.utils.files import (
     open_bytes,
     raw_lines,
 )
+from elmo_bilm.utils.progress import progress_bar
 
 FORMATS = ("hdf5", "parquet")
 # Sentences per bulk batch (`elmo-embed`, corpus workers; `elmo.DEFAULT_BATCH_SIZE` is AllenNLP's
@@ -483,8 +484,9 @@ def completes(
 
 def token_progress(total: int, unit: str) -> tqdm:
     """`elmo-embed`'s progress bar on stderr, counted in tokens (or residues), the work a
-    sentence takes: a line of a million tokens moves it piece by piece, with an ETA."""
-    return tqdm(total=total, desc="elmo-embed", unit=f" {unit}", file=sys.stderr)
+    sentence takes: a line of a million tokens moves it piece by piece, with an ETA (plain lines
+    when stderr is not a terminal: `elmo_bilm.utils.progress`)."""
+    return progress_bar(total=total, desc="elmo-embed", unit=f" {unit}")
 
 
 def written(batch: Sequence[T], host: numpy.ndarray, words: Callable[[T], Sequence[str]]) -> int:
