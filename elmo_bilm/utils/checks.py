@@ -77,10 +77,13 @@ def number_argument(minimum: Optional[float] = None) -> Callable[[str], float]:
     return parse
 
 
-def check_output(path: PathLike, overwrite: bool, kind: str = "file") -> str:
+def check_output(
+    path: PathLike, overwrite: bool, kind: str = "file", flag: str = "overwrite=True"
+) -> str:
     """Before any work, the output a run will write: not a folder (for a file output), not there
-    unless `overwrite` (`--overwrite`), in a folder that exists and can be written. Returns the
-    path as a string; each problem is one error naming the path and what to do."""
+    unless `overwrite`, in a folder that exists and can be written. Returns the path as a
+    string; each problem is one error naming the path and what to do (`flag`: how the caller
+    asks to overwrite, `--overwrite` on a command line)."""
     text = os.fspath(path)
     if not text:
         raise UsageError("no output named (an empty path)")
@@ -96,7 +99,7 @@ def check_output(path: PathLike, overwrite: bool, kind: str = "file") -> str:
             "file and renamed into place, so name a file"
         )
     if os.path.lexists(text) and not overwrite:
-        raise FileExistsError(f"{text} exists; pass --overwrite (overwrite=True) to replace it")
+        raise FileExistsError(f"{text} exists; pass {flag} to replace it")
     folder = os.path.dirname(os.path.abspath(text))
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"{folder}: no such folder for {os.path.basename(text)}")

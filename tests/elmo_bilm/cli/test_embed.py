@@ -1,4 +1,5 @@
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -322,3 +323,17 @@ def test_ctrl_c_ends_in_one_line_and_removes_the_partial(tmp_path):
     assert "Traceback" not in stderr
     assert stderr.splitlines()[-1] == "elmo-embed: interrupted (Ctrl-C)"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_the_command_line_names_its_flag_and_counts_in_words(tmp_path, capsys, caplog):
+    """ "Wrote 1 sentence" (not "1 sentences"); an existing output names `--overwrite`, the
+    flag, not the Python argument `overwrite=True`."""
+    source = write_input(tmp_path / "in.txt", [["a", "b"]])
+    argv = [source, str(tmp_path / "out.hdf5"), "--options-file", str(OPTIONS_FILE)]
+    argv += ["--weight-file", str(WEIGHT_FILE)]
+    with caplog.at_level(logging.INFO):
+        assert main(argv) == 0
+    assert f"Wrote 1 sentence to {tmp_path / 'out.hdf5'}" in caplog.messages
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.endswith("out.hdf5 exists; pass --overwrite to replace it"), err
