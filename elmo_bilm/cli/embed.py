@@ -121,6 +121,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return parser
 
 
+def counted(count: int, noun: str) -> str:
+    """`count` and `noun`, plural unless one: "1 sentence", "3 sentences"."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def layers_of(args: argparse.Namespace) -> Layers:
     """The `Layers` that --all / --top / --average / --layers / --mix / --gamma ask for."""
     return Layers(args.layers or "all", tuple(args.mix) if args.mix else None, args.gamma)
@@ -134,7 +139,7 @@ def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
     fasta = getattr(args, "fasta", False) or is_fasta(args.input_file)
     if fasta and (args.format != "hdf5" or args.use_sentence_keys):
         raise UsageError("FASTA input is written to HDF5, each dataset named by its record's id")
-    check_output(args.output_file, args.overwrite)  # before the biLM loads
+    check_output(args.output_file, args.overwrite, flag="--overwrite")  # before the biLM loads
     bilm = bilm or load_bilm(args.options_file, args.weight_file)
     set_precision(bilm, precision)
     if fasta:
@@ -150,7 +155,7 @@ def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
             chunk_size=args.chunk_size,
             dtype=args.dtype,
         )
-        logger.info("Wrote %d proteins to %s", count, args.output_file)
+        logger.info("Wrote %s to %s", counted(count, "protein"), args.output_file)
         return
     count = embed_file(
         bilm,
@@ -168,7 +173,7 @@ def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
         dtype=args.dtype,
         skip_bad_lines=getattr(args, "skip_bad_lines", False),
     )
-    logger.info("Wrote %d sentences to %s", count, args.output_file)
+    logger.info("Wrote %s to %s", counted(count, "sentence"), args.output_file)
 
 
 @reports_errors("elmo-embed", returns=True)

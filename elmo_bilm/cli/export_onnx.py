@@ -35,7 +35,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # this package's messages; not the ONNX optimiser's (a line per folded constant)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("elmo_bilm").setLevel(logging.INFO)
-    check_output(args.output_file, args.overwrite)  # before a load and an export of minutes
+    check_output(
+        args.output_file, args.overwrite, flag="--overwrite"
+    )  # before a load and an export of minutes
     export_onnx(
         load_bilm(args.options_file, args.weight_file),
         args.output_file,

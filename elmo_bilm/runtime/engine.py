@@ -9,7 +9,6 @@ memory is set by the chunk size and `max_tokens`, not by the input.
 
 import itertools
 import os
-import sys
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy
@@ -49,6 +48,7 @@ from elmo_bilm.runtime.layers import LAYER_CHOICES, LayerChoice, Layers
 from elmo_bilm.utils.checks import whole_number
 from elmo_bilm.utils.devices import Device, torch_device
 from elmo_bilm.utils.files import FormatError, UsageError
+from elmo_bilm.utils.progress import progress_bar
 
 FORMATS = ("hdf5", "parquet")
 
@@ -131,8 +131,9 @@ def completes(
 
 def token_progress(total: Optional[int], unit: str) -> tqdm:
     """`elmo-embed`'s progress bar on stderr, counted in tokens (or residues), the work a
-    sentence takes: a line of a million tokens moves it piece by piece, with an ETA."""
-    return tqdm(total=total, desc="elmo-embed", unit=f" {unit}", file=sys.stderr)
+    sentence takes: a line of a million tokens moves it piece by piece, with an ETA (plain lines
+    when stderr is not a terminal: `elmo_bilm.utils.progress`)."""
+    return progress_bar(total=total, desc="elmo-embed", unit=f" {unit}")
 
 
 def written(batch: Sequence[T], host: numpy.ndarray, words: Callable[[T], Sequence[str]]) -> int:

@@ -46,12 +46,12 @@ try:
 except ImportError:  # not on Windows: no lock between processes there
     fcntl = None  # type: ignore[assignment]
 
-from tqdm import tqdm
 
 from elmo_bilm.sources.archives import BILM_ARCHIVE_SUFFIXES
 from elmo_bilm.utils.files import UsageError, atomic_output, cache_dir, sha256_files
 from elmo_bilm.utils.names import is_url as is_url  # published.is_url, as before
 from elmo_bilm.utils.names import url_file_name
+from elmo_bilm.utils.progress import progress_bar
 
 logger = logging.getLogger(__name__)
 
@@ -404,12 +404,11 @@ def _fetch(url: str, path: Path, timeout: float) -> None:
         with (
             atomic_output(path) as partial,
             open(partial, "wb") as out,
-            tqdm(
+            progress_bar(
                 total=total,
                 unit="B",
                 unit_scale=True,
                 desc=f"downloading {path.name.split('_', 1)[1]}",
-                file=sys.stderr,
             ) as progress,
         ):
             while True:

@@ -84,12 +84,15 @@ def number_argument(
     return parse
 
 
-def check_output(path: PathLike, overwrite: bool, kind: str = "file") -> str:
+def check_output(
+    path: PathLike, overwrite: bool, kind: str = "file", flag: str = "overwrite=True"
+) -> str:
     """Before any work, the output a run will write. A file (`kind="file"`): not a folder, not
-    there unless `overwrite` (`--overwrite`), in a folder that exists and can be written. A
-    folder (`kind="folder"`, made if missing; its files are the caller's to check): not a file,
-    its nearest existing folder writable. Returns the path as a string; each problem is one
-    error naming the path and what to do."""
+    there unless `overwrite`, in a folder that exists and can be written. A folder
+    (`kind="folder"`, made if missing; its files are the caller's to check): not a file, its
+    nearest existing folder writable. Returns the path as a string; each problem is one error
+    naming the path and what to do (`flag`: how the caller asks to overwrite, `--overwrite` on
+    a command line)."""
     text = os.fspath(path)
     if not text:
         raise UsageError("no output named (an empty path)")
@@ -117,9 +120,7 @@ def check_output(path: PathLike, overwrite: bool, kind: str = "file") -> str:
         )
     if os.path.lexists(text) and not overwrite:
         link = " (a link to nowhere)" if not os.path.exists(text) else ""
-        raise FileExistsError(
-            f"{text} exists{link}; pass --overwrite (overwrite=True) to replace it"
-        )
+        raise FileExistsError(f"{text} exists{link}; pass {flag} to replace it")
     folder = os.path.dirname(os.path.abspath(text))
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"{folder}: no such folder for {os.path.basename(text)}")

@@ -50,6 +50,9 @@ USER_ERRORS = (UsageError, OSError)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# the exit status of a command ended by Ctrl-C: 128 + SIGINT, what a shell reports
+INTERRUPTED = 128 + signal.SIGINT
+
 
 def sha256_files(
     paths: Iterable[PathLike], open_binary: Optional[Callable[[str], Any]] = None
@@ -70,8 +73,10 @@ def reports_errors(
 ) -> Callable[[F], F]:
     """Decorate a command's entry function, the one way every command reports a user's error
     (`USER_ERRORS`, and `also`: a missing extra's ImportError, say): one line `NAME: error: ...`
-    on stderr and exit status 1, not a traceback; a warning is one line `NAME: warning: ...`.
-    `returns`: the function (a console script's `main`) returns 1 instead of exiting."""
+    on stderr and exit status 1, not a traceback; a warning is one line `NAME: warning: ...`;
+    Ctrl-C is one line `NAME: interrupted (Ctrl-C)` and exit status 130, as a shell gives (the
+    partial output is removed by `atomic_output` on the way out, before the line).
+    `returns`: the function (a console script's `main`) returns the status instead of exiting."""
 
     caught: Tuple[Type[BaseException], ...] = (*USER_ERRORS, Warning, *also)
 
@@ -89,6 +94,11 @@ def reports_errors(
                     return function(*args, **kwargs)
                 except caught as error:
                     return _report(name, error, returns)
+                except KeyboardInterrupt:
+                    print(f"{name}: interrupted (Ctrl-C)", file=sys.stderr, flush=True)
+                    if not returns:
+                        sys.exit(INTERRUPTED)
+                    return INTERRUPTED
 
         return run  # type: ignore[return-value]
 

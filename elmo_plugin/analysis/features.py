@@ -4,10 +4,10 @@ from typing import List, Sequence, Tuple
 
 import numpy
 import torch
-from tqdm import tqdm
 
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.runtime.engine import embed_sorted
+from elmo_bilm.utils.progress import progress_bar
 
 
 def token_layers(
@@ -27,7 +27,7 @@ def token_layers(
         wanted[sentence].append((row, index))
     needed = sorted({s for s, _ in positions})
     out = None
-    progress = tqdm(total=len(needed), desc=desc, unit=" sentences")
+    progress = progress_bar(total=len(needed), desc=desc, unit=" sentences")
     bilm = bilm.to(device)
     for batch, host in embed_sorted(bilm, needed, sentences.__getitem__, batch_size, device):
         if out is None:  # host: (batch, n_layers, T, dim)

@@ -8,10 +8,10 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy
 import torch
-from tqdm import tqdm
 
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.utils.files import FormatError, UsageError, numbered_lines
+from elmo_bilm.utils.progress import progress_bar
 from elmo_plugin.analysis.features import token_layers
 
 Sentence = List[str]
@@ -105,7 +105,7 @@ def pos_probe(
     x_train, y_train = data(train_sentences, train_tags, "train layers")
     x_test, y_test = data(test_sentences, test_tags, "test layers")
     accuracies = []
-    for layer in tqdm(range(x_train.shape[0]), desc="probes", unit=" layers"):
+    for layer in progress_bar(range(x_train.shape[0]), desc="probes", unit=" layers"):
         # standardised with the training statistics (an affine map: the probe stays linear)
         mean, std = x_train[layer].mean(0), x_train[layer].std(0) + 1e-6
         train_x, test_x = (x_train[layer] - mean) / std, (x_test[layer] - mean) / std
@@ -227,7 +227,9 @@ def sst_probe(
         )
     accuracies = {
         name: _linear_accuracy(train_x, y_train, test_x, y_test, epochs, seed)
-        for name, (train_x, test_x) in tqdm(features.items(), desc="probes", unit=" features")
+        for name, (train_x, test_x) in progress_bar(
+            features.items(), desc="probes", unit=" features"
+        )
     }
     majority = float((y_test == numpy.bincount(y_train).argmax()).mean())
     return {

@@ -30,9 +30,16 @@ def write_report(
         existing = [p for p in paths[: 3 if figure is not None else 2] if os.path.exists(p)]
         if existing:
             raise FileExistsError(f"{existing[0]} exists; pass --overwrite to replace it")
-    with atomic_output(paths[0], overwrite) as partial, open(partial, "w") as handle:
-        json.dump(result, handle, indent=2)
-    with atomic_output(paths[1], overwrite) as partial, open(partial, "w") as handle:
+    # UTF-8 as written: a Russian corpus's neighbours read as words, not \uXXXX escapes
+    with (
+        atomic_output(paths[0], overwrite) as partial,
+        open(partial, "w", encoding="utf-8") as handle,
+    ):
+        json.dump(result, handle, indent=2, ensure_ascii=False)
+    with (
+        atomic_output(paths[1], overwrite) as partial,
+        open(partial, "w", encoding="utf-8") as handle,
+    ):
         handle.write(table)
     if figure is None:
         return paths[:2]

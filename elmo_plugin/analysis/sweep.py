@@ -31,6 +31,7 @@ from tqdm import tqdm
 
 from elmo_bilm.sources.archives import checked_members
 from elmo_bilm.utils.files import FormatError, UsageError, atomic_output
+from elmo_bilm.utils.progress import progress_bar
 
 BASELINE = "none"  # the placement value that means "the baseline config, no ELMo"
 
@@ -292,7 +293,7 @@ class RunFollower:
         self.phase = "starting"
         self.batches: Optional[Tuple[int, int, str]] = None  # (done, total, time left)
         self._lock = threading.Lock()
-        self._bar = tqdm(total=None, position=1, leave=False, bar_format="{desc}")
+        self._bar = progress_bar(total=None, position=1, leave=False, bar_format="{desc}")
         self._bar.set_description_str(self.status())
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -320,7 +321,9 @@ class RunFollower:
             self._pending = text[end:]
             for match in _RUN_PROGRESS.finditer(text):
                 self._read(match)
-            self._bar.set_description_str(self.status())
+            # redrawn at most once a bar's interval (a line a minute in a log, not a second)
+            self._bar.set_description_str(self.status(), refresh=False)
+            self._bar.update(0)
 
     def _read(self, match: "re.Match[str]") -> None:
         if match["epoch"] is not None:
@@ -369,7 +372,7 @@ class Progress:
         left = seconds_left(unfinished, done, keys)
         judged = any(seconds is not None for seconds in left)
         self._left = dict(zip(unfinished, left)) if judged else None
-        self._bar = tqdm(
+        self._bar = progress_bar(
             total=len(run_dirs),
             initial=len(run_dirs) - len(unfinished),
             desc=desc,

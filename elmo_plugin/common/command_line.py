@@ -14,7 +14,13 @@ by `import elmo_plugin` in a script or a test. A `sys.excepthook` reports:
   retries);
 - Ctrl-C or SIGTERM (AllenNLP's `SigTermReceived`) during `allennlp train`, after AllenNLP has
   archived the best weights so far: `allennlp train: interrupted ...` naming what the
-  serialization folder holds and the command that resumes the run (`--recover`).
+  serialization folder holds and the command that resumes the run (`--recover`);
+- `allennlp train` into a serialization folder that holds a run (a finished one, say): one line
+  naming what it holds, `--recover`, `-f` / `--force` and a new `-s` (AllenNLP's error was a
+  24-line traceback).
+
+On the console (not in a run's out.log), AllenNLP's plugin discovery and a config's parameters
+(`CONSOLE_NOISE`) log no INFO line: `--help` and a config error show only their own output.
 
 Every other exception goes to the hook in place before (AllenNLP's own errors stay as they are).
 AllenNLP's training replaces `sys.excepthook` when it sets up logging, so that set-up is wrapped
@@ -65,6 +71,33 @@ def quiet_loggers(names: Sequence[str] = QUIET_LOGGERS) -> Iterator[None]:
     finally:
         for logger, level in levels.items():
             logger.setLevel(level)
+
+
+# AllenNLP's loggers whose INFO lines stay off the console of `allennlp` / `elmo-plugin` (they
+# still reach a training run's out.log): plugin discovery, on every call, and every parameter a
+# config sets, read before the run starts (a hundred lines before a config error's one)
+CONSOLE_NOISE = ("allennlp.common.params", "allennlp.common.plugins")
+
+
+class ConsoleNoise(logging.Filter):
+    """Drops `CONSOLE_NOISE`'s records below WARNING (a console handler's filter)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        noise = record.name in CONSOLE_NOISE or record.name.startswith(
+            tuple(f"{name}." for name in CONSOLE_NOISE)
+        )
+        return not noise or record.levelno >= logging.WARNING
+
+
+def quiet_console() -> None:
+    """`ConsoleNoise` on the root logger's console handlers (not on its files), once each."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler) or not isinstance(
+            handler, logging.StreamHandler
+        ):
+            continue
+        if not any(isinstance(f, ConsoleNoise) for f in handler.filters):
+            handler.addFilter(ConsoleNoise())
 
 
 def is_allennlp_command() -> bool:
@@ -126,9 +159,26 @@ def interrupted_line(argv: Sequence[str], signal_name: str) -> str:
     )
 
 
+def occupied_line(argv: Sequence[str], error: BaseException) -> Optional[str]:
+    """The one line for an `allennlp train` into a serialization folder that holds a run
+    (AllenNLP's `ConfigurationError` "... already exists and is not empty ..."), or None for any
+    other error: what the folder holds and the three ways on."""
+    if "already exists and is not empty" not in str(error):
+        return None
+    folder = serialization_dir(argv) or "the serialization folder"
+    described = saved(Path(folder))
+    prefix = f"saved in {folder}: "
+    held = described[len(prefix) :] if described.startswith(prefix) else "no checkpoint yet"
+    return (
+        f"{folder} holds a run ({held}); resume it with --recover, start over "
+        "with -f / --force (deletes it), or train into a new folder with another -s"
+    )
+
+
 def make_excepthook(previous: ExceptHook) -> ExceptHook:
     """A `sys.excepthook` that reports the plugin's `ConfigError` and an interrupted `allennlp
     train` in one line and passes everything else to `previous`."""
+    from allennlp.common.checks import ConfigurationError
     from allennlp.common.util import SigTermReceived
 
     from elmo_plugin.common.config_env import ConfigError
@@ -157,6 +207,10 @@ def make_excepthook(previous: ExceptHook) -> ExceptHook:
             print(f"{PROG}: error: {jsonnet}{tail}", file=sys.stderr, flush=True)
             return
         training = len(sys.argv) > 1 and sys.argv[1] == "train"
+        occupied = occupied_line(sys.argv, error) if training else None
+        if isinstance(error, ConfigurationError) and occupied is not None:
+            print(f"{PROG}: error: {occupied}", file=sys.stderr, flush=True)
+            return
         if training and isinstance(error, (KeyboardInterrupt, SigTermReceived)):
             name = "Ctrl-C" if isinstance(error, KeyboardInterrupt) else "SIGTERM"
             print(interrupted_line(sys.argv, name), file=sys.stderr, flush=True)
@@ -192,6 +246,7 @@ def install(force: bool = False) -> None:
         def prepare_global_logging(*args: Any, **kwargs: Any) -> None:
             prepare(*args, **kwargs)
             _put_in_front()
+            quiet_console()  # its new console handlers
 
         prepare_global_logging._elmo_plugin = True  # type: ignore[attr-defined]
         common_logging.prepare_global_logging = prepare_global_logging  # type: ignore[assignment]
@@ -201,8 +256,6 @@ def install(force: bool = False) -> None:
 # AllenNLP's default plugins (`allennlp.common.plugins.DEFAULT_PLUGINS`) other than
 # allennlp-models: one installed may add subcommands, so the fast path is not taken
 OTHER_DEFAULT_PLUGINS = ("allennlp_semparse", "allennlp_server")
-# AllenNLP's logging set-up (`allennlp/__main__.py`)
-LOG_FORMAT = "%(asctime)s - %(levelname)s - %(name)s - %(message)s"
 
 
 class ParserWithDefaults(argparse.ArgumentParser):
@@ -265,19 +318,6 @@ def log_level() -> int:
     return logging._nameToLevel.get(name, logging.INFO)
 
 
-def log_plugins() -> None:
-    """What AllenNLP's `import_plugins` logs: `Plugin NAME available` for allennlp-models if
-    installed and for each plugin of a plugins file (this one), in AllenNLP's log format."""
-    from importlib import util
-
-    logging.basicConfig(format=LOG_FORMAT, level=log_level())
-    logger = logging.getLogger("allennlp.common.plugins")
-    if util.find_spec("allennlp_models") is not None:
-        logger.info("Plugin %s available", "allennlp_models")
-    for name in file_plugins():
-        logger.info("Plugin %s available", name)
-
-
 def light_parser(command: Optional[str]) -> argparse.ArgumentParser:
     """AllenNLP's top-level parser as `elmo-plugin` builds it, without AllenNLP: every command's
     name and help line, and the arguments of `command` alone (an `elmo-*` command, one of
@@ -323,14 +363,12 @@ def answer_without_allennlp(argv: Sequence[str]) -> bool:
         return False
     parser = light_parser(command)
     if top_help:
-        log_plugins()  # AllenNLP imports the plugins first, to list their commands
         if not argv:
             parser.print_help()
             return True
     args = parser.parse_args(argv)  # help, or a bad argument, ends the command here
     if command != "elmo-config" or args.resolved or args.include_package:
         return False
-    log_plugins()
     try:
         print("\n".join(config_names()) if args.name is None else config_path(args.name))
     except OSError as error:  # as `elmo_bilm.utils.files.reports_errors` reports it
@@ -351,16 +389,15 @@ def main() -> None:
     import elmo_plugin
 
     argv = sys.argv[1:]
-    # AllenNLP's plugin discovery logs before the command runs; elmo-table1 keeps third parties'
-    # INFO lines off its console unless asked for (`--verbose`); the level is restored after, for
-    # a program that runs commands in turn (the start-up test does)
-    quiet = argv[:1] == ["elmo-table1"] and "--verbose" not in argv
-    with quiet_loggers(("allennlp.common.plugins",)) if quiet else contextlib.nullcontext():
-        elmo_plugin.register()  # the subcommands and components, before AllenNLP's logging set-up
-        import allennlp.__main__  # noqa: F401  # AllenNLP's logging set-up, as under `allennlp`
-        from allennlp.commands import main as allennlp_main
-        from allennlp.common.util import install_sigterm_handler
+    elmo_plugin.register()  # the subcommands and components, before AllenNLP's logging set-up
+    import allennlp.__main__  # noqa: F401  # AllenNLP's logging set-up, as under `allennlp`
+    from allennlp.commands import main as allennlp_main
+    from allennlp.common.util import install_sigterm_handler
 
-        install(force=True)
-        install_sigterm_handler()
-        allennlp_main(prog=PROG)
+    # AllenNLP's plugin discovery and a config's parameters stay off the console (elmo-table1
+    # shows them with `--verbose`)
+    if not (argv[:1] == ["elmo-table1"] and "--verbose" in argv):
+        quiet_console()
+    install(force=True)
+    install_sigterm_handler()
+    allennlp_main(prog=PROG)

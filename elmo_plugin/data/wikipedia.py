@@ -5,9 +5,8 @@ import logging
 import os
 from typing import Dict, Iterator, List, Sequence, Tuple
 
-from allennlp.common.tqdm import Tqdm
-
 from elmo_bilm.utils.files import FormatError, atomic_output, expand_paths, numbered_lines
+from elmo_bilm.utils.progress import progress_bar
 from elmo_plugin.data.tokenizers.sentence_tokenizer import SentenceTokenizer
 
 logger = logging.getLogger(__name__)
@@ -82,7 +81,7 @@ def prepare_corpus(inputs: Sequence[str], output_dir: str, overwrite: bool = Fal
     os.makedirs(output_dir, exist_ok=True)
     tokenizer = SentenceTokenizer()
     outputs = []
-    for path, name in Tqdm.tqdm(files, desc="sentence-splitting and tokenising"):
+    for path, name in progress_bar(files, desc="sentence-splitting and tokenising"):
         output = os.path.join(output_dir, f"{name}.txt.gz")
         outputs.append(output)
         if os.path.exists(output) and not overwrite:

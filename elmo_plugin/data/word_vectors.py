@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence
 
 from elmo_bilm.utils.files import FormatError, UsageError, atomic_output, numbered_lines
+from elmo_bilm.utils.progress import progress_bar
 
 logger = logging.getLogger(__name__)
 
@@ -81,9 +82,7 @@ class _EpochProgress:
     """A progress bar over word2vec's epochs (its ETA: the epochs so far), as a gensim callback."""
 
     def __init__(self, epochs: int, name: str) -> None:
-        from tqdm import tqdm
-
-        self.bar = tqdm(total=epochs, desc=f"word2vec {name}", unit="epoch")
+        self.bar = progress_bar(total=epochs, desc=f"word2vec {name}", unit="epoch")
 
     def __enter__(self) -> "_EpochProgress":
         return self

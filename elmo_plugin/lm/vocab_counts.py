@@ -4,10 +4,9 @@ import collections
 import logging
 from typing import Counter, List, Optional, Union
 
-from allennlp.common.tqdm import Tqdm
-
 from elmo_bilm.model.vocab import SPECIAL_TOKENS, write_vocab_file
 from elmo_bilm.utils.files import FormatError, UsageError
+from elmo_bilm.utils.progress import progress_bar
 from elmo_plugin.lm.dataset_readers.lm_corpus import corpus_files, read_sentences
 
 logger = logging.getLogger(__name__)
@@ -19,7 +18,7 @@ def count_tokens(file_path: Union[str, List[str]]) -> Counter[str]:
     kept in memory."""
     counts: Counter[str] = collections.Counter()
     files = corpus_files(file_path)
-    progress = Tqdm.tqdm(files, desc="counting tokens", unit="file")
+    progress = progress_bar(files, desc="counting tokens", unit="file")
     for corpus_format, path in progress:
         for tokens in read_sentences(path, corpus_format):
             counts.update(tokens)

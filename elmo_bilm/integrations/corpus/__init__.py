@@ -28,8 +28,6 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from tqdm import tqdm
-
 from elmo_bilm.formats.parquet import DTYPES
 from elmo_bilm.integrations.corpus.manifest import (
     MANIFEST,
@@ -58,6 +56,7 @@ from elmo_bilm.runtime.engine import BULK_BATCH_SIZE, DEFAULT_MAX_TOKENS
 from elmo_bilm.runtime.layers import Layers
 from elmo_bilm.utils.checks import check_output, finite_number, whole_number
 from elmo_bilm.utils.files import UsageError
+from elmo_bilm.utils.progress import progress_bar
 
 __all__ = [
     "MANIFEST",
@@ -260,9 +259,7 @@ def _embed(
             num_gpus=options.gpus_per_worker or None,
         )
         tokens = {s.name: s.tokens for s in pending}
-        progress = tqdm(
-            total=sum(tokens.values()), desc="elmo-embed-corpus", unit=" tok", file=sys.stderr
-        )
+        progress = progress_bar(total=sum(tokens.values()), desc="elmo-embed-corpus", unit=" tok")
         for row in results.iter_rows():
             progress.update(tokens[str(row["shard"])])
             pid = int(row["pid"])

@@ -1,5 +1,7 @@
 import json
+import logging
 import os
+import signal
 import subprocess
 import sys
 
@@ -12,7 +14,7 @@ from elmo_bilm import load_bilm_tf
 from elmo_bilm.cli.embed import main
 from elmo_bilm.runtime.engine import count_sentences, embed_file
 from elmo_bilm.utils.files import FormatError
-from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
+from tests.conftest import OPTIONS_FILE, REPO_ROOT, WEIGHT_FILE
 from tests.numerics import NETWORK, assert_float32_close
 
 
@@ -335,3 +337,69 @@ def test_stdin_and_a_gzip_pipe_are_read_as_streams(tmp_path):
     assert_same_contents(contents(tmp_path / "file.hdf5"), contents(tmp_path / "pipe.hdf5"))
     with h5py.File(tmp_path / "fasta.hdf5", "r") as out:
         assert sorted(out) == ["p1", "p2"] and out["p1"].attrs["original_id"] == "p1"
+
+
+# the child holds its run after the progress bar's first output, reading stdin (a pipe the test
+# keeps open), so that the test's SIGINT arrives mid-run whatever the machine's speed
+HELD_RUN = """
+import sys
+from elmo_bilm.cli import embed
+
+class Held:
+    def __init__(self, inner):
+        self.inner, self.held = inner, False
+    def write(self, text):
+        self.inner.write(text)
+        self.inner.flush()
+        if "0/" in text and not self.held:
+            self.held = True
+            sys.stdin.read(1)
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+sys.stderr = Held(sys.stderr)
+sys.argv = ["elmo-embed", *sys.argv[1:]]
+embed.console()
+"""
+
+
+def test_ctrl_c_ends_in_one_line_and_removes_the_partial(tmp_path):
+    """SIGINT during `elmo-embed`'s run: one line, exit status 130, no output or partial file."""
+    source = write_input(tmp_path / "in.txt", [["a", "cat"], ["sat", "down"]])
+    argv = [source, str(tmp_path / "out.hdf5"), "--options-file", str(OPTIONS_FILE)]
+    argv += ["--weight-file", str(WEIGHT_FILE)]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    child = subprocess.Popen(
+        [sys.executable, "-c", HELD_RUN, *argv],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    seen = b""
+    while b"0/" not in seen:  # the bar's first output: the partial file is open
+        block = os.read(child.stderr.fileno(), 4096)
+        assert block, seen.decode()
+        seen += block
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".partial")]
+    child.send_signal(signal.SIGINT)
+    rest = child.stderr.read()
+    child.stdin.close()
+    assert child.wait(timeout=60) == 130
+    stderr = (seen + rest).decode()
+    assert "Traceback" not in stderr
+    assert stderr.splitlines()[-1] == "elmo-embed: interrupted (Ctrl-C)"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_the_command_line_names_its_flag_and_counts_in_words(tmp_path, capsys, caplog):
+    """ "Wrote 1 sentence" (not "1 sentences"); an existing output names `--overwrite`, the
+    flag, not the Python argument `overwrite=True`."""
+    source = write_input(tmp_path / "in.txt", [["a", "b"]])
+    argv = [source, str(tmp_path / "out.hdf5"), "--options-file", str(OPTIONS_FILE)]
+    argv += ["--weight-file", str(WEIGHT_FILE)]
+    with caplog.at_level(logging.INFO):
+        assert main(argv) == 0
+    assert f"Wrote 1 sentence to {tmp_path / 'out.hdf5'}" in caplog.messages
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.endswith("out.hdf5 exists; pass --overwrite to replace it"), err

@@ -280,7 +280,7 @@ def test_a_dangling_link_as_output_needs_overwrite_and_is_then_replaced(
     itself is replaced by the output (its missing target is not created)."""
     link = tmp_path / "out.hdf5"
     link.symlink_to(tmp_path / "missing" / "target.hdf5")
-    with pytest.raises(FileExistsError, match="--overwrite"):
+    with pytest.raises(FileExistsError, match="pass overwrite=True"):
         check_output(link, overwrite=False)
     assert check_output(link, overwrite=True) == str(link)
 

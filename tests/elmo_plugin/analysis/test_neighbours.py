@@ -49,3 +49,15 @@ def test_neighbours_command(tmp_path):
 def test_an_empty_corpus_is_refused(fixture_bilm):
     with pytest.raises(ValueError, match="the corpus has no tokens"):
         nearest_neighbours(fixture_bilm, ["a", "play"], 1, [[], []])
+
+
+def test_neighbours_json_keeps_cyrillic_as_written(tmp_path):
+    """A Russian corpus's words are UTF-8 in neighbours.json, not \\uXXXX escapes."""
+    sentences = ["банк закрыт", "мы пошли в банк", "река и берег"]
+    (tmp_path / "corpus.txt").write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    argv = ["elmo-neighbours", "банк закрыт", "0", str(tmp_path / "corpus.txt"), *BILM_ARGS]
+    run_command(ElmoNeighbours, argv + ["--output-dir", str(tmp_path / "out"), "-k", "2"])
+    raw = (tmp_path / "out" / "neighbours.json").read_bytes()
+    assert "\\u" not in raw.decode("ascii", errors="replace")
+    assert json.loads(raw.decode("utf-8"))["word"] == "банк"
+    assert '"word": "банк"' in raw.decode("utf-8")

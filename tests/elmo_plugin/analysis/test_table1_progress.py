@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from elmo_bilm.utils import progress
 from elmo_plugin.analysis import sweep, table1
 from elmo_plugin.commands.elmo_table1 import ElmoTable1
 from tests.conftest import REPO_ROOT
@@ -114,7 +115,11 @@ def test_sweep_passes_its_env_to_every_train_call(tmp_path):
 # -- issue 69 item 3: each run's log path, epoch and batches; no other library's INFO lines ------
 
 
-def test_the_follower_reads_only_what_the_log_gains_and_shows_epoch_and_batches(tmp_path, capsys):
+def test_the_follower_reads_only_what_the_log_gains_and_shows_epoch_and_batches(
+    tmp_path, capsys, monkeypatch
+):
+    # each poll shown (not a line a minute, as in a log): the captured stderr is no terminal
+    monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)
     log = tmp_path / "run.log"
     log.write_text(TRAINER + "Epoch 5/9\n")  # an earlier invocation of a resumed run
     follower = sweep.RunFollower(log)  # no thread: polled by the test
@@ -208,6 +213,7 @@ def test_elmo_table1_shows_each_runs_log_and_progress_and_no_gensim_lines(
         handle.write("the film is good .\nthe film is bad .\na good film , a bad plot .\n" * 3)
     monkeypatch.setattr(table1, "SMOKE_WIKIPEDIA", wikipedia)
     monkeypatch.setattr(sweep, "FOLLOW_SECONDS", None)  # no thread: the fake run polls
+    monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)  # each poll shown, as on a terminal
     followers = []
 
     class Recorded(sweep.RunFollower):

@@ -251,6 +251,9 @@ def test_elmo_plugin_script_reaches_the_subcommands_without_a_plugins_file(tmp_p
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("elmo-plugin: error: snli_esim_elmoo: no such config file"), last
+    assert " - INFO - " not in result.stdout + result.stderr  # no plugin discovery line
+    result = subprocess.run([script, "--help"], **run)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
 
 
 @pytest.mark.parametrize("verbose", [False, True])
@@ -289,3 +292,57 @@ def test_a_config_that_is_not_valid_jsonnet_is_one_line(
     assert line.startswith(f"allennlp: error: {config}: not valid Jsonnet: {expected}"), line
     if expected.startswith("RUNTIME"):
         assert f"(at {config}:1:" in line, line
+
+
+def test_a_run_into_a_folder_that_holds_a_run_is_one_line_naming_the_ways_on(
+    capsys, monkeypatch, tmp_path
+):
+    """Was AllenNLP's 24-line traceback ending "Specify --recover ..."; names --recover, -f and
+    a new -s, and what the folder holds."""
+    from allennlp.training.util import create_serialization_dir
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "model.tar.gz").write_bytes(b"")
+    (out / "config.json").write_text("{}")
+    with pytest.raises(ConfigurationError) as info:
+        create_serialization_dir(Params({}), str(out), recover=False, force=False)
+    argv = ("elmo-plugin", "train", "tiny", "-s", str(out))
+    line = one_line(info.value, capsys, monkeypatch, argv)
+    assert line == (
+        f"allennlp: error: {out} holds a run (model.tar.gz (the best weights so "
+        "far)); resume it with --recover, start over with -f / --force (deletes it), or train "
+        "into a new folder with another -s"
+    )
+    assert out.is_dir() and (out / "model.tar.gz").is_file()  # nothing removed
+
+
+def test_the_console_drops_allennlps_parameters_and_plugin_lines_and_a_file_keeps_them(tmp_path):
+    """`quiet_console`: a config's hundred `allennlp.common.params` INFO lines and AllenNLP's
+    plugin discovery stay off the console (they came before a config error's one line), a run's
+    out.log keeps them, and a warning still shows."""
+    import io
+    import logging
+
+    root = logging.getLogger()
+    console, file = io.StringIO(), tmp_path / "out.log"
+    handlers = [logging.StreamHandler(console), logging.FileHandler(file)]
+    level = root.level
+    root.setLevel(logging.INFO)
+    for handler in handlers:
+        root.addHandler(handler)
+    try:
+        command_line.quiet_console()
+        command_line.quiet_console()  # once per handler
+        logging.getLogger("allennlp.common.params").info("trainer.num_epochs = 1")
+        logging.getLogger("allennlp.common.plugins").info("Plugin allennlp_models available")
+        logging.getLogger("allennlp.common.params").warning("a warning")
+        logging.getLogger("allennlp.training.trainer").info("Epoch 0/0")
+    finally:
+        for handler in handlers:
+            root.removeHandler(handler)
+            handler.close()
+        root.setLevel(level)
+    assert console.getvalue().splitlines() == ["a warning", "Epoch 0/0"]
+    assert len(file.read_text().splitlines()) == 4
+    assert sum(isinstance(f, command_line.ConsoleNoise) for f in handlers[0].filters) == 1
