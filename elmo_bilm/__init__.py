@@ -15,6 +15,8 @@ from elmo_bilm.dropins.allennlp import (
     DEFAULT_WEIGHT_FILE,
     Elmo,
     ElmoEmbedder,
+    _ElmoBiLm,
+    _ElmoCharacterEncoder,
     batch_to_ids,
 )
 from elmo_bilm.formats.bilm_tf import FormatError, export_bilm_tf, load_bilm_tf, read_options
@@ -26,6 +28,7 @@ from elmo_bilm.model.characters import ELMoCharacterMapper
 # `dropins/`), each the same module object as its home, imported only when asked for.
 ALIASES: Dict[str, str] = {
     "elmo_bilm.elmo": "elmo_bilm.dropins.allennlp",
+    "elmo_bilm.elmo_lstm": "elmo_bilm.dropins.elmo_lstm",
     "elmo_bilm.elmoformanylangs": "elmo_bilm.dropins.elmoformanylangs",
     "elmo_bilm.simple_elmo": "elmo_bilm.dropins.simple_elmo",
     "elmo_bilm.bio_embeddings": "elmo_bilm.dropins.bio_embeddings",
