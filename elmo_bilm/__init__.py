@@ -14,6 +14,8 @@ _NAMES: Dict[str, str] = {
     "Elmo": "elmo_bilm.dropins.allennlp",
     "ElmoEmbedder": "elmo_bilm.dropins.allennlp",
     "batch_to_ids": "elmo_bilm.dropins.allennlp",
+    "_ElmoBiLm": "elmo_bilm.dropins.allennlp",
+    "_ElmoCharacterEncoder": "elmo_bilm.dropins.allennlp",
     "FormatError": "elmo_bilm.formats.bilm_tf",
     "export_bilm_tf": "elmo_bilm.formats.bilm_tf",
     "load_bilm_tf": "elmo_bilm.formats.bilm_tf",
@@ -28,6 +30,7 @@ _NAMES: Dict[str, str] = {
 # under the old name, so that both names are one module (not a copy).
 ALIASES: Dict[str, str] = {
     "elmo_bilm.elmo": "elmo_bilm.dropins.allennlp",
+    "elmo_bilm.elmo_lstm": "elmo_bilm.dropins.elmo_lstm",
     "elmo_bilm.elmoformanylangs": "elmo_bilm.dropins.elmoformanylangs",
     "elmo_bilm.simple_elmo": "elmo_bilm.dropins.simple_elmo",
     "elmo_bilm.bio_embeddings": "elmo_bilm.dropins.bio_embeddings",

@@ -21,6 +21,7 @@ import numpy
 import torch
 from torch import nn
 
+from elmo_bilm.dropins.elmo_lstm import ElmoLstm
 from elmo_bilm.formats.hdf5 import Hdf5Sink
 from elmo_bilm.formats.sink import Output, Sink, check_paths, write_chunks
 from elmo_bilm.formats.text import (
@@ -234,6 +235,127 @@ class Elmo(nn.Module):
                 f"character ids must be (batch, timesteps, 50), got shape {tuple(inputs.shape)}"
             )
         return inputs.flatten(0, -3), tuple(inputs.shape[:-2])
+
+
+class _ElmoCharacterEncoder(nn.Module):
+    """AllenNLP's `_ElmoCharacterEncoder`: the biLM's context-free token layer (character CNN,
+    highways, projection) with `<S>` and `</S>` added, `forward(inputs (batch, T, 50))` ->
+    `{"token_embedding": (batch, T + 2, dim), "mask": (batch, T + 2)}`. Zero at padding (where
+    AllenNLP's holds the CNN of an all-padding word; the mask says which positions count).
+
+    # Parameters
+
+    options_file, weight_file : `str`
+        Any biLM source `Elmo` reads (bilm-tf files, URLs, a published name alone).
+    requires_grad : `bool`, optional (default = `False`)
+    """
+
+    def __init__(self, options_file: str, weight_file: str, requires_grad: bool = False) -> None:
+        super().__init__()
+        self._setup(load_bilm(options_file, weight_file), requires_grad)
+        for parameter in self.bilm.parameters():
+            parameter.requires_grad_(requires_grad)
+
+    def _setup(self, bilm: BiLm, requires_grad: bool) -> None:
+        self.bilm = bilm
+        self.requires_grad = requires_grad
+        self.output_dim = bilm.projection_dim
+
+    @classmethod
+    def around(cls, bilm: BiLm, requires_grad: bool = False) -> "_ElmoCharacterEncoder":
+        """The token layer of a biLM already in memory (parameters shared): `_ElmoBiLm`'s."""
+        encoder = cls.__new__(cls)
+        nn.Module.__init__(encoder)
+        encoder._setup(bilm, requires_grad)
+        return encoder
+
+    def get_output_dim(self) -> int:
+        """The token vectors' width (the biLM's projection)."""
+        return self.output_dim
+
+    def forward(self, inputs: torch.Tensor) -> Dict[str, torch.Tensor]:
+        """`inputs` `(batch, T, 50)` character ids -> token vectors and mask with boundaries."""
+        mask = (inputs > 0).any(-1)
+        ids, bounded = self.bilm.add_boundaries(inputs, mask)
+        if self.requires_grad:
+            token = self.bilm.char_cnn(ids, bounded)
+        else:
+            with frozen(self.bilm):
+                token = self.bilm.char_cnn(ids, bounded)
+        return {"token_embedding": token, "mask": bounded}
+
+
+class _ElmoBiLm(nn.Module):
+    """AllenNLP's `_ElmoBiLm`: every layer of the biLM with `<S>` and `</S>` kept,
+    `forward(inputs (batch, T, 50), word_inputs=None)` -> `{"activations": [(batch, T + 2,
+    2 * proj)] * num_layers, "mask": (batch, T + 2)}`, layer 0 the token layer twice. Stateful,
+    as AllenNLP's: row `i` starts from the states row `i` of the batch before ended with
+    (`_elmo_lstm.reset_states()` forgets them).
+
+    # Parameters
+
+    options_file, weight_file : `str`
+        Any biLM source `Elmo` reads.
+    requires_grad : `bool`, optional (default = `False`)
+    vocab_to_cache : `List[str]`, optional
+        Words whose character ids are looked up by index: `forward` may then take `word_inputs`
+        `(batch, T)` (0 = padding); ids outside the vocabulary fall back to `inputs`, as in
+        AllenNLP.
+    """
+
+    def __init__(
+        self,
+        options_file: str,
+        weight_file: str,
+        requires_grad: bool = False,
+        vocab_to_cache: Optional[List[str]] = None,
+    ) -> None:
+        super().__init__()
+        self.bilm = load_bilm(options_file, weight_file)
+        self.bilm.set_stateful(True)
+        self._requires_grad = requires_grad
+        for parameter in self.bilm.parameters():
+            parameter.requires_grad_(requires_grad)
+        self.num_layers = self.bilm.num_layers
+        self.register_buffer("word_char_ids", None, persistent=False)
+        if vocab_to_cache:
+            self.create_cached_cnn_embeddings(vocab_to_cache)
+
+    def create_cached_cnn_embeddings(self, tokens: List[str]) -> None:
+        """Look words up by index from now on: word id `i` is `tokens[i]` (0 = padding)."""
+        words = vocabulary_char_ids(tokens, self.bilm.batch_to_ids)
+        self.word_char_ids = words.to(self.bilm.char_cnn.char_embedding.weight.device)
+
+    @property
+    def _token_embedder(self) -> _ElmoCharacterEncoder:
+        """AllenNLP's name of the token layer: an `_ElmoCharacterEncoder` sharing the biLM's."""
+        return _ElmoCharacterEncoder.around(self.bilm, self._requires_grad)
+
+    @property
+    def _elmo_lstm(self) -> ElmoLstm:
+        """AllenNLP's name of the LSTM: an `ElmoLstm` over the biLM's stack (the same states)."""
+        return ElmoLstm.around(self.bilm.lstm, self._requires_grad)
+
+    def get_output_dim(self) -> int:
+        """The width of each layer (twice the biLM's projection)."""
+        return self.bilm.get_output_dim()
+
+    def forward(
+        self, inputs: torch.Tensor, word_inputs: Optional[torch.Tensor] = None
+    ) -> Dict[str, Any]:
+        """Every layer and the mask, `<S>`/`</S>` included (see the class)."""
+        char_ids = inputs
+        table = self.word_char_ids
+        if table is not None and word_inputs is not None:
+            if word_inputs.numel() == 0 or int(word_inputs.max()) < table.shape[0]:
+                char_ids = table[word_inputs]
+        mask = (char_ids > 0).any(-1)
+        if self._requires_grad:
+            output = self.bilm(char_ids, mask, keep_sentence_boundaries=True)
+        else:
+            with frozen(self.bilm):
+                output = self.bilm(char_ids, mask, keep_sentence_boundaries=True)
+        return {"activations": output["activations"], "mask": output["mask"]}
 
 
 def _with_precision(bilm: BiLm, precision: Optional[str], given: bool) -> BiLm:

@@ -65,7 +65,8 @@ from torch import nn
 from elmo_bilm.formats.tfhub import hub_name, hub_options, read_tfhub
 from elmo_bilm.model.bilm import frozen
 from elmo_bilm.sources.archives import is_bilm_archive
-from elmo_bilm.sources.resolver import resolve_bilm
+from elmo_bilm.sources.hub import PREFIX as HUB_PREFIX
+from elmo_bilm.sources.resolver import load_bilm, resolve_bilm
 from elmo_bilm.utils.files import FormatError, UsageError
 
 __all__ = ["ElmoModule", "hub_options", "hub_name"]
@@ -79,7 +80,20 @@ def module_checkpoint(path: PathLike) -> str:
     module's folder, its `variables/` folder or checkpoint prefix, or a `.tar.gz` of the
     folder); anything else the resolver reads is refused: it has no hub mix to give."""
     text = os.fspath(path)
-    if "://" in text and not is_bilm_archive(text):
+    checkpoint = _hub_checkpoint(text)
+    if checkpoint is None:
+        raise FormatError(
+            f"{text}: a {resolve_bilm(text).format} biLM, not a TF-Hub ELMo module (its folder "
+            "holds variables/variables.index with the module's bilm/ and aggregation/ "
+            "variables); ElmoModule(path) runs it with the mix at TF-Hub's initial values"
+        )
+    return checkpoint
+
+
+def _hub_checkpoint(text: str) -> Optional[str]:
+    """The checkpoint prefix when `text` is a hub module, None when the resolver reads it as
+    another biLM (bilm-tf files, a name, a Hub repository, ...)."""
+    if "://" in text and not is_bilm_archive(text) and not text.startswith(HUB_PREFIX):
         raise UsageError(
             f"{text}: a URL; ElmoModule reads a TF-Hub module's folder: download the module "
             "(its ?tf-hub-format=compressed archive), extract it and give the folder"
@@ -88,16 +102,10 @@ def module_checkpoint(path: PathLike) -> str:
         source = resolve_bilm(text)
     except FormatError as error:
         raise FormatError(
-            f"{text}: not a TF-Hub ELMo module (its folder holds variables/variables.index): "
-            f"{error}"
+            f"{text}: not a TF-Hub ELMo module (its folder holds variables/variables.index) "
+            f"nor another biLM: {error}"
         ) from error
-    if source.format != "tfhub":
-        raise FormatError(
-            f"{text}: a {source.format} biLM, not a TF-Hub ELMo module (its folder holds "
-            "variables/variables.index with the module's bilm/ and aggregation/ variables); "
-            "load it with elmo_bilm.Elmo or ElmoEmbedder"
-        )
-    return str(source.checkpoint)
+    return str(source.checkpoint) if source.format == "tfhub" else None
 
 
 class Aggregation(nn.Module):
@@ -172,7 +180,10 @@ class ElmoModule(nn.Module):
 
     spec : `str`
         The hub module's folder (or its `variables/` folder, checkpoint prefix or `.tar.gz`),
-        where `hub.Module` takes its spec (a URL, a folder or a `ModuleSpec`).
+        where `hub.Module` takes its spec (a URL, a folder or a `ModuleSpec`); or any other
+        biLM the resolver reads (a name such as `original`, a folder of bilm-tf files, an
+        `hf://` repository), run with the module's mix at TF-Hub's initial values (weights 0,
+        scaling 1: an equal-weight mean of the layers).
     trainable : `bool`, optional (default = `False`)
         As `hub.Module`'s: the mix's `aggregation.weights` and `aggregation.scaling` train; the
         biLM stays frozen, as in the hub's module.
@@ -201,11 +212,22 @@ class ElmoModule(nn.Module):
             raise UsageError(f"name: hub.Module's variable scope, a non-empty string; got {name!r}")
         self.tags = _tag_set(tags)
         self.name = name
-        hub = read_tfhub(module_checkpoint(spec), options_file)
-        for parameter in hub.bilm.parameters():
+        text = os.fspath(spec)
+        checkpoint = _hub_checkpoint(text)
+        if checkpoint is not None:
+            hub = read_tfhub(checkpoint, options_file)
+            bilm, weights, scaling = hub.bilm, hub.weights, hub.scaling
+        else:  # another biLM: the hub module's mix as TF-Hub initialises it (zeros, 1)
+            if options_file is not None:
+                raise UsageError(
+                    f"{text}: options_file= is for a TF-Hub module's folder; this is another biLM"
+                )
+            bilm = load_bilm(text)
+            weights, scaling = numpy.zeros(bilm.num_layers, dtype=numpy.float32), 1.0
+        for parameter in bilm.parameters():
             parameter.requires_grad_(False)
-        self.bilm = hub.bilm.eval()
-        self.aggregation = Aggregation(hub.weights, hub.scaling, trainable)
+        self.bilm = bilm.eval()
+        self.aggregation = Aggregation(weights, scaling, trainable)
         self.trainable = trainable
 
     def forward(

@@ -20,6 +20,7 @@ import numpy
 import torch
 
 from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.model.lstm import ProjectedLstmStack
 from elmo_bilm.utils.file_sets import output_set
 from elmo_bilm.utils.files import FormatError
 from elmo_bilm.utils.tensors import all_finite
@@ -353,6 +354,12 @@ def _copy_weights(bilm: BiLm, weights: h5py.File, weight_file: PathLike) -> None
     b = _dataset(weights, "CNN_proj/b_proj", (proj,), weight_file)
     cnn.projection.weight.copy_(torch.from_numpy(w[...].T))
     _read_rows(b, slice(None), cnn.projection.bias)
+    copy_lstm_weights(lstm, weights, weight_file)
+
+
+def copy_lstm_weights(lstm: ProjectedLstmStack, weights: h5py.File, weight_file: PathLike) -> None:
+    """Copy bilm-tf's LSTM datasets into `lstm`, checking presence and shapes (`_copy_weights`'
+    LSTM part; `ElmoLstm.load_weights` reads a weight file's LSTM alone through it)."""
     dim, proj = lstm.dim, lstm.projection_dim
     for layer in range(lstm.n_layers):
         in_dim = lstm.input_weights[layer].shape[1]

@@ -91,14 +91,17 @@ def takes_elmo_options(init: _Init) -> _Init:
     """Give a constructor written `__init__(self, <own parameters>, **elmo_options)` the full
     signature with every `ElmoOptions` field as a keyword parameter, so that AllenNLP's
     `from_params`, `inspect.signature` and `help()` see them by name (AllenNLP reads constructor
-    signatures). The body receives them in `**elmo_options` and builds `ElmoOptions(**elmo_options)`."""
+    signatures). The body receives them in `**elmo_options` and builds `ElmoOptions(**elmo_options)`;
+    options the constructor names itself (AllenNLP's positional order) keep their place."""
     signature = inspect.signature(init)
     own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    named = {p.name for p in own}  # options a constructor takes in its own order stay there
     shared = [
         inspect.Parameter(
             field.name, inspect.Parameter.KEYWORD_ONLY, default=field.default, annotation=field.type
         )
         for field in dataclasses.fields(ElmoOptions)
+        if field.name not in named
     ]
     init.__signature__ = signature.replace(parameters=own + shared)  # type: ignore[attr-defined]
     return init

@@ -25,26 +25,40 @@ class ElmoPluginTokenEmbedder(TokenEmbedder):
 
     # Parameters
 
-    projection_dim : `int`, optional
-        A trained linear projection of the ELMo vectors to this size (AllenNLP's parameter).
-    vocab_to_cache : `List[str]`, optional
-        AllenNLP's parameter: `forward` may then take `word_inputs`, ids into this vocabulary
-        (0 = padding), instead of character ids.
+    AllenNLP's `ElmoTokenEmbedder` arguments, in its order (Python code that builds AllenNLP's
+    embedder positionally builds this one): `options_file`, `weight_file`, `do_layer_norm`,
+    `dropout`, `requires_grad`, `projection_dim` (a trained linear projection of the ELMo
+    vectors to this size), `vocab_to_cache` (`forward` may then take `word_inputs`, ids into
+    this vocabulary, 0 = padding, instead of character ids), `scalar_mix_parameters`.
 
-    And the ELMo options (`elmo_plugin.modules.elmo_options.ElmoOptions`) as keys of this embedder:
-    `options_file`, `weight_file`, `archive_file`, `do_layer_norm`, `dropout`, `l2_coefficient`,
-    `layers`, `gamma`, `scalar_mix_parameters`, `requires_grad`, `cache_activations`, `cache_size_mb`.
+    And the plugin's other ELMo options (`elmo_plugin.modules.elmo_options.ElmoOptions`) as
+    keywords: `archive_file`, `l2_coefficient`, `layers`, `gamma`, `cache_activations`,
+    `cache_size_mb`.
     """
 
     @takes_elmo_options
     def __init__(
         self,
+        options_file: Optional[str] = None,
+        weight_file: Optional[str] = None,
+        do_layer_norm: bool = False,
+        dropout: float = 0.5,
+        requires_grad: bool = False,
         projection_dim: Optional[int] = None,
         vocab_to_cache: Optional[List[str]] = None,
+        scalar_mix_parameters: Optional[List[float]] = None,
         **elmo_options,
     ) -> None:
         super().__init__()
-        self.elmo = ElmoRepresentations(check_options(elmo_options))
+        named = dict(
+            options_file=options_file,
+            weight_file=weight_file,
+            do_layer_norm=do_layer_norm,
+            dropout=dropout,
+            requires_grad=requires_grad,
+            scalar_mix_parameters=scalar_mix_parameters,
+        )
+        self.elmo = ElmoRepresentations(check_options({**named, **elmo_options}))
         self.projection = (
             None
             if projection_dim is None
@@ -65,10 +79,15 @@ class ElmoPluginTokenEmbedder(TokenEmbedder):
         self, elmo_tokens: torch.Tensor, word_inputs: Optional[torch.Tensor] = None
     ) -> torch.Tensor:
         """`elmo_tokens` (batch, T, 50) character ids (or `word_inputs` (batch, T) with
-        `vocab_to_cache`) -> `(batch, T, 2 * projection_dim of the biLM)`, or `projection_dim`."""
+        `vocab_to_cache`) -> `(batch, T, 2 * projection_dim of the biLM)`, or `projection_dim`.
+        Extra leading dimensions, `(batch, n, T, 50)` (or `(batch, n, T)`), are kept in the
+        output, as AllenNLP's embedder keeps them."""
         if word_inputs is not None:
             if self.word_char_ids is None:
                 raise ConfigurationError("word_inputs need vocab_to_cache")
             elmo_tokens = self.word_char_ids[word_inputs]
-        output = self.elmo(elmo_tokens)["elmo_representations"][0]
-        return output if self.projection is None else self.projection(output)
+        leading = elmo_tokens.shape[:-2]
+        output = self.elmo(elmo_tokens.reshape(-1, *elmo_tokens.shape[-2:]))
+        vectors = output["elmo_representations"][0]
+        vectors = vectors.reshape(*leading, *vectors.shape[1:])
+        return vectors if self.projection is None else self.projection(vectors)

@@ -49,6 +49,7 @@ def test_the_tests_mirror_the_subpackages() -> None:
 
 DOCUMENTED = {
     "elmo_bilm.elmo": ("elmo_bilm.dropins.allennlp", "ElmoEmbedder"),
+    "elmo_bilm.elmo_lstm": ("elmo_bilm.dropins.elmo_lstm", "ElmoLstm"),
     "elmo_bilm.elmoformanylangs": ("elmo_bilm.dropins.elmoformanylangs", "Embedder"),
     "elmo_bilm.simple_elmo": ("elmo_bilm.dropins.simple_elmo", "ElmoModel"),
     "elmo_bilm.bio_embeddings": ("elmo_bilm.dropins.bio_embeddings", "SeqVecEmbedder"),

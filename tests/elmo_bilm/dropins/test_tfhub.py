@@ -176,8 +176,24 @@ def test_bad_calls(module, tmp_path):
         ElmoModule("https://tfhub.dev/google/elmo/3")
     with pytest.raises(FormatError, match="not a TF-Hub ELMo module"):
         ElmoModule(tmp_path)
-    with pytest.raises(FormatError, match="a bilm_tf biLM, not a TF-Hub ELMo module"):
-        ElmoModule(OPTIONS_FILE.parent)
+    with pytest.raises(UsageError, match="options_file= is for a TF-Hub module"):
+        ElmoModule(OPTIONS_FILE.parent, options_file=OPTIONS_FILE)
+
+
+def test_another_bilm_runs_with_the_mix_at_tfhubs_initial_values():
+    """Issue 89: a folder of bilm-tf files (any source the resolver reads) is a module whose
+    mix is TF-Hub's initial one, weights 0 and scaling 1: `elmo` is the layers' mean."""
+    module = ElmoModule(OPTIONS_FILE.parent, trainable=True)
+    assert module.aggregation.weights.tolist() == [0.0, 0.0, 0.0]
+    assert module.aggregation.scaling.item() == 1.0 and module.aggregation.weights.requires_grad
+    outputs = module(["the cat sat", "dogs"], as_dict=True)
+    token = torch.cat([outputs["word_emb"]] * 2, dim=-1)
+    mean = (token + outputs["lstm_outputs1"] + outputs["lstm_outputs2"]) / 3
+    assert_float32_close(outputs["elmo"], mean, ONE_REDUCTION)
+    layers = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE), stateful=False).embed_sentence(
+        ["the", "cat", "sat"]
+    )
+    assert_float32_close(outputs["lstm_outputs2"][0], torch.from_numpy(layers[2]), NETWORK)
 
 
 def test_the_module_is_read_through_the_resolver(tmp_path, monkeypatch):
