@@ -15,7 +15,7 @@ export ELMO_PLUGIN_DATA
 
 install: $(BIN)/.installed $(VENV)/nltk_data/tokenizers/punkt
 
-$(BIN)/.installed: requirements.txt requirements-allennlp.txt requirements-dev.txt pyproject.toml packaging/elmo-bilm/pyproject.toml packaging/elmo-bilm-wikipedia-1024/pyproject.toml packaging/elmo-bilm-wikipedia-1024-256/pyproject.toml
+$(BIN)/.installed: requirements.txt requirements-allennlp.txt requirements-dev.txt pyproject.toml packaging/elmo-bilm/pyproject.toml packaging/elmo-bilm/setup.py elmo_bilm/model/fused_cell.c packaging/elmo-bilm-wikipedia-1024/pyproject.toml packaging/elmo-bilm-wikipedia-1024-256/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -r requirements.txt
 	$(BIN)/pip install --no-deps -r requirements-allennlp.txt

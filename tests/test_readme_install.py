@@ -32,7 +32,11 @@ def test_the_wheel_install_names_existing_files_and_the_built_wheels():
     ]
     versions = {project["name"].replace("-", "_"): project["version"] for project in projects}
     wheels = [arg for arg in pip[2] if arg.endswith(".whl")]
-    assert wheels == [f"dist/{name}-{versions[name]}-py3-none-any.whl" for name in sorted(versions)]
+    # the core's wheel is platform-specific (the fused LSTM cell, compiled), the plugin's pure
+    assert wheels == [
+        f"dist/elmo_bilm-{versions['elmo_bilm']}-*.whl",
+        f"dist/elmo_plugin-{versions['elmo_plugin']}-py3-none-any.whl",
+    ]
     last = [line for line in lines if line][-1]
     assert last[0].endswith("/bin/elmo-plugin") and last[1:] == ["elmo-config"]
 

@@ -115,7 +115,7 @@ def check_onnx_extra() -> None:
         raise ModuleNotFoundError(
             f"exporting to ONNX needs {' and '.join(missing)}, from elmo-bilm's `onnx` extra: "
             "pip install 'elmo-bilm[onnx]' (from the wheel: pip install "
-            "'elmo_bilm-VERSION-py3-none-any.whl[onnx]')"
+            "'elmo_bilm-VERSION-PLATFORM.whl[onnx]')"
         )
 
 

@@ -334,7 +334,7 @@ CACHE_ENV = "ELMO_BILM_CACHE"
 
 
 def cache_dir() -> Path:
-    """The biLM cache: downloads, unpacked archives, converted formats, compiled kernels;
+    """The biLM cache: downloads, unpacked archives, converted formats;
     `$ELMO_BILM_CACHE` (read as every user path is, `elmo_bilm.utils.names`: empty means
     unset, `~` expanded, made absolute so that a later `chdir` does not move it), else
     `~/.cache/elmo_bilm`."""
