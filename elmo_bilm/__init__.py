@@ -1,6 +1,13 @@
 """The torch-only ELMo core: the biLM, AllenNLP's `Elmo` / `ElmoEmbedder` API without AllenNLP,
 bilm-tf's files in and out, and embeddings read back from Parquet."""
 
+from importlib import metadata as _metadata
+
+try:  # the installed distribution's version (packaging/elmo-bilm/pyproject.toml)
+    __version__ = _metadata.version("elmo-bilm")
+except _metadata.PackageNotFoundError:  # a checkout on sys.path, never installed
+    __version__ = "unknown"
+
 import importlib
 import importlib.abc
 import importlib.machinery

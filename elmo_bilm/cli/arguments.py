@@ -3,8 +3,15 @@
 import argparse
 from typing import Optional
 
+from elmo_bilm import __version__
 from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS
 from elmo_bilm.utils.checks import count_argument
+
+
+def add_version_argument(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """`--version`: the script's name and the installed elmo-bilm's version, for bug reports."""
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    return parser
 
 
 def add_bilm_arguments(parser: argparse.ArgumentParser, batch_size: Optional[int] = None) -> None:

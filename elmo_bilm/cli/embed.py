@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from elmo_bilm.cli.arguments import add_bilm_arguments
+from elmo_bilm.cli.arguments import add_bilm_arguments, add_version_argument
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.runtime.engine import (
     BULK_BATCH_SIZE,
@@ -178,6 +178,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # `--include-package elmo_plugin` is accepted, so that a command line of `allennlp elmo-embed`
     # runs unchanged here; any other package is refused: this command imports none (no AllenNLP)
     parser.add_argument("--include-package", action="append", default=[], help=argparse.SUPPRESS)
+    add_version_argument(parser)
     args = parser.parse_args(argv)
     others = [name for name in args.include_package if name != "elmo_plugin"]
     if others:
