@@ -23,7 +23,7 @@ def add_bilm_arguments(parser: argparse.ArgumentParser, batch_size: Optional[int
         "biLM's name (small, medium, original, original_5.5b: AllenNLP's; wikipedia, "
         "wikipedia_1024, wikipedia_1024_256), hf://ORG/REPO, a .zip / .tar.gz, a folder (bilm-tf "
         "files, ELMoForManyLangs, a TensorFlow checkpoint) or a checkpoint prefix "
-        "(default: the shipped biLM, wikipedia)",
+        "(default: the shipped biLM, wikipedia; for a FASTA input, SeqVec)",
     )
     parser.add_argument("--weight-file", help="bilm-tf weights.hdf5, a path or URL")
     if batch_size is None:
