@@ -8,7 +8,8 @@ built on `elmo_bilm.ElmoEmbedder`, stateful as flair's (AllenNLP 0.9's embedder 
 states from batch to batch; `stateful=False` starts every sentence from zero). The biLM is a
 submodule, so a saved flair model (a `SequenceTagger`, say) holds its weights and loads without
 the original files (or the network).
-Needs flair (`pip install "elmo-bilm[flair]"`); the core imports nothing of it.
+Needs flair (elmo-bilm's `flair` extra: `make install` in a checkout, or
+`pip install "dist/elmo_bilm-0.2.0-py3-none-any.whl[flair]"`); the core imports nothing of it.
 """
 
 import os

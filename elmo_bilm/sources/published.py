@@ -528,8 +528,9 @@ def local_files(name: str) -> Tuple[str, str]:
     if spec is None or spec.origin is None:
         distribution = LOCAL[name].replace("_", "-")
         raise FileNotFoundError(
-            f"the biLM {name!r} is a distribution of its own: pip install {distribution} "
-            f"(the wheel `make wheels` builds: dist/{LOCAL[name]}-*.whl)"
+            f"the biLM {name!r} is a distribution of its own: pip install dist/{LOCAL[name]}-*.whl "
+            f"(the wheel `make wheels` builds in the checkout; after a release: pip install "
+            f"{distribution})"
         )
     folder = Path(spec.origin).parent
     return str(folder / "options.json"), str(folder / "weights.hdf5")

@@ -178,7 +178,9 @@ def test_this_projects_biLMs_by_name(monkeypatch):
         "find_spec",
         lambda name, *a: None if name == "elmo_bilm_wikipedia_1024" else found(name, *a),
     )
-    with pytest.raises(FileNotFoundError, match="pip install elmo-bilm-wikipedia-1024"):
+    with pytest.raises(
+        FileNotFoundError, match=r"pip install dist/elmo_bilm_wikipedia_1024-\*\.whl"
+    ):
         ElmoEmbedder("wikipedia_1024")
 
 
