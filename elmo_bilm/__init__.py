@@ -3,6 +3,13 @@ bilm-tf's files in and out, and embeddings read back from Parquet. Importing the
 light module under it, such as `elmo_bilm.utils.checks`) imports no torch: each public name
 imports its module when first asked for (PEP 562)."""
 
+from importlib import metadata as _metadata
+
+try:  # the installed distribution's version (packaging/elmo-bilm/pyproject.toml)
+    __version__ = _metadata.version("elmo-bilm")
+except _metadata.PackageNotFoundError:  # a checkout on sys.path, never installed
+    __version__ = "unknown"
+
 import importlib
 from typing import Any, Dict, List
 

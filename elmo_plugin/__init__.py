@@ -14,6 +14,14 @@ exits once its parser has printed the help, so that importing the package regist
 commands only (`register_commands()`) and no hook or component (`register()` still does it all).
 """
 
+from importlib import metadata as _metadata
+
+try:  # the installed distribution's version (pyproject.toml)
+    __version__ = _metadata.version("elmo_plugin")
+except _metadata.PackageNotFoundError:  # a checkout on sys.path, never installed
+    __version__ = "unknown"
+
+
 import importlib
 import sys
 from pathlib import Path

@@ -244,6 +244,29 @@ def test_the_readme_first_screen_holds_the_examples_and_the_entry_point_table() 
             assert command in scripts, command
 
 
+def heading_slug(heading: str) -> str:
+    """The anchor mkdocs (Python-Markdown's `toc`) gives a heading."""
+    text = re.sub(r"[^\w\s-]", "", heading).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
+def test_every_row_of_the_readme_table_links_its_docs_page() -> None:
+    """Each row of the "you use X today" table links a page of docs/ that exists, at a heading
+    it has where it names one (flair's section, not spaCy's page top)."""
+    lines = (REPO_ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    table = [line for line in lines[:60] if line.startswith("| ")][2:]
+    assert len(table) >= len(ENTRY_POINTS) - 2
+    for row in table:
+        links = re.findall(r"\]\((docs/[\w./-]+\.md)(?:#([\w-]+))?\)", row)
+        assert links, f"the row links no docs page: {row}"
+        for page, anchor in links:
+            text = (REPO_ROOT / page).read_text(encoding="utf-8")
+            headings = re.findall(r"^#+ (.+)$", text, flags=re.M)
+            assert not anchor or anchor in map(heading_slug, headings), (page, anchor)
+    flair = next(row for row in table if "ELMoEmbeddings" in row)
+    assert "docs/spacy.md#flair" in flair
+
+
 def test_a_failing_block_fails(tmp_path: Path) -> None:
     """The runner fails for a broken python block and for a broken bash block."""
     broken = Block("README.md", 1, "python", "Elmo(options_file)\n", None)

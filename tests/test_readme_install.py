@@ -52,3 +52,34 @@ def test_the_named_requirement_files_pin_what_this_venv_runs():
                 continue
             installed = importlib.metadata.version(canonicalize_name(requirement.name))
             assert requirement.specifier.contains(installed, prereleases=True), (line, installed)
+
+
+def test_every_install_line_in_the_docs_works_as_printed():
+    """Each `pip install` the README and docs/ print installs what exists before a release: a
+    wheel `make wheels` builds (`dist/...`), the checkout's requirement files, a pinned
+    third-party package; the package-index form of this project (`elmo-bilm[...]`) only where the
+    sentence says it is for after a release."""
+    ours = re.compile(
+        r"pip install[^`\n]*?[\"']?elmo[-_]bilm(?:-wikipedia[-\w]*)?(?:\[|[\"'\s`]|$)"
+    )
+    pages = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").rglob("*.md"))]
+    wrong = []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for match in ours.finditer(text):
+            paragraph = text[text.rfind("\n\n", 0, match.start()) : match.start()]
+            if "after a release" not in paragraph.lower():
+                wrong.append(f"{page.relative_to(REPO_ROOT)}: {match.group(0)}")
+    assert wrong == []
+
+
+def test_the_install_line_of_an_extra_names_the_built_wheel_and_a_declared_extra():
+    from elmo_bilm.utils.errors import install_extra
+
+    project = tomllib.loads((REPO_ROOT / "packaging/elmo-bilm/pyproject.toml").read_text())
+    project = project["project"]
+    for extra in ("ray", "onnx", "hub", "spacy", "flair"):
+        assert extra in project["optional-dependencies"]
+        # the core's wheel is named for its platform (the compiled fused cell): the shell finds it
+        wheel = f"$(ls dist/elmo_bilm-{project['version']}-*.whl)[{extra}]"
+        assert install_extra(extra).startswith(f'pip install "{wheel}"'), extra

@@ -3,9 +3,16 @@
 import argparse
 from typing import Optional
 
+from elmo_bilm import __version__
 from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS
 from elmo_bilm.utils.checks import count_argument
 from elmo_bilm.utils.devices import device_argument
+
+
+def add_version_argument(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """`--version`: the script's name and the installed elmo-bilm's version, for bug reports."""
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    return parser
 
 
 def add_bilm_arguments(parser: argparse.ArgumentParser, batch_size: Optional[int] = None) -> None:
@@ -17,7 +24,7 @@ def add_bilm_arguments(parser: argparse.ArgumentParser, batch_size: Optional[int
         "biLM's name (small, medium, original, original_5.5b: AllenNLP's; wikipedia, "
         "wikipedia_1024, wikipedia_1024_256), hf://ORG/REPO, a .zip / .tar.gz, a folder (bilm-tf "
         "files, ELMoForManyLangs, a TensorFlow checkpoint) or a checkpoint prefix "
-        "(default: the shipped biLM, wikipedia)",
+        "(default: the shipped biLM, wikipedia; for a FASTA input, SeqVec)",
     )
     parser.add_argument("--weight-file", help="bilm-tf weights.hdf5, a path or URL")
     if batch_size is None:

@@ -8,6 +8,7 @@ import shutil
 import sys
 from typing import Dict, Optional, Sequence
 
+from elmo_bilm.cli.arguments import add_version_argument
 from elmo_bilm.formats.bilm_tf import read_options
 from elmo_bilm.formats.convert import convert_checkpoint
 from elmo_bilm.sources.archives import is_bilm_archive
@@ -78,6 +79,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "fine-tuning, with the training vocab.txt; bilm-tf and AllenNLP ignore them)",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+    add_version_argument(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     flags = args.options_file or args.softmax_in_weights

@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from elmo_bilm.cli.arguments import add_bilm_arguments
+from elmo_bilm.cli.arguments import add_bilm_arguments, add_version_argument
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.runtime.engine import (
     BULK_BATCH_SIZE,
@@ -21,6 +21,7 @@ from elmo_bilm.runtime.engine import (
 )
 from elmo_bilm.runtime.layers import LAYER_CHOICES, Layers
 from elmo_bilm.runtime.precision import add_precision_argument, set_precision
+from elmo_bilm.sources.published import seqvec_files
 from elmo_bilm.sources.resolver import load_bilm
 from elmo_bilm.utils.checks import check_output, count_argument, number_argument
 from elmo_bilm.utils.files import UsageError, reports_errors
@@ -39,7 +40,8 @@ DESCRIPTION = (
     "before any work, naming FILE:LINE; --skip-bad-lines leaves such lines out (the others keep "
     "their numbers). "
     "A FASTA INPUT (.fasta, .fa, .faa, or --fasta) is proteins: each residue a token, one dataset "
-    "per record named by its id. Stateless: every sentence starts from zero LSTM states, so it "
+    "per record named by its id, embedded with SeqVec (bio_embeddings' protein biLM, from its "
+    "cache or downloaded once) unless a biLM is named. Stateless: every sentence starts from zero LSTM states, so it "
     "gets the same vectors in any batch (AllenNLP 0.9's command carried the states from batch to "
     "batch; ElmoEmbedder(...).embed_file does, as 0.9's)."
 )
@@ -131,16 +133,43 @@ def layers_of(args: argparse.Namespace) -> Layers:
     return Layers(args.layers or "all", tuple(args.mix) if args.mix else None, args.gamma)
 
 
+def is_fasta_input(args: argparse.Namespace) -> bool:
+    """Whether INPUT is read as FASTA (proteins): --fasta, or a FASTA file name."""
+    return bool(getattr(args, "fasta", False)) or is_fasta(args.input_file)
+
+
+def takes_seqvec(args: argparse.Namespace) -> bool:
+    """Whether the arguments embed with SeqVec: a FASTA input and no biLM named (no options,
+    weights or archive file). The shipped biLM is English words; proteins never get it unasked
+    (`--options-file wikipedia` still names it)."""
+    named = (args.options_file, args.weight_file, getattr(args, "archive_file", None))
+    return is_fasta_input(args) and all(name is None for name in named)
+
+
+def load_seqvec() -> BiLm:
+    """SeqVec, found as `SeqVecEmbedder()` finds it (`published.seqvec_files`); offline, one line
+    naming both files and where to put them."""
+    files = seqvec_files(
+        "a FASTA input with no --options-file",
+        "name a biLM with --options-file (a SeqVec folder; wikipedia for the shipped English one)",
+    )
+    return load_bilm(*files)
+
+
 def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
-    """Embed as the parsed arguments say, with `bilm` or the one they name."""
+    """Embed as the parsed arguments say, with `bilm` or the one they name (SeqVec for a FASTA
+    input that names none: `takes_seqvec`)."""
     precision = getattr(args, "precision", "float32")
     if precision == "int8" and args.cuda_device >= 0:
         raise UsageError("--precision int8 runs on the CPU (fbgemm); leave out --cuda-device")
-    fasta = getattr(args, "fasta", False) or is_fasta(args.input_file)
+    fasta = is_fasta_input(args)
     if fasta and (args.format != "hdf5" or args.use_sentence_keys):
         raise UsageError("FASTA input is written to HDF5, each dataset named by its record's id")
     check_output(args.output_file, args.overwrite, flag="--overwrite")  # before the biLM loads
-    bilm = bilm or load_bilm(args.options_file, args.weight_file)
+    if bilm is None:
+        bilm = (
+            load_seqvec() if takes_seqvec(args) else load_bilm(args.options_file, args.weight_file)
+        )
     set_precision(bilm, precision)
     if fasta:
         count = embed_fasta(
@@ -183,6 +212,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # `--include-package elmo_plugin` is accepted, so that a command line of `allennlp elmo-embed`
     # runs unchanged here; any other package is refused: this command imports none (no AllenNLP)
     parser.add_argument("--include-package", action="append", default=[], help=argparse.SUPPRESS)
+    add_version_argument(parser)
     args = parser.parse_args(argv)
     others = [name for name in args.include_package if name != "elmo_plugin"]
     if others:

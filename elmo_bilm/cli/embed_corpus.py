@@ -7,7 +7,7 @@ import logging
 import sys
 from typing import Optional, Sequence
 
-from elmo_bilm.cli.arguments import add_batch_arguments, add_bilm_arguments
+from elmo_bilm.cli.arguments import add_batch_arguments, add_bilm_arguments, add_version_argument
 from elmo_bilm.cli.embed import add_layer_arguments, layers_of
 from elmo_bilm.integrations import corpus
 from elmo_bilm.integrations.corpus import CorpusOptions, embed_corpus
@@ -84,6 +84,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = add_arguments(
         argparse.ArgumentParser(prog="elmo-embed-corpus", description=description)
     )
+    add_version_argument(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     summary = embed_corpus(args.inputs, args.output_dir, options_of(args))

@@ -6,7 +6,7 @@ import logging
 import sys
 from typing import Optional, Sequence
 
-from elmo_bilm.cli.arguments import add_bilm_arguments
+from elmo_bilm.cli.arguments import add_bilm_arguments, add_version_argument
 from elmo_bilm.runtime.onnx import QUANTIZE_CHOICES, export_onnx
 from elmo_bilm.sources.resolver import load_bilm
 from elmo_bilm.utils.checks import check_output
@@ -31,6 +31,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         choices=QUANTIZE_CHOICES,
         help="int8: onnxruntime's dynamic quantization of the products (docs/performance.md)",
     )
+    add_version_argument(parser)
     args = parser.parse_args(argv)
     # this package's messages; not the ONNX optimiser's (a line per folded constant)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")

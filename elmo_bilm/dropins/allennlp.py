@@ -47,9 +47,8 @@ from elmo_bilm.runtime.engine import (
 )
 from elmo_bilm.runtime.layers import LayerChoice
 from elmo_bilm.runtime.precision import set_precision
-from elmo_bilm.sources.hub import PREFIX, is_hub_id
-from elmo_bilm.sources.published import is_url, published_urls
-from elmo_bilm.sources.resolver import load_bilm
+from elmo_bilm.sources.published import published_urls
+from elmo_bilm.sources.resolver import load_bilm, pretrained_source
 from elmo_bilm.utils.checks import whole_number
 from elmo_bilm.utils.devices import Device, cuda_device_of, torch_device
 from elmo_bilm.utils.files import UsageError
@@ -162,9 +161,7 @@ class Elmo(nn.Module):
         files, downloaded once into the cache of `elmo_bilm.sources.published`), or a Hugging Face Hub
         repository (`ORG/REPO`, `ORG/REPO@REVISION` or `hf://ORG/REPO`; `elmo_bilm.sources.hub`), with
         `Elmo`'s other arguments; the same as `Elmo(name, None, ...)`."""
-        if "/" in name and not (is_hub_id(name) or is_url(name) or os.path.exists(name)):
-            name = PREFIX + name
-        return cls(name, None, num_output_representations, **kwargs)
+        return cls(pretrained_source(name), None, num_output_representations, **kwargs)
 
     def get_output_dim(self) -> int:
         """The width of each ELMo representation (twice the biLM's projection)."""

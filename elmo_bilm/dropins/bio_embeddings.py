@@ -32,10 +32,10 @@ instead: its vectors do not depend on what was embedded before, nor on the batch
 """
 
 import abc
+import glob
 import logging
 import numbers
 import os
-from pathlib import Path
 from typing import Any, ClassVar, Dict, Iterable, Iterator, List, Optional, Tuple, Type, Union
 
 import numpy
@@ -49,7 +49,14 @@ from elmo_bilm.runtime.engine import (
     input_order_batching,
     same_words,
 )
-from elmo_bilm.sources import published
+from elmo_bilm.sources.published import (  # SeqVec's entry in the catalogue, importable here
+    SEQVEC_OPTIONS_URL,
+    SEQVEC_WEIGHTS_URL,
+    bio_embeddings_cache,
+    is_url,
+    seqvec_files,
+)
+from elmo_bilm.sources.resolver import names_whole_bilm
 from elmo_bilm.utils.checks import whole_number
 from elmo_bilm.utils.devices import cuda_device_of
 from elmo_bilm.utils.files import UsageError
@@ -65,39 +72,6 @@ WARMUP_SEQUENCE = (
     "GLVELPPVE"
 )
 DEFAULT_WARMUP_ROUNDS = 4
-# where bio_embeddings downloads SeqVec's two files from when none are given (its
-# `utilities/defaults.yml`, key `seqvec`), and the names it caches them under, in
-# `user_cache_dir("bio_embeddings")/seqvec/`
-SEQVEC_BASE_URL = "http://data.bioembeddings.com/public/embeddings/embedding_models/seqvec"
-SEQVEC_OPTIONS_URL = f"{SEQVEC_BASE_URL}/options.json"
-SEQVEC_WEIGHTS_URL = f"{SEQVEC_BASE_URL}/weights.hdf5"
-BIO_EMBEDDINGS_CACHE_FILES = ("options_file", "weights_file")
-
-
-def bio_embeddings_cache() -> Path:
-    """bio_embeddings' own cache folder of SeqVec (appdirs' `user_cache_dir("bio_embeddings")`
-    on Linux: `$XDG_CACHE_HOME`, else `~/.cache`, then `bio_embeddings/seqvec`)."""
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root) / "bio_embeddings" / "seqvec"
-
-
-def seqvec_files() -> Tuple[str, Optional[str]]:
-    """SeqVec's files, found as bio_embeddings finds them with none given: bio_embeddings' cache
-    folder if it holds both (a bio_embeddings install downloaded them), else this package's
-    download cache, downloading each file once from bio_embeddings' URL. Offline (or the server
-    unreachable): an `OSError` of one line naming the URL, the file to place and the folder."""
-    folder = bio_embeddings_cache()
-    if all((folder / name).is_file() for name in BIO_EMBEDDINGS_CACHE_FILES):
-        return str(folder), None
-    try:
-        return published.cached_path(SEQVEC_OPTIONS_URL), published.cached_path(SEQVEC_WEIGHTS_URL)
-    except OSError as error:
-        message = " ".join(str(error).split())
-        raise OSError(
-            f"SeqVecEmbedder() without files loads bio_embeddings' SeqVec, which is not cached "
-            f"yet: {message}; or pass model_directory= (a folder with options.json and "
-            f"weights.hdf5, or bio_embeddings' options_file and weights_file: {folder})"
-        ) from None
 
 
 def _bilm_files(
@@ -110,7 +84,16 @@ def _bilm_files(
     if model_directory is not None:
         if weights_file is not None or options_file is not None:
             raise UsageError("give either model_directory or weights_file + options_file")
-        return os.fspath(model_directory), None
+        folder = os.fspath(model_directory)
+        if not (names_whole_bilm(folder) or is_url(folder) or glob.glob(glob.escape(folder) + "*")):
+            # bio_embeddings' docs name SeqVec's unzipped folder, `uniref50_v2`, as the example
+            raise UsageError(
+                f"model_directory={folder!r}: no such folder; give the folder SeqVec's archive "
+                "unpacks to (options.json and weights.hdf5, or bio_embeddings' options_file and "
+                "weights_file), or leave model_directory out for SeqVec from bio_embeddings' "
+                "cache or downloaded once"
+            )
+        return folder, None
     if options_file is None and weights_file is None:
         return seqvec_files()
     if options_file is None:
@@ -411,6 +394,7 @@ __all__ = [
     "SEQVEC_WEIGHTS_URL",
     "WARMUP_SEQUENCE",
     "UnsupportedEmbedder",
+    "bio_embeddings_cache",
     "name_to_embedder",
     "seqvec_files",
 ]

@@ -8,7 +8,8 @@ built on `elmo_bilm.ElmoEmbedder`, stateful as flair's (AllenNLP 0.9's embedder 
 states from batch to batch; `stateful=False` starts every sentence from zero). The biLM is a
 submodule, so a saved flair model (a `SequenceTagger`, say) holds its weights and loads without
 the original files (or the network).
-Needs flair (`pip install "elmo-bilm[flair]"`); the core imports nothing of it.
+Needs flair (elmo-bilm's `flair` extra: `make install` in a checkout, or
+`pip install "$(ls dist/elmo_bilm-0.2.0-*.whl)[flair]"`); the core imports nothing of it.
 """
 
 import os
@@ -23,24 +24,11 @@ from flair.embeddings.base import register_embeddings
 from elmo_bilm.dropins.allennlp import ElmoEmbedder
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.runtime.layers import Layers
-from elmo_bilm.sources.published import BASE_URL, LOCAL, PUBLISHED
+from elmo_bilm.sources.published import CONTRIBUTED, FLAIR_NAMES, LOCAL, PUBLISHED
 from elmo_bilm.sources.resolver import names_whole_bilm
 from elmo_bilm.utils.devices import cuda_device_of
 from elmo_bilm.utils.files import UsageError
 
-# flair's model names and the biLMs they stand for (AllenNLP's published and contributed files)
-FLAIR_NAMES: Dict[str, str] = {"large": "original_5.5b", "5.5B": "original_5.5b"}
-CONTRIBUTED: Dict[str, Tuple[str, str]] = {
-    "pt": (
-        f"{BASE_URL}/contributed/pt/elmo_pt_options.json",
-        f"{BASE_URL}/contributed/pt/elmo_pt_weights.hdf5",
-    ),
-    "pubmed": (
-        f"{BASE_URL}/contributed/pubmed/elmo_2x4096_512_2048cnn_2xhighway_options.json",
-        f"{BASE_URL}/contributed/pubmed/elmo_2x4096_512_2048cnn_2xhighway_weights_PubMed_only.hdf5",
-    ),
-}
-CONTRIBUTED["portuguese"] = CONTRIBUTED["pt"]
 MODES = ("all", "top", "average")
 
 
@@ -113,7 +101,17 @@ class ELMoEmbeddings(TokenEmbeddings):
         else:
             files = bilm_files(model, options_file, weight_file)
             cuda_device = cuda_device_of(flair.device)
-            self.ee = ElmoEmbedder(*files, cuda_device=cuda_device, stateful=stateful)
+            try:
+                self.ee = ElmoEmbedder(*files, cuda_device=cuda_device, stateful=stateful)
+            except OSError as error:
+                if options_file:  # the user's own files: their error as it is
+                    raise
+                # as ElmoEmbedder()'s: a named biLM not downloaded yet, and the one shipped
+                raise OSError(
+                    f"ELMoEmbeddings({model!r}) loads a biLM that is not in the cache yet: "
+                    f"{' '.join(str(error).split())}; or name a biLM (e.g. "
+                    "ELMoEmbeddings('wikipedia'), the one shipped with this package)"
+                ) from None
         for parameter in self.ee.elmo_bilm.parameters():
             parameter.requires_grad_(False)
         self.elmo_bilm = self.ee.elmo_bilm  # a submodule: moved with the model, saved in its state

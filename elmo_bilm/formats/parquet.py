@@ -1,6 +1,6 @@
 """ELMo vectors as Parquet: one row per sentence (`file`, `line`, `start`, `tokens`, `embeddings`), the
 vectors in float32 or float16, written by `elmo-embed --format parquet` and `elmo-embed-corpus`,
-read back as numpy arrays by `read_embeddings`. Needs pyarrow (`pip install "elmo-bilm[ray]"`).
+read back as numpy arrays by `read_embeddings`. Needs pyarrow (elmo-bilm's `ray` extra: `EXTRA`).
 
 A row's `embeddings` is its vectors flattened, `(n_layers, n_tokens, dim)` for the layers "all"
 and `(n_tokens, dim)` otherwise (the shapes of `allennlp elmo`'s HDF5 datasets); the file's
@@ -21,9 +21,10 @@ from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Sequence, Unio
 import numpy
 
 from elmo_bilm.formats.sink import Item, Sink
+from elmo_bilm.utils.errors import install_extra
 from elmo_bilm.utils.files import FormatError, UsageError
 
-EXTRA = 'pip install "elmo-bilm[ray]"'
+EXTRA = install_extra("ray")
 DTYPES = ("float32", "float16")
 METADATA_KEY = b"elmo_bilm"
 

@@ -21,6 +21,7 @@ from torch import nn
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.model.char_cnn import add_sentence_boundaries
 from elmo_bilm.model.lstm import lstm_cell, reverse_padded
+from elmo_bilm.utils.errors import install_extra
 from elmo_bilm.utils.files import PathLike, UsageError, atomic_output
 
 logger = logging.getLogger(__name__)
@@ -114,8 +115,7 @@ def check_onnx_extra() -> None:
     if missing:
         raise ModuleNotFoundError(
             f"exporting to ONNX needs {' and '.join(missing)}, from elmo-bilm's `onnx` extra: "
-            "pip install 'elmo-bilm[onnx]' (from the wheel: pip install "
-            "'elmo_bilm-VERSION-PLATFORM.whl[onnx]')"
+            f"{install_extra('onnx')}"
         )
 
 

@@ -24,6 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Optional, Tuple
 
+from elmo_bilm.utils.errors import install_extra
 from elmo_bilm.utils.files import UsageError
 
 logger = logging.getLogger(__name__)
@@ -170,7 +171,7 @@ def hub_folder(name: str) -> str:
     except ImportError as error:
         raise ImportError(
             f"{name}: loading a biLM from the Hugging Face Hub needs huggingface_hub: "
-            'pip install "elmo-bilm[hub]"'
+            f"{install_extra('hub')}"
         ) from error
     _guard_hub_answers()
     try:

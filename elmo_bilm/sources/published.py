@@ -63,6 +63,27 @@ PUBLISHED: Dict[str, str] = {
     "original": "2x4096_512_2048cnn_2xhighway",
     "original_5.5b": "2x4096_512_2048cnn_2xhighway_5.5B",
 }
+# flair's model names and the biLMs they stand for (`elmo_bilm.dropins.flair`): AllenNLP's
+# published names, and the files AllenNLP's contributors published
+FLAIR_NAMES: Dict[str, str] = {"large": "original_5.5b", "5.5B": "original_5.5b"}
+CONTRIBUTED: Dict[str, Tuple[str, str]] = {
+    "pt": (
+        f"{BASE_URL}/contributed/pt/elmo_pt_options.json",
+        f"{BASE_URL}/contributed/pt/elmo_pt_weights.hdf5",
+    ),
+    "pubmed": (
+        f"{BASE_URL}/contributed/pubmed/elmo_2x4096_512_2048cnn_2xhighway_options.json",
+        f"{BASE_URL}/contributed/pubmed/elmo_2x4096_512_2048cnn_2xhighway_weights_PubMed_only.hdf5",
+    ),
+}
+CONTRIBUTED["portuguese"] = CONTRIBUTED["pt"]
+# SeqVec (Heinzinger et al. 2019), the protein biLM: where bio_embeddings downloads its two files
+# from (its `utilities/defaults.yml`, key `seqvec`), and the names it caches them under, in
+# `user_cache_dir("bio_embeddings")/seqvec/` (`bio_embeddings_cache`)
+SEQVEC_BASE_URL = "http://data.bioembeddings.com/public/embeddings/embedding_models/seqvec"
+SEQVEC_OPTIONS_URL = f"{SEQVEC_BASE_URL}/options.json"
+SEQVEC_WEIGHTS_URL = f"{SEQVEC_BASE_URL}/weights.hdf5"
+BIO_EMBEDDINGS_CACHE_FILES = ("options_file", "weights_file")
 ATTEMPTS = 3  # tries of a download that breaks off (a short read, a reset connection)
 # The read timeout: connect, and each read; a server silent this long ends the try. The
 # environment variable TIMEOUT_ENV, read at each download, overrides this default.
@@ -86,6 +107,44 @@ def published_urls(name: str) -> Tuple[str, str]:
     model = PUBLISHED[name]
     stem = f"{BASE_URL}/{model}/elmo_{model}"
     return f"{stem}_options.json", f"{stem}_weights.hdf5"
+
+
+def bio_embeddings_cache() -> Path:
+    """bio_embeddings' own cache folder of SeqVec (appdirs' `user_cache_dir("bio_embeddings")`
+    on Linux: `$XDG_CACHE_HOME`, else `~/.cache`, then `bio_embeddings/seqvec`)."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "bio_embeddings" / "seqvec"
+
+
+def seqvec_files(
+    asked: str = "SeqVecEmbedder() without files",
+    instead: str = "pass model_directory= (a folder with options.json and weights.hdf5)",
+) -> Tuple[str, Optional[str]]:
+    """SeqVec's files, found as bio_embeddings finds them with none given: bio_embeddings' cache
+    folder if it holds both (a bio_embeddings install downloaded them), else this package's
+    download cache, downloading each file once from bio_embeddings' URL. Offline (or the server
+    unreachable): an `OSError` of one line, beginning with what `asked` for SeqVec, naming every
+    file that could not be fetched, where to place both, and what to do `instead`."""
+    folder = bio_embeddings_cache()
+    if all((folder / name).is_file() for name in BIO_EMBEDDINGS_CACHE_FILES):
+        return str(folder), None
+    found: List[str] = []
+    errors: List[str] = []
+    for url in (SEQVEC_OPTIONS_URL, SEQVEC_WEIGHTS_URL):
+        try:
+            found.append(cached_path(url))
+        except OSError as error:
+            errors.append(" ".join(str(error).split()))
+    if not errors:
+        return found[0], found[1]
+    saves = " and ".join(
+        f"{url} as {folder / name}"
+        for url, name in zip((SEQVEC_OPTIONS_URL, SEQVEC_WEIGHTS_URL), BIO_EMBEDDINGS_CACHE_FILES)
+    )
+    raise OSError(
+        f"{asked} loads bio_embeddings' SeqVec, which is not cached yet: {'; '.join(errors)}; "
+        f"save {saves} (bio_embeddings' own cache), or {instead}"
+    )
 
 
 def download_timeout() -> float:
@@ -468,8 +527,9 @@ def local_files(name: str) -> Tuple[str, str]:
     if spec is None or spec.origin is None:
         distribution = LOCAL[name].replace("_", "-")
         raise FileNotFoundError(
-            f"the biLM {name!r} is a distribution of its own: pip install {distribution} "
-            f"(the wheel `make wheels` builds: dist/{LOCAL[name]}-*.whl)"
+            f"the biLM {name!r} is a distribution of its own: pip install dist/{LOCAL[name]}-*.whl "
+            f"(the wheel `make wheels` builds in the checkout; after a release: pip install "
+            f"{distribution})"
         )
     folder = Path(spec.origin).parent
     return str(folder / "options.json"), str(folder / "weights.hdf5")

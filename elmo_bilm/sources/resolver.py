@@ -54,7 +54,7 @@ from elmo_bilm.sources.archives import (
     remove_stale_partials,
     unpacked,
 )
-from elmo_bilm.sources.hub import hub_folder, is_hub_id
+from elmo_bilm.sources.hub import PREFIX, hub_folder, is_hub_id
 from elmo_bilm.sources.shipped import SHIPPED_OPTIONS_FILE, SHIPPED_WEIGHT_FILE
 from elmo_bilm.utils.files import FormatError, UsageError, cache_writes, sha256_files
 from elmo_bilm.utils.names import UserPath, shadows_name, user_path
@@ -211,6 +211,16 @@ def resolve_bilm(
     if "/" not in source and os.sep not in source:
         raise UsageError(f"{source!r} is not a file, folder or biLM name ({alternatives})")
     raise FileNotFoundError(f"{source}: no such file or folder ({alternatives})")
+
+
+def pretrained_source(name: str) -> str:
+    """What a pretrained model's name (`Elmo.from_pretrained`, as transformers' takes names)
+    stands for as a biLM source: a bare `ORG/REPO` (or `ORG/REPO@REVISION`) is a Hugging Face Hub
+    repository, `hf://ORG/REPO`, unless it is a URL or a path that exists; any other name is
+    itself (a biLM's name, `hf://...`, a path)."""
+    if "/" in name and not (is_hub_id(name) or published.is_url(name) or os.path.exists(name)):
+        return PREFIX + name
+    return name
 
 
 def names_whole_bilm(options_file: Optional[UserPath]) -> bool:

@@ -5,7 +5,7 @@ import argparse
 
 from allennlp.commands.subcommand import Subcommand
 
-from elmo_bilm.cli.embed import run
+from elmo_bilm.cli.embed import run, takes_seqvec
 from elmo_bilm.utils.files import reports_errors
 from elmo_plugin.common.parsers import COMMANDS
 from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
@@ -27,4 +27,7 @@ class ElmoEmbed(Subcommand):
 
 @reports_errors("elmo-embed")
 def _run(args: argparse.Namespace) -> None:
+    if takes_seqvec(args):  # proteins with no biLM named: SeqVec, never the English biLM
+        run(args)
+        return
     run(args, load_bilm_or_archive(args.options_file, args.weight_file, args.archive_file))

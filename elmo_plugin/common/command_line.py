@@ -318,12 +318,26 @@ def log_level() -> int:
     return logging._nameToLevel.get(name, logging.INFO)
 
 
+def version_line() -> str:
+    """What `elmo-plugin --version` prints: the plugin's version and the installed AllenNLP's
+    (AllenNLP's own `--version` names only the latter)."""
+    from importlib import metadata
+
+    from elmo_plugin import __version__
+
+    try:
+        allennlp = metadata.version("allennlp")
+    except metadata.PackageNotFoundError:
+        allennlp = "not installed"
+    return f"{PROG} {__version__} (AllenNLP {allennlp})"
+
+
 def light_parser(command: Optional[str]) -> argparse.ArgumentParser:
     """AllenNLP's top-level parser as `elmo-plugin` builds it, without AllenNLP: every command's
     name and help line, and the arguments of `command` alone (an `elmo-*` command, one of
     AllenNLP's in `allennlp_parsers`' snapshot, or None)."""
     parser = ParserWithDefaults(description="Run AllenNLP", prog=PROG)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {ALLENNLP_VERSION}")
+    parser.add_argument("--version", action="version", version=version_line())
     subparsers = parser.add_subparsers(title="Commands", metavar="")
     helps = {**ALLENNLP_COMMANDS, **{name: entry.help for name, entry in COMMANDS.items()}}
     for name in sorted(helps):
@@ -384,6 +398,9 @@ def main() -> None:
     AllenNLP (`answer_without_allennlp`); `import elmo_plugin` leaves registering to this."""
     global PROG
     PROG = "elmo-plugin"
+    if sys.argv[1:] == ["--version"]:
+        print(version_line())
+        return
     if answer_without_allennlp(sys.argv[1:]):
         return
     import elmo_plugin

@@ -1,6 +1,6 @@
 """`elmo-embed-corpus`: ELMo vectors for a corpus of text files, spread over Ray Data actors (one
 biLM each; local Ray by default, any Ray cluster by `--address`), written as Parquet shards
-(`elmo_bilm.formats.parquet`). Needs `pip install "elmo-bilm[ray]"`.
+(`elmo_bilm.formats.parquet`). Needs elmo-bilm's `ray` extra (`elmo_bilm.formats.parquet.EXTRA`).
 
 The driver reads the inputs once to plan shards of `--shard-lines` lines (byte ranges, so a
 worker seeks straight to its lines) and to check every line: an empty or non-UTF-8 line is one

@@ -403,3 +403,70 @@ def test_the_command_line_names_its_flag_and_counts_in_words(tmp_path, capsys, c
     assert main(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.endswith("out.hdf5 exists; pass --overwrite to replace it"), err
+
+
+def seqvec_cache(tmp_path, monkeypatch, place: bool):
+    """bio_embeddings' cache in `tmp_path` (SeqVec's two files placed there as bio_embeddings
+    names them, if `place`), this package's cache empty, SeqVec's URLs at a port nothing
+    answers (offline)."""
+    from elmo_bilm.sources import published
+    from tests.conftest import free_port
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("ELMO_BILM_CACHE", str(tmp_path / "cache"))
+    url = f"http://127.0.0.1:{free_port()}/seqvec"
+    monkeypatch.setattr(published, "SEQVEC_OPTIONS_URL", f"{url}/options.json")
+    monkeypatch.setattr(published, "SEQVEC_WEIGHTS_URL", f"{url}/weights.hdf5")
+    folder = published.bio_embeddings_cache()
+    if place:
+        folder.mkdir(parents=True)
+        (folder / "options_file").write_bytes(OPTIONS_FILE.read_bytes())
+        (folder / "weights_file").write_bytes(WEIGHT_FILE.read_bytes())
+    return folder
+
+
+def test_fasta_with_no_bilm_named_is_embedded_with_seqvec(tmp_path, monkeypatch):
+    """Proteins with no biLM named get SeqVec, found where `SeqVecEmbedder()` finds it (here
+    bio_embeddings' cache), not the shipped English biLM; naming that one still works."""
+    seqvec_cache(tmp_path, monkeypatch, place=True)
+    (tmp_path / "in.fasta").write_text(">p1\nMKTAYIAK\n>p2\nMKV\n")
+    source = str(tmp_path / "in.fasta")
+    assert main([source, str(tmp_path / "seqvec.hdf5")]) == 0
+    named = ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
+    assert main([source, str(tmp_path / "files.hdf5"), *named]) == 0
+    seqvec, files = contents(tmp_path / "seqvec.hdf5"), contents(tmp_path / "files.hdf5")
+    assert seqvec["p1"].shape == (3, 8, 32)
+    for key in ("p1", "p2"):
+        assert (seqvec[key] == files[key]).all()
+    assert main([source, str(tmp_path / "english.hdf5"), "--options-file", "wikipedia"]) == 0
+    assert contents(tmp_path / "english.hdf5")["p1"].shape[-1] != 32  # the shipped biLM's
+
+
+def test_fasta_with_no_bilm_offline_is_one_line_naming_both_files(tmp_path, monkeypatch, capsys):
+    from elmo_bilm.sources import published
+
+    folder = seqvec_cache(tmp_path, monkeypatch, place=False)
+    (tmp_path / "in.faa").write_text(">p1\nMKTAYIAK\n")
+    assert main([str(tmp_path / "in.faa"), str(tmp_path / "out.hdf5")]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("elmo-embed: error: a FASTA input with no --options-file"), line
+    for part in (published.SEQVEC_OPTIONS_URL, published.SEQVEC_WEIGHTS_URL, "--options-file"):
+        assert part in line, part
+    for name in ("options_file", "weights_file"):
+        assert str(folder / name) in line, name
+    assert not (tmp_path / "out.hdf5").exists()
+
+
+def test_only_a_fasta_input_naming_no_bilm_takes_seqvec():
+    import argparse
+
+    from elmo_bilm.cli.embed import takes_seqvec
+
+    def args(input_file, **named):
+        blank = dict(options_file=None, weight_file=None, archive_file=None, fasta=False)
+        return argparse.Namespace(input_file=input_file, **{**blank, **named})
+
+    assert takes_seqvec(args("in.fasta")) and takes_seqvec(args("in.txt", fasta=True))
+    assert not takes_seqvec(args("in.txt"))
+    assert not takes_seqvec(args("in.fa", options_file="wikipedia"))
+    assert not takes_seqvec(args("in.fa", archive_file="model.tar.gz"))

@@ -210,12 +210,11 @@ def server(tmp_path, monkeypatch):
     options_url, weight_url = published.published_urls("original")
     running.serve(options_url, OPTIONS_FILE.read_bytes())
     running.serve(weight_url, WEIGHT_FILE.read_bytes())
-    from elmo_bilm import bio_embeddings
-
-    monkeypatch.setattr(bio_embeddings, "SEQVEC_OPTIONS_URL", f"{running.url}/seqvec/options.json")
-    monkeypatch.setattr(bio_embeddings, "SEQVEC_WEIGHTS_URL", f"{running.url}/seqvec/weights.hdf5")
-    running.serve(bio_embeddings.SEQVEC_OPTIONS_URL, OPTIONS_FILE.read_bytes())
-    running.serve(bio_embeddings.SEQVEC_WEIGHTS_URL, WEIGHT_FILE.read_bytes())
+    # SeqVec's entry in the one catalogue, which bio_embeddings' drop-in looks up
+    monkeypatch.setattr(published, "SEQVEC_OPTIONS_URL", f"{running.url}/seqvec/options.json")
+    monkeypatch.setattr(published, "SEQVEC_WEIGHTS_URL", f"{running.url}/seqvec/weights.hdf5")
+    running.serve(published.SEQVEC_OPTIONS_URL, OPTIONS_FILE.read_bytes())
+    running.serve(published.SEQVEC_WEIGHTS_URL, WEIGHT_FILE.read_bytes())
     yield running
     running.stop()
 
@@ -342,21 +341,33 @@ def test_seqvec_without_files_reads_bio_embeddings_own_cache(server, tmp_path) -
     assert server.requests == []
 
 
-def test_seqvec_without_files_offline_is_one_line(server) -> None:
-    from elmo_bilm.dropins.bio_embeddings import (
-        SEQVEC_OPTIONS_URL,
-        SeqVecEmbedder,
-        bio_embeddings_cache,
-    )
+def test_seqvec_without_files_offline_is_one_line_naming_every_file(server) -> None:
+    from elmo_bilm.dropins.bio_embeddings import SeqVecEmbedder, bio_embeddings_cache
 
     server.stop()
     with pytest.raises(OSError) as caught:
         SeqVecEmbedder(device="cpu")
     message = str(caught.value)
     assert "\n" not in message
-    for part in ("SeqVecEmbedder() without files", SEQVEC_OPTIONS_URL, "options.json"):
+    urls = (published.SEQVEC_OPTIONS_URL, published.SEQVEC_WEIGHTS_URL)
+    for part in ("SeqVecEmbedder() without files", *urls, "options.json"):
         assert part in message, part
-    assert str(bio_embeddings_cache()) in message and "model_directory=" in message
+    for name in ("options_file", "weights_file"):  # where to save each, at once
+        assert str(bio_embeddings_cache() / name) in message, name
+    assert "model_directory=" in message
+
+
+def test_seqvec_model_directory_that_is_no_folder_says_what_it_takes(tmp_path, monkeypatch):
+    """`SeqVecEmbedder(model_directory="uniref50_v2")`, bio_embeddings' docs' example, where no
+    such folder is: one line naming the argument, what folder it takes and the default."""
+    from elmo_bilm.dropins.bio_embeddings import SeqVecEmbedder
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError) as caught:
+        SeqVecEmbedder(model_directory="uniref50_v2")
+    message = str(caught.value)
+    assert message.startswith("model_directory='uniref50_v2': no such folder"), message
+    assert "options.json and weights.hdf5" in message and "leave model_directory out" in message
 
 
 def test_reduce_per_protein_of_an_empty_protein_is_an_error_not_nan() -> None:

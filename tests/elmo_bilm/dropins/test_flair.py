@@ -136,3 +136,19 @@ def test_sequence_tagger_step_save_and_load(tmp_path):
     fixture_embeddings(stateful=False).embed(reference)
     for a, b in zip(embedded, reference):
         torch.testing.assert_close(a.get_embedding(), b.get_embedding())
+
+
+def test_a_named_model_offline_suggests_the_shipped_one(tmp_path, monkeypatch):
+    """`ELMoEmbeddings()` (flair's default, `original`) offline: one line naming what to do,
+    with the shipped biLM as `ElmoEmbedder()`'s line suggests it; that one then loads."""
+    from elmo_bilm.sources import published
+    from tests.conftest import free_port
+
+    monkeypatch.setenv("ELMO_BILM_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(published, "BASE_URL", f"http://127.0.0.1:{free_port()}/models/elmo")
+    with pytest.raises(OSError) as caught:
+        ELMoEmbeddings()
+    message = str(caught.value)
+    assert "\n" not in message and "ELMoEmbeddings('original')" in message
+    assert "ELMoEmbeddings('wikipedia')" in message and "127.0.0.1" in message
+    assert ELMoEmbeddings("wikipedia").embedding_length > 0

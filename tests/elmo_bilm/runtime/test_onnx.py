@@ -174,4 +174,4 @@ def test_a_missing_extra_is_one_line_naming_it(tmp_path, capsys, monkeypatch):
     assert main([*argv, "--weight-file", str(WEIGHT_FILE)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("elmo-export-onnx: error: exporting to ONNX needs onnxscript")
-    assert "elmo-bilm[onnx]" in err[-1] and not (tmp_path / "b.onnx").exists()
+    assert "-*.whl)[onnx]" in err[-1] and not (tmp_path / "b.onnx").exists()

@@ -11,7 +11,7 @@ import torch
 from elmo_bilm import Elmo, ElmoEmbedder, batch_to_ids, load_bilm_tf
 from elmo_bilm.cli.embed import main as embed_main
 from elmo_bilm.sources import published
-from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
+from tests.conftest import OPTIONS_FILE, REPO_ROOT, WEIGHT_FILE
 from tests.local_server import LocalServer
 
 
@@ -178,5 +178,29 @@ def test_this_projects_biLMs_by_name(monkeypatch):
         "find_spec",
         lambda name, *a: None if name == "elmo_bilm_wikipedia_1024" else found(name, *a),
     )
-    with pytest.raises(FileNotFoundError, match="pip install elmo-bilm-wikipedia-1024"):
+    with pytest.raises(
+        FileNotFoundError, match=r"pip install dist/elmo_bilm_wikipedia_1024-\*\.whl"
+    ):
         ElmoEmbedder("wikipedia_1024")
+
+
+def test_every_model_url_is_in_the_catalogue():
+    """One catalogue (`elmo_bilm.sources`): no module outside it spells a model's URL (flair's
+    contributed biLMs and SeqVec's files lived in their drop-ins); the drop-ins look names up."""
+    import ast
+
+    from elmo_bilm.dropins import bio_embeddings, flair
+
+    outside = []
+    package = REPO_ROOT / "elmo_bilm"
+    for path in sorted(package.rglob("*.py")):
+        if path.parent.name == "sources":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if any(part in node.value for part in ("amazonaws.com/", "bioembeddings.com/")):
+                    outside.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}")
+    assert outside == []
+    assert flair.CONTRIBUTED is published.CONTRIBUTED and flair.FLAIR_NAMES is published.FLAIR_NAMES
+    assert bio_embeddings.seqvec_files is published.seqvec_files
+    assert bio_embeddings.SEQVEC_WEIGHTS_URL == published.SEQVEC_WEIGHTS_URL

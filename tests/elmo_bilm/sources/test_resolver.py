@@ -286,3 +286,16 @@ def test_an_index_that_is_no_regular_file_is_named_as_such(tmp_path: Path, kind:
 
     with pytest.raises(FormatError, match="not a regular file"):
         CheckpointReader(str(index))
+
+
+def test_a_pretrained_name_org_repo_is_a_hub_repository_unless_a_path_or_url(tmp_path, monkeypatch):
+    """`Elmo.from_pretrained`'s names, judged by the resolver: `ORG/REPO` is `hf://ORG/REPO`; a
+    folder that exists, a URL, `hf://...` and a biLM's name are themselves."""
+    from elmo_bilm.sources.resolver import pretrained_source
+
+    monkeypatch.chdir(tmp_path)
+    assert pretrained_source("org/repo") == "hf://org/repo"
+    assert pretrained_source("org/repo@v1") == "hf://org/repo@v1"
+    (tmp_path / "org" / "folder").mkdir(parents=True)
+    for name in ("org/folder", "hf://org/repo", "https://host/a/b.tar.gz", "small", "wikipedia"):
+        assert pretrained_source(name) == name

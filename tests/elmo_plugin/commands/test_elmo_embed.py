@@ -55,3 +55,20 @@ def test_subcommand_empty_line_error_names_line_and_writes_nothing(tmp_path, rep
     assert "in.txt:2: empty line" in result.stderr
     assert not (tmp_path / "out.hdf5").exists()
     assert not (tmp_path / "out.hdf5.partial").exists()
+
+
+def test_the_subcommand_embeds_fasta_naming_no_bilm_with_seqvec(tmp_path, monkeypatch):
+    """`allennlp elmo-embed proteins.fasta OUT`, no biLM named: SeqVec, as the console script
+    (`tests/elmo_bilm/cli/test_embed.py`), never the shipped English biLM."""
+    import argparse
+
+    from elmo_bilm.cli.embed import add_arguments
+    from elmo_plugin.commands.elmo_embed import _run
+    from tests.elmo_bilm.cli.test_embed import seqvec_cache
+
+    seqvec_cache(tmp_path, monkeypatch, place=True)
+    (tmp_path / "in.fasta").write_text(">p1\nMKTAYIAK\n")
+    parser = add_arguments(argparse.ArgumentParser())
+    parser.add_argument("--archive-file")
+    _run(parser.parse_args([str(tmp_path / "in.fasta"), str(tmp_path / "out.hdf5")]))
+    assert contents(tmp_path / "out.hdf5")["p1"].shape == (3, 8, 32)  # the fixture's SeqVec

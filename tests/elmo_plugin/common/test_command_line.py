@@ -1,6 +1,7 @@
 """Under the `allennlp` command, the plugin's config errors and an interrupted `allennlp train`
 end in one line, not a traceback; AllenNLP's own errors stay as they are."""
 
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -346,3 +347,18 @@ def test_the_console_drops_allennlps_parameters_and_plugin_lines_and_a_file_keep
     assert console.getvalue().splitlines() == ["a warning", "Epoch 0/0"]
     assert len(file.read_text().splitlines()) == 4
     assert sum(isinstance(f, command_line.ConsoleNoise) for f in handlers[0].filters) == 1
+
+
+def test_elmo_plugin_version_names_the_plugin_and_allennlp(tmp_path):
+    """`elmo-plugin --version`: the plugin's version and AllenNLP's (AllenNLP's own flag printed
+    only AllenNLP's); `elmo_plugin.__version__` is the installed distribution's."""
+    import elmo_plugin
+
+    plugin, allennlp = (importlib.metadata.version(name) for name in ("elmo_plugin", "allennlp"))
+    assert elmo_plugin.__version__ == plugin
+    script = os.path.join(os.path.dirname(sys.executable), "elmo-plugin")
+    result = subprocess.run(
+        [script, "--version"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout == f"elmo-plugin {plugin} (AllenNLP {allennlp})\n"
