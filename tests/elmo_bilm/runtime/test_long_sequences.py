@@ -378,7 +378,7 @@ class RecordedBar:
 def test_the_progress_bar_moves_with_each_piece_of_a_long_line(tmp_path, monkeypatch) -> None:
     """Counted in tokens (residues), not sentences: a line in pieces moves the bar piece by
     piece (an ETA within the line), and the bar ends at the file's tokens."""
-    monkeypatch.setattr(engine, "tqdm", RecordedBar)
+    monkeypatch.setattr(engine, "progress_bar", RecordedBar)
     RecordedBar.bars = []
     text = tmp_path / "in.txt"
     write_lines(text, [line(300), line(3, seed=1), line(7, seed=2)])
@@ -402,7 +402,7 @@ def test_the_progress_bar_moves_with_each_piece_of_a_long_line(tmp_path, monkeyp
 def test_the_progress_bar_ends_at_its_total_with_lines_left_out(tmp_path, monkeypatch) -> None:
     """Lines left out (`skip_bad_lines`) count neither in the total nor in the updates; a
     Parquet output and kept layers "top" count the same tokens."""
-    monkeypatch.setattr(engine, "tqdm", RecordedBar)
+    monkeypatch.setattr(engine, "progress_bar", RecordedBar)
     RecordedBar.bars = []
     text = tmp_path / "in.txt"
     text.write_bytes(b"a cat sat\n\n\xff\xfe bad\n" + " ".join(line(150)).encode() + b"\nthe\n")
