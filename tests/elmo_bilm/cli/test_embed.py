@@ -590,3 +590,18 @@ def test_an_unknown_reduction_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "--reduce: invalid choice: 'median'" in err, err
     assert not (tmp_path / "out.hdf5").exists()
+
+
+def test_reduce_keeps_the_progress_bar_in_tokens(tmp_path):
+    """The bar counts tokens with --reduce as without it, a line in pieces moving it piece by
+    piece up to the total."""
+    source = tmp_path / "in.txt"
+    source.write_text(REDUCE_LINES)
+    script = os.path.join(os.path.dirname(sys.executable), "elmo-embed")
+    argv = [script, str(source), str(tmp_path / "out.hdf5"), *BILM_FILES, "--reduce", "mean"]
+    result = subprocess.run(
+        [*argv, "--max-tokens", "5"], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    tokens = len(REDUCE_LINES.split())
+    assert f"{tokens}/{tokens} [" in result.stderr, result.stderr
