@@ -605,3 +605,12 @@ def test_reduce_keeps_the_progress_bar_in_tokens(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     tokens = len(REDUCE_LINES.split())
     assert f"{tokens}/{tokens} [" in result.stderr, result.stderr
+
+
+def test_embed_file_refuses_an_unknown_reduction_before_any_work(tmp_path, bilm):
+    from elmo_bilm.utils.errors import UsageError
+
+    source = write_input(tmp_path / "in.txt", [["a"]])
+    with pytest.raises(UsageError, match="reduce must be one of"):
+        embed_file(bilm, source, str(tmp_path / "out.hdf5"), reduce="median")
+    assert os.listdir(tmp_path) == ["in.txt"]
