@@ -11,6 +11,7 @@ import sys
 from typing import Optional, Sequence
 
 from elmo_bilm.cli.arguments import add_bilm_arguments, add_version_argument
+from elmo_bilm.formats.sink import REDUCTIONS
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.runtime.engine import (
     BULK_BATCH_SIZE,
@@ -36,7 +37,9 @@ DESCRIPTION = (
     "dataset holding the JSON of {sentence: its line's name}. With --format parquet, one row per "
     "sentence instead (file, line, tokens, embeddings; read back with elmo_bilm.read_embeddings): "
     "'line' is the 1-based line number (the HDF5 name is line - 1), rows in length-sorted order "
-    "within a chunk (sort by line for file order). An empty or non-UTF-8 line stops the run "
+    "within a chunk (sort by line for file order). With --reduce, one vector per line (or "
+    "protein) instead of one per token: (dim,) with --top, --average or --mix, (n_layers, dim) "
+    "with --all. An empty or non-UTF-8 line stops the run "
     "before any work, naming FILE:LINE; --skip-bad-lines leaves such lines out (the others keep "
     "their numbers). "
     "A FASTA INPUT (.fasta, .fa, .faa, or --fasta) is proteins: each residue a token, one dataset "
@@ -90,6 +93,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     add_bilm_arguments(parser, BULK_BATCH_SIZE)
     add_precision_argument(parser)
+    parser.add_argument(
+        "--reduce",
+        choices=REDUCTIONS,
+        help="one vector per line or protein: mean, the mean over its tokens of the layers kept "
+        "(bio_embeddings' reduce_per_protein: --mix 0 0 0 --gamma 3 --reduce mean); unit-mean, "
+        "that mean scaled to unit length (simple_elmo's get_elmo_vector_average)",
+    )
     parser.add_argument(
         "--forget-sentences",
         action="store_true",
@@ -183,6 +193,7 @@ def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
             max_tokens=args.max_tokens,
             chunk_size=args.chunk_size,
             dtype=args.dtype,
+            reduce=getattr(args, "reduce", None),
         )
         logger.info("Wrote %s to %s", counted(count, "protein"), args.output_file)
         return
@@ -201,6 +212,7 @@ def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
         output_format=args.format,
         dtype=args.dtype,
         skip_bad_lines=getattr(args, "skip_bad_lines", False),
+        reduce=getattr(args, "reduce", None),
     )
     logger.info("Wrote %s to %s", counted(count, "sentence"), args.output_file)
 

@@ -1,6 +1,8 @@
 """The HDF5 layout of AllenNLP 0.9's `allennlp elmo` (and FASTA's, bio_embeddings'): one dataset
 per item, named by its 0-based line (or its stripped line with sentence keys, or a record's id),
 and `sentence_to_index`, a `(1,)` string dataset holding the JSON of {stripped line: its name}.
+A dataset holds `(n_layers, n_tokens, dim)` for the layers "all", else `(n_tokens, dim)`; reduced
+to one vector per item (`elmo-embed --reduce`), `(n_layers, dim)` or `(dim,)`.
 The project's one writer of it (`Hdf5Sink`)."""
 
 import json
@@ -34,7 +36,8 @@ class Hdf5Sink(Sink):
     `OSError` in Python, where HDF5 writing to a path crashed in its cache flush). Datasets are
     named by the item's 0-based index, or with `sentence_keys` by its name (a name HDF5 cannot
     take, or one that repeats, is a `FormatError` naming `input_name`:LINE); `sentence_index`
-    writes `sentence_to_index`; `original_id` gives each dataset that attribute (FASTA)."""
+    writes `sentence_to_index`; `original_id` gives each dataset that attribute (FASTA);
+    `reduced`: one vector per item (`ReducingSink`), `(dim,)` or `(n_layers, dim)` for "all"."""
 
     def __init__(
         self,
@@ -44,10 +47,12 @@ class Hdf5Sink(Sink):
         sentence_index: bool = True,
         sentence_keys: bool = False,
         original_id: bool = False,
+        reduced: bool = False,
     ) -> None:
         self.out = h5py.File(raw, "w")
         self.input_name, self.dtype, self.original_id = input_name, dtype, original_id
         self.sentence_index, self.sentence_keys = sentence_index, sentence_keys
+        self.reduced = reduced
         self.sentence_to_index: Dict[str, str] = {}
 
     def index(self, chunk: Sequence[Item]) -> None:
@@ -70,7 +75,10 @@ class Hdf5Sink(Sink):
     def write(self, batch: Sequence[Item], start: int, host: numpy.ndarray) -> None:
         for row, (index, line, words) in enumerate(batch):
             name = line if self.sentence_keys else str(index)
-            dataset = write_rows(self.out, name, host[row], start, len(words), self.dtype)
+            if self.reduced:
+                dataset = self.out.create_dataset(name, data=host[row].astype(self.dtype))
+            else:
+                dataset = write_rows(self.out, name, host[row], start, len(words), self.dtype)
             if self.original_id:
                 dataset.attrs["original_id"] = name
 

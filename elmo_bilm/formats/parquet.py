@@ -10,6 +10,10 @@ its source file and 1-based line. A sentence longer than the token budget is wri
 embedded, a piece at a time: rows of the same file and line, in order, each with its piece's
 tokens and the index of its first token in `start` (0 for a whole sentence; files written before
 the column existed read as 0).
+
+Reduced to one vector per sentence (`elmo-embed --reduce`; the metadata's `reduce` names the
+reduction), a row's `embeddings` is `(n_layers, dim)` for "all", else `(dim,)`, and its `tokens`
+the whole sentence's.
 """
 
 import importlib
@@ -45,7 +49,8 @@ def require_pyarrow() -> Any:
 @dataclass
 class EmbeddedSentence:
     """One row: the source `file`, its 1-based `line`, the `tokens`, and their `embeddings`
-    (`(n_layers, n_tokens, dim)` for the layers "all", else `(n_tokens, dim)`); `start`: the
+    (`(n_layers, n_tokens, dim)` for the layers "all", else `(n_tokens, dim)`; reduced:
+    `(n_layers, dim)` or `(dim,)`); `start`: the
     index of its first token in the sentence (not 0: a piece of a long sentence)."""
 
     file: str
@@ -57,7 +62,8 @@ class EmbeddedSentence:
 
 class EmbeddingWriter:
     """Parquet rows for batches of embedded sentences, one row group per `write`. `sink` is a
-    path or a writable binary stream (a partial file the caller publishes when complete)."""
+    path or a writable binary stream (a partial file the caller publishes when complete);
+    `reduce`: each row one vector per sentence (`(batch, n_layers, dim)` or `(batch, dim)`)."""
 
     def __init__(
         self,
@@ -67,6 +73,7 @@ class EmbeddingWriter:
         dim: int,
         dtype: str = "float32",
         metadata: Optional[Dict[str, Any]] = None,
+        reduce: Optional[str] = None,
     ) -> None:
         if dtype not in DTYPES:
             raise UsageError(f"dtype must be one of {DTYPES}, got {dtype!r}")
@@ -75,8 +82,10 @@ class EmbeddingWriter:
 
         self._pa = pa
         self.dtype = numpy.dtype(dtype)
-        self.layers, self.n_layers, self.dim = layers, n_layers, dim
+        self.layers, self.n_layers, self.dim, self.reduce = layers, n_layers, dim, reduce
         description = {"layers": layers, "n_layers": n_layers, "dim": dim, "dtype": dtype}
+        if reduce is not None:
+            description["reduce"] = reduce
         self.schema = pa.schema(
             [
                 ("file", pa.string()),
@@ -104,7 +113,9 @@ class EmbeddingWriter:
         index of the first token of each row in its sentence (a piece of a long one)."""
         pa = self._pa
         rows = [
-            numpy.ascontiguousarray(vectors[i, ..., : len(words), :], dtype=self.dtype).ravel()
+            numpy.ascontiguousarray(
+                vectors[i] if self.reduce else vectors[i, ..., : len(words), :], dtype=self.dtype
+            ).ravel()
             for i, words in enumerate(tokens)
         ]
         offsets = numpy.zeros(len(rows) + 1, dtype=numpy.int32)
@@ -131,7 +142,8 @@ class EmbeddingWriter:
 class ParquetSink(Sink):
     """One Parquet row per item (`EmbeddingWriter`), a row group per batch: the rows of
     `elmo-embed --format parquet` and of each `elmo-embed-corpus` shard, each naming
-    `input_name` and its 1-based line (the item's index + 1)."""
+    `input_name` and its 1-based line (the item's index + 1); `reduce`: one vector per item
+    (`ReducingSink`), its row's tokens the item's own."""
 
     def __init__(
         self,
@@ -142,16 +154,18 @@ class ParquetSink(Sink):
         dim: int,
         dtype: str = "float32",
         metadata: Optional[Dict[str, Any]] = None,
+        reduce: Optional[str] = None,
     ) -> None:
         self.input_name = input_name
-        self.writer = EmbeddingWriter(stream, layers, n_layers, dim, dtype, metadata=metadata)
+        self.writer = EmbeddingWriter(stream, layers, n_layers, dim, dtype, metadata, reduce)
 
     def write(self, batch: Sequence[Item], start: int, host: numpy.ndarray) -> None:
-        n = host.shape[-2]  # a piece's tokens (a whole batch: its longest, each row cut to its own)
+        # a piece's tokens (a whole batch: its longest, each row cut to its own; all if reduced)
+        end = None if self.writer.reduce else start + host.shape[-2]
         self.writer.write(
             [self.input_name] * len(batch),
             [index + 1 for index, _, _ in batch],
-            [words[start : start + n] for _, _, words in batch],
+            [words[start:end] for _, _, words in batch],
             host,
             start=start,
         )
@@ -194,7 +208,7 @@ def read_embeddings(path: str) -> Iterator[EmbeddedSentence]:
             raise FormatError(f"{name}: not a file of ELMo vectors (no elmo_bilm metadata)")
         description = json.loads(metadata)
         depth = description["n_layers"] if description["layers"] == "all" else None
-        dim = description["dim"]
+        dim, reduced = description["dim"], "reduce" in description
         for group in range(handle.num_row_groups):
             table = handle.read_row_group(group)
             embeddings = table.column("embeddings").combine_chunks()
@@ -206,6 +220,7 @@ def read_embeddings(path: str) -> Iterator[EmbeddedSentence]:
             names = table.column_names
             starts = table.column("start").to_pylist() if "start" in names else [0] * len(tokens)
             for i, words in enumerate(tokens):
-                shape = (len(words), dim) if depth is None else (depth, len(words), dim)
+                steps = () if reduced else (len(words),)
+                shape = (*steps, dim) if depth is None else (depth, *steps, dim)
                 vectors = values[offsets[i] : offsets[i + 1]].reshape(shape)
                 yield EmbeddedSentence(files[i], lines[i], words, vectors, starts[i])

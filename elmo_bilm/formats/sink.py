@@ -7,7 +7,7 @@ import contextlib
 import errno
 import os
 import shutil
-from typing import BinaryIO, Callable, Iterable, Iterator, List, Sequence, Tuple, Union
+from typing import BinaryIO, Callable, Dict, Iterable, Iterator, List, Sequence, Tuple, Union
 
 import numpy
 
@@ -41,6 +41,61 @@ class Sink:
 
     def close(self, complete: bool = True) -> None:
         """Finish the file (`complete`), or only release it after an error."""
+
+
+# one vector per item (`elmo-embed --reduce`): the mean over its tokens of the kept layers
+# (bio_embeddings' `reduce_per_protein` with the layers summed: `--mix 0 0 0 --gamma 3`), or that
+# mean divided by its L2 norm, the Frobenius norm of `(n_layers, dim)` for "all" (simple_elmo's
+# `get_elmo_vector_average`, stateless: over the item's own tokens)
+REDUCTIONS = ("mean", "unit-mean")
+
+
+def check_reduction(reduction: str) -> None:
+    """A `UsageError` unless `reduction` is one of `REDUCTIONS`."""
+    if reduction not in REDUCTIONS:
+        raise UsageError(f"reduce must be one of {REDUCTIONS}, got {reduction!r}")
+
+
+class ReducingSink(Sink):
+    """One vector per item into `inner` (a sink made `reduced`: each row of `host` one item's
+    `(dim,)`, or `(n_layers, dim)` for "all"): the `reduction` (`REDUCTIONS`) over the item's
+    tokens of what it receives, summed in float64 piece by piece (a long item's pieces held as
+    one running sum, not its tokens) and written when its last token has come, so that any
+    format writes the reduced vectors as it writes the per-token ones."""
+
+    def __init__(self, inner: Sink, reduction: str) -> None:
+        check_reduction(reduction)
+        self.inner, self.reduction = inner, reduction
+        self.sums: Dict[int, numpy.ndarray] = {}  # by item index: the items begun, not ended
+
+    def index(self, chunk: Sequence[Item]) -> None:
+        self.inner.index(chunk)
+
+    def write(self, batch: Sequence[Item], start: int, host: numpy.ndarray) -> None:
+        done, vectors = [], []
+        for row, item in enumerate(batch):
+            index, _, words = item
+            count = min(host.shape[-2], len(words) - start)  # the row's own tokens here
+            part = host[row, ..., :count, :].sum(axis=-2, dtype=numpy.float64)
+            total = self.sums.pop(index) + part if start > 0 else part
+            if start + count < len(words):
+                self.sums[index] = total
+                continue
+            done.append(item)
+            vectors.append(self.finish(total / len(words)))
+        if done:
+            self.inner.write(done, 0, numpy.stack(vectors))
+
+    def finish(self, mean: numpy.ndarray) -> numpy.ndarray:
+        """An item's mean as the reduction asks: as it is, or scaled to unit length (a zero
+        mean stays zero, as the simple_elmo drop-in's)."""
+        if self.reduction == "mean":
+            return mean
+        norm = numpy.linalg.norm(mean)
+        return mean / norm if norm > 0 else mean
+
+    def close(self, complete: bool = True) -> None:
+        self.inner.close(complete)
 
 
 def check_free_space(output_file: str, needed: int) -> None:

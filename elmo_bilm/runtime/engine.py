@@ -18,7 +18,16 @@ from tqdm import tqdm
 from elmo_bilm.formats.fasta import FASTA_SUFFIXES, is_fasta, read_fasta  # noqa: F401 (moved)
 from elmo_bilm.formats.hdf5 import Hdf5Sink, write_rows  # noqa: F401 (moved)
 from elmo_bilm.formats.parquet import DTYPES, ParquetSink
-from elmo_bilm.formats.sink import Item, Output, Sink, check_free_space, check_paths, write_chunks
+from elmo_bilm.formats.sink import (
+    Item,
+    Output,
+    ReducingSink,
+    Sink,
+    check_free_space,
+    check_paths,
+    check_reduction,
+    write_chunks,
+)
 from elmo_bilm.formats.text import (  # noqa: F401 (moved: the text reader's home is formats/)
     Source,
     check_input,
@@ -302,13 +311,15 @@ def _embed_into(
     unit: str,
     empty: str,
     index_bytes: Callable[[int], int] = lambda total: 0,
+    reduce: Optional[str] = None,
 ) -> int:
     """`embed_file` and `embed_fasta`'s run: the checks (`check_run` of `options`: their
     keywords); a file's `items(True)`
     checked and counted before any work, for the bar and the disk's free space (a stream,
     `is_stream`, is read once: checked as it is read, a bar without a total); then `items(False)`
-    `chunk_size` at a time through `embed_pieces` into `make_sink(raw, depth)`
-    (`write_chunks`). Returns the number of items."""
+    `chunk_size` at a time through `embed_pieces` into `make_sink(raw, depth)` (`write_chunks`),
+    through a `ReducingSink` with `reduce` (one vector per item). Returns the
+    number of items."""
     dtype, overwrite, cuda_device = (
         options.pop("dtype"),
         options.pop("overwrite"),
@@ -316,6 +327,8 @@ def _embed_into(
     )
     if dtype not in DTYPES:
         raise UsageError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    if reduce is not None:
+        check_reduction(reduce)
     check_run(input_file, output_file, overwrite, cuda_device, **options)
     depth, tokens = layers.depth(bilm.num_layers), None
     if not is_stream(input_file):  # a file's items checked and counted before any work
@@ -326,7 +339,8 @@ def _embed_into(
             raise FormatError(empty)
         width = numpy.dtype(dtype).itemsize * depth * bilm.get_output_dim()
         if isinstance(output_file, str):
-            check_free_space(output_file, width * tokens + 512 * total + index_bytes(total))
+            vectors = total if reduce else tokens
+            check_free_space(output_file, width * vectors + 512 * total + index_bytes(total))
     device = torch_device(cuda_device)
     bilm = bilm.to(device)
 
@@ -340,7 +354,8 @@ def _embed_into(
 
     def sink(raw: Any) -> Sink:
         bars.append(token_progress(tokens, unit))  # once the output is claimed
-        return make_sink(raw, depth)
+        made = make_sink(raw, depth)
+        return made if reduce is None else ReducingSink(made, reduce)
 
     def update(batch: List[Item], host: numpy.ndarray) -> None:
         bars[0].update(written(batch, host, _words))
@@ -369,6 +384,7 @@ def embed_file(
     output_format: str = "hdf5",
     dtype: str = "float32",
     skip_bad_lines: bool = False,
+    reduce: Optional[str] = None,
 ) -> int:
     """Write `allennlp elmo`'s HDF5 layout (AllenNLP 0.9; `elmo_bilm.formats.hdf5`): one dataset
     per sentence, named by its 0-based line, and `sentence_to_index` unless not `sentence_index`;
@@ -378,7 +394,10 @@ def embed_file(
     order written (length-sorted within a chunk). `input_file`: a path, a pipe or `/dev/stdin`,
     or an open file object (`elmo_bilm.formats.text`). An empty or non-UTF-8 line is an error
     naming FILE:LINE before any work (a stream's when it is read), or with `skip_bad_lines` left
-    out (the other lines keep their numbers). Returns the number of sentences written.
+    out (the other lines keep their numbers). `reduce` (`elmo_bilm.formats.sink.REDUCTIONS`): one vector per sentence,
+    the mean over its tokens of the kept layers (`"unit-mean"`: scaled to unit length), each
+    dataset or row then `(dim,)`, or `(n_layers, dim)` for "all". Returns the number of
+    sentences written.
 
     The file appears only when complete (written to `OUTPUT.PID.partial`, then renamed); one
     that the disk's free space cannot hold is refused before any work (a file's, not a
@@ -402,8 +421,8 @@ def embed_file(
     def make_sink(raw: Any, depth: int) -> Sink:
         if output_format == "parquet":
             dim, metadata = bilm.get_output_dim(), layers.metadata
-            return ParquetSink(raw, name, layers.name, depth, dim, dtype, metadata)
-        return Hdf5Sink(raw, name, dtype, sentence_index, sentence_keys)
+            return ParquetSink(raw, name, layers.name, depth, dim, dtype, metadata, reduce)
+        return Hdf5Sink(raw, name, dtype, sentence_index, sentence_keys, reduced=bool(reduce))
 
     def index_bytes(total: int) -> int:  # the index's JSON: the lines and their names
         return os.path.getsize(input_file) + 16 * total if sentence_index else 0  # type: ignore
@@ -411,7 +430,7 @@ def embed_file(
     options: Dict[str, Any] = dict(chunk_size=chunk_size, batch_size=batch_size, dtype=dtype)
     options.update(max_tokens=max_tokens, overwrite=overwrite, cuda_device=cuda_device)
     run = (items, make_sink, layers, options, "tokens", f"{name}: no sentences", index_bytes)
-    return _embed_into(bilm, input_file, output_file, *run)
+    return _embed_into(bilm, input_file, output_file, *run, reduce)
 
 
 def embed_fasta(
@@ -426,19 +445,21 @@ def embed_fasta(
     max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
     chunk_size: int = 10_000,
     dtype: str = "float32",
+    reduce: Optional[str] = None,
 ) -> int:
     """Embed each protein of a FASTA file or stream (`elmo_bilm.formats.fasta`) residue by
     residue into HDF5: one dataset per record named by its id, `(n_layers, n_residues, dim)` for
     "all", with attribute `original_id` (the id, which bio_embeddings' readers look up); batched
-    by length under `max_tokens` (`embed_pieces`), checked and written as `embed_file`. Returns
-    the number of records."""
+    by length under `max_tokens` (`embed_pieces`), checked and written as `embed_file`, `reduce`
+    too (one vector per protein: `"mean"` with the layers summed, `layers=Layers(mix=(0, 0, 0),
+    gamma=3)`, is bio_embeddings' `reduce_per_protein`). Returns the number of records."""
     name = source_name(input_file)
 
     def make_sink(raw: Any, depth: int) -> Sink:
-        return Hdf5Sink(raw, name, dtype, False, sentence_keys=True, original_id=True)
+        return Hdf5Sink(raw, name, dtype, False, True, original_id=True, reduced=bool(reduce))
 
     options: Dict[str, Any] = dict(chunk_size=chunk_size, batch_size=batch_size, dtype=dtype)
     options.update(max_tokens=max_tokens, overwrite=overwrite, cuda_device=cuda_device)
     empty = f"{name}: no records (FASTA: '>id' lines, each followed by its sequence)"
     run = (lambda _: read_fasta(input_file), make_sink, file_layers(layers), options)
-    return _embed_into(bilm, input_file, output_file, *run, "residues", empty)
+    return _embed_into(bilm, input_file, output_file, *run, "residues", empty, reduce=reduce)

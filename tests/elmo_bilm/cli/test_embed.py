@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import h5py
+import numpy
 import pytest
 import torch
 from allennlp.modules.elmo import batch_to_ids
@@ -15,7 +16,7 @@ from elmo_bilm.cli.embed import main
 from elmo_bilm.runtime.engine import count_sentences, embed_file
 from elmo_bilm.utils.files import FormatError
 from tests.conftest import OPTIONS_FILE, REPO_ROOT, WEIGHT_FILE
-from tests.numerics import NETWORK, assert_float32_close
+from tests.numerics import NETWORK, ONE_REDUCTION, assert_float32_close
 
 
 @pytest.fixture(scope="module")
@@ -470,3 +471,146 @@ def test_only_a_fasta_input_naming_no_bilm_takes_seqvec():
     assert not takes_seqvec(args("in.txt"))
     assert not takes_seqvec(args("in.fa", options_file="wikipedia"))
     assert not takes_seqvec(args("in.fa", archive_file="model.tar.gz"))
+
+
+BILM_FILES = ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
+# the longest line runs in pieces under --max-tokens 5 (its 12 tokens and two boundaries)
+REDUCE_LINES = "The cat  sat .\nHello !\na b c d e f g h i j k l\n"
+
+
+def reduced(vectors, reduction):
+    """The reduction of one item's per-token output `(..., n_tokens, dim)`, in float64."""
+    mean = vectors.astype("float64").mean(axis=-2)
+    return mean if reduction == "mean" else mean / numpy.linalg.norm(mean)
+
+
+@pytest.mark.numerics
+@pytest.mark.parametrize(
+    "flags, shape",
+    [
+        (["--all"], (3, 32)),
+        (["--top"], (32,)),
+        (["--average"], (32,)),
+        (["--mix", "1", "0", "2"], (32,)),
+    ],
+)
+@pytest.mark.parametrize("reduction", ["mean", "unit-mean"])
+@pytest.mark.parametrize("keys", [[], ["--use-sentence-keys"]])
+def test_reduce_writes_the_mean_of_the_per_token_output(tmp_path, flags, shape, reduction, keys):
+    """`--reduce`: one dataset per line, the mean over its tokens of what the layer flags keep
+    (scaled to unit length for unit-mean), as the same run without it gives per token; a line
+    longer than --max-tokens, run in pieces, too; the index as without it."""
+    source = tmp_path / "in.txt"
+    source.write_text(REDUCE_LINES)
+    common = [str(source), *BILM_FILES, *flags, *keys, "--max-tokens", "5"]
+    assert main([*common[:1], str(tmp_path / "tokens.hdf5"), *common[1:]]) == 0
+    argv = [*common[:1], str(tmp_path / "reduced.hdf5"), *common[1:], "--reduce", reduction]
+    assert main(argv) == 0
+    tokens, means = contents(tmp_path / "tokens.hdf5"), contents(tmp_path / "reduced.hdf5")
+    assert means.keys() == tokens.keys()
+    for key in means:
+        if key == "sentence_to_index":
+            assert json.loads(means[key][0]) == json.loads(tokens[key][0])
+            continue
+        assert means[key].dtype == "float32" and means[key].shape == shape
+        assert_float32_close(means[key], reduced(tokens[key], reduction), ONE_REDUCTION, key)
+
+
+@pytest.mark.numerics
+def test_reduce_of_a_fasta_input_is_bio_embeddings_reduce_per_protein(tmp_path):
+    """Proteins: `--mix 0 0 0 --gamma 3 --reduce mean` (the layers summed, then the mean over
+    residues) is `SeqVecEmbedder.reduce_per_protein` of the per-residue output, datasets named by
+    record id with `original_id`; a protein longer than --max-tokens runs in pieces."""
+    from elmo_bilm.dropins.bio_embeddings import SeqVecEmbedder
+
+    (tmp_path / "in.fasta").write_text(">p1\nMKTAYIAKQRQISFVKSHFSRQ\n>p2\nMKV\n")
+    source, small = str(tmp_path / "in.fasta"), ["--max-tokens", "6"]
+    assert main([source, str(tmp_path / "all.hdf5"), *BILM_FILES, *small]) == 0
+    summed = ["--mix", "0", "0", "0", "--gamma", "3", "--reduce", "mean"]
+    assert main([source, str(tmp_path / "mean.hdf5"), *BILM_FILES, *small, *summed]) == 0
+    per_residue = contents(tmp_path / "all.hdf5")
+    with h5py.File(tmp_path / "mean.hdf5", "r") as out:
+        assert sorted(out.keys()) == ["p1", "p2"]
+        for key in out:
+            assert out[key].attrs["original_id"] == key and out[key].shape == (32,)
+            expected = SeqVecEmbedder.reduce_per_protein(per_residue[key])
+            assert_float32_close(out[key][()], expected, ONE_REDUCTION, key)
+
+
+@pytest.mark.numerics
+def test_reduce_unit_mean_is_simple_elmo_get_elmo_vector_average(tmp_path):
+    """`--average --reduce unit-mean` gives the vectors of the simple_elmo drop-in's stateless
+    `get_elmo_vector_average` (layers "average")."""
+    from elmo_bilm.dropins.simple_elmo import ElmoModel
+    from tests.elmo_bilm.dropins.test_simple_elmo_api import _nlpl_folder
+
+    source = tmp_path / "in.txt"
+    source.write_text(REDUCE_LINES)
+    argv = [str(source), str(tmp_path / "out.hdf5"), *BILM_FILES, "--average"]
+    assert main([*argv, "--reduce", "unit-mean"]) == 0
+    model = ElmoModel()
+    model.load(str(_nlpl_folder(tmp_path)), cuda_device=-1, stateful=False)
+    texts = [line.split() for line in REDUCE_LINES.splitlines()]
+    expected = model.get_elmo_vector_average(texts)
+    stored = contents(tmp_path / "out.hdf5")
+    for i in range(len(texts)):
+        assert_float32_close(stored[str(i)], expected[i], NETWORK, str(i))
+
+
+@pytest.mark.numerics
+@pytest.mark.parametrize("flags, shape", [(["--all"], (3, 32)), (["--top"], (32,))])
+def test_reduce_into_parquet_is_one_row_per_line(tmp_path, flags, shape):
+    """Parquet with `--reduce mean`: one row per line, its whole line's tokens, `start` 0, the
+    embeddings read back as `(dim,)` or `(n_layers, dim)`: the mean of the per-token rows (a line
+    in pieces: of its pieces' rows)."""
+    from elmo_bilm.formats.parquet import read_embeddings
+
+    source = tmp_path / "in.txt"
+    source.write_text(REDUCE_LINES)
+    common = [*BILM_FILES, *flags, "--format", "parquet", "--max-tokens", "5"]
+    assert main([str(source), str(tmp_path / "tokens.parquet"), *common]) == 0
+    argv = [str(source), str(tmp_path / "mean.parquet"), *common, "--reduce", "mean"]
+    assert main(argv) == 0
+    pieces = {}
+    for row in read_embeddings(str(tmp_path / "tokens.parquet")):
+        pieces.setdefault(row.line, []).append((row.start, row.embeddings))
+    rows = sorted(read_embeddings(str(tmp_path / "mean.parquet")), key=lambda row: row.line)
+    assert [row.line for row in rows] == [1, 2, 3]
+    assert len(pieces[3]) > 1  # the long line was written in pieces
+    for row, line in zip(rows, REDUCE_LINES.splitlines()):
+        assert row.tokens == line.split() and row.start == 0 and row.embeddings.shape == shape
+        whole = numpy.concatenate([e for _, e in sorted(pieces[row.line], key=lambda p: p[0])], -2)
+        assert_float32_close(row.embeddings, reduced(whole, "mean"), ONE_REDUCTION, row.line)
+
+
+def test_an_unknown_reduction_is_one_line(tmp_path, capsys):
+    source = write_input(tmp_path / "in.txt", [["a"]])
+    with pytest.raises(SystemExit):
+        main([source, str(tmp_path / "out.hdf5"), "--reduce", "median"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--reduce: invalid choice: 'median'" in err, err
+    assert not (tmp_path / "out.hdf5").exists()
+
+
+def test_reduce_keeps_the_progress_bar_in_tokens(tmp_path):
+    """The bar counts tokens with --reduce as without it, a line in pieces moving it piece by
+    piece up to the total."""
+    source = tmp_path / "in.txt"
+    source.write_text(REDUCE_LINES)
+    script = os.path.join(os.path.dirname(sys.executable), "elmo-embed")
+    argv = [script, str(source), str(tmp_path / "out.hdf5"), *BILM_FILES, "--reduce", "mean"]
+    result = subprocess.run(
+        [*argv, "--max-tokens", "5"], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    tokens = len(REDUCE_LINES.split())
+    assert f"{tokens}/{tokens} [" in result.stderr, result.stderr
+
+
+def test_embed_file_refuses_an_unknown_reduction_before_any_work(tmp_path, bilm):
+    from elmo_bilm.utils.errors import UsageError
+
+    source = write_input(tmp_path / "in.txt", [["a"]])
+    with pytest.raises(UsageError, match="reduce must be one of"):
+        embed_file(bilm, source, str(tmp_path / "out.hdf5"), reduce="median")
+    assert os.listdir(tmp_path) == ["in.txt"]

@@ -72,3 +72,22 @@ def test_the_subcommand_embeds_fasta_naming_no_bilm_with_seqvec(tmp_path, monkey
     parser.add_argument("--archive-file")
     _run(parser.parse_args([str(tmp_path / "in.fasta"), str(tmp_path / "out.hdf5")]))
     assert contents(tmp_path / "out.hdf5")["p1"].shape == (3, 8, 32)  # the fixture's SeqVec
+
+
+def test_the_subcommand_takes_reduce(tmp_path):
+    """`allennlp elmo-embed ... --reduce mean` parses with the subcommand's own arguments (the
+    console script's, shared) and writes one vector per line."""
+    import argparse
+
+    from elmo_plugin.commands.elmo_embed import _run
+    from elmo_plugin.common.parsers import embed_arguments
+
+    source = write_input(tmp_path / "in.txt", [["a", "b", "c"], ["d"]])
+    parser = argparse.ArgumentParser()
+    embed_arguments(parser)
+    files = ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
+    _run(
+        parser.parse_args([source, str(tmp_path / "out.hdf5"), *files, "--top", "--reduce", "mean"])
+    )
+    stored = contents(tmp_path / "out.hdf5")
+    assert stored["0"].shape == (32,) and stored["1"].shape == (32,)
