@@ -8,8 +8,10 @@ A script written for the hub module runs with its import line and constructor sw
     embeddings = elmo(["the cat is on the mat", "dogs are in the fog"],
                       signature="default", as_dict=True)["elmo"]
 
-`ElmoModule(spec, trainable=False, name="module", tags=None)` (`hub.Module`'s arguments, `spec` a
-path here) reads a hub module's folder (the extracted
+`ElmoModule(spec, trainable=False, name="module", tags=None)` (`hub.Module`'s arguments) takes
+the module's handle as `hub.Module` does, `https://tfhub.dev/google/elmo/1` to `3` or their Kaggle
+addresses (downloaded once, `HANDLE?tf-hub-format=compressed`, into the resolver's cache and
+unpacked there; offline, one line), or reads a hub module's folder (the extracted
 `?tf-hub-format=compressed` archive: `variables/variables.index` and its data file; the graph,
 `tfhub_module.pb`, is not read). `spec` may also name the `variables/` folder, the checkpoint
 prefix or the `.tar.gz` itself: the resolver (`elmo_bilm.sources.resolver`) decides what it is
@@ -64,10 +66,10 @@ from torch import nn
 
 from elmo_bilm.formats.tfhub import hub_name, hub_options, read_tfhub
 from elmo_bilm.model.bilm import frozen
-from elmo_bilm.sources.archives import is_bilm_archive
 from elmo_bilm.sources.hub import PREFIX as HUB_PREFIX
 from elmo_bilm.sources.resolver import load_bilm, resolve_bilm
 from elmo_bilm.utils.files import FormatError, UsageError
+from elmo_bilm.utils.names import is_url
 
 __all__ = ["ElmoModule", "hub_options", "hub_name"]
 
@@ -93,10 +95,10 @@ def module_checkpoint(path: PathLike) -> str:
 def _hub_checkpoint(text: str) -> Optional[str]:
     """The checkpoint prefix when `text` is a hub module, None when the resolver reads it as
     another biLM (bilm-tf files, a name, a Hub repository, ...)."""
-    if "://" in text and not is_bilm_archive(text) and not text.startswith(HUB_PREFIX):
+    if "://" in text and not (is_url(text) or text.startswith(HUB_PREFIX)):
         raise UsageError(
-            f"{text}: a URL; ElmoModule reads a TF-Hub module's folder: download the module "
-            "(its ?tf-hub-format=compressed archive), extract it and give the folder"
+            f"{text}: a URL ElmoModule cannot fetch; it reads TF-Hub's ELMo module by its "
+            "https://tfhub.dev/google/elmo/N (or Kaggle) address, or a module's folder or archive"
         )
     try:
         source = resolve_bilm(text)
@@ -179,8 +181,9 @@ class ElmoModule(nn.Module):
     # Parameters
 
     spec : `str`
-        The hub module's folder (or its `variables/` folder, checkpoint prefix or `.tar.gz`),
-        where `hub.Module` takes its spec (a URL, a folder or a `ModuleSpec`); or any other
+        TF-Hub's handle of the module (`https://tfhub.dev/google/elmo/3`, versions 1-3, or
+        its Kaggle address; downloaded once), the hub module's folder (or its `variables/`
+        folder, checkpoint prefix or `.tar.gz`), as `hub.Module` takes its spec; or any other
         biLM the resolver reads (a name such as `original`, a folder of bilm-tf files, an
         `hf://` repository), run with the module's mix at TF-Hub's initial values (weights 0,
         scaling 1: an equal-weight mean of the layers).

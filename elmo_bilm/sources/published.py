@@ -30,6 +30,7 @@ import importlib.util
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 import tarfile
@@ -84,6 +85,18 @@ SEQVEC_BASE_URL = "http://data.bioembeddings.com/public/embeddings/embedding_mod
 SEQVEC_OPTIONS_URL = f"{SEQVEC_BASE_URL}/options.json"
 SEQVEC_WEIGHTS_URL = f"{SEQVEC_BASE_URL}/weights.hdf5"
 BIO_EMBEDDINGS_CACHE_FILES = ("options_file", "weights_file")
+# TF-Hub's ELMo module, google/elmo versions 1-3, by the handles `hub.Module` takes for it: its
+# tfhub.dev address and its Kaggle addresses (tfhub.dev's models moved to Kaggle in 2023). As
+# tensorflow_hub's HTTP resolver does, the module is downloaded from the handle with the query
+# TFHUB_COMPRESSED (a .tar.gz of the module's folder).
+TFHUB_ELMO_URL = "https://tfhub.dev/google/elmo"  # + /VERSION
+KAGGLE_ELMO_URL = "https://www.kaggle.com/models/google/elmo"  # + one of KAGGLE_ELMO_PATHS
+KAGGLE_ELMO_PATHS = (
+    "frameworks/TensorFlow1/variations/elmo/versions/{version}",
+    "TensorFlow1/elmo/{version}",
+)
+TFHUB_ELMO_VERSIONS = (1, 2, 3)
+TFHUB_COMPRESSED = "tf-hub-format=compressed"
 ATTEMPTS = 3  # tries of a download that breaks off (a short read, a reset connection)
 # The read timeout: connect, and each read; a server silent this long ends the try. The
 # environment variable TIMEOUT_ENV, read at each download, overrides this default.
@@ -107,6 +120,33 @@ def published_urls(name: str) -> Tuple[str, str]:
     model = PUBLISHED[name]
     stem = f"{BASE_URL}/{model}/elmo_{model}"
     return f"{stem}_options.json", f"{stem}_weights.hdf5"
+
+
+def tfhub_module_url(handle: str) -> Optional[str]:
+    """The address of the compressed archive of TF-Hub's ELMo module that `handle` names (a
+    tfhub.dev or Kaggle address of google/elmo, with or without a trailing `/` or the query
+    `TFHUB_COMPRESSED`), or None when `handle` is no such address; a version of google/elmo
+    other than `TFHUB_ELMO_VERSIONS` is a UsageError."""
+    if not is_url(handle):
+        return None
+    address = handle.split("?", 1)[0].rstrip("/")
+    version = r"(?P<version>[0-9]+)"
+    patterns = [re.escape(TFHUB_ELMO_URL) + "/" + version]
+    patterns += [
+        re.escape(f"{KAGGLE_ELMO_URL}/{path}").replace(re.escape("{version}"), version)
+        for path in KAGGLE_ELMO_PATHS
+    ]
+    for pattern in patterns:
+        match = re.fullmatch(pattern, address, re.IGNORECASE)
+        if match is None:
+            continue
+        if int(match.group("version")) not in TFHUB_ELMO_VERSIONS:
+            raise UsageError(
+                f"{handle}: TF-Hub's google/elmo has versions "
+                f"{', '.join(map(str, TFHUB_ELMO_VERSIONS))} (e.g. {TFHUB_ELMO_URL}/3)"
+            )
+        return f"{address}?{TFHUB_COMPRESSED}"
+    return None
 
 
 def bio_embeddings_cache() -> Path:
@@ -407,7 +447,10 @@ def _content_problem(url: str, partial: str, content_type: Optional[str]) -> Opt
     """What is wrong with a downloaded file, judged by the kind the URL names (an HTML page
     for any file but a page; an unreadable HDF5 or JSON file, zip or tar archive), or None.
     `content_type`: the server's Content-Type, None where it is not known (a cached file)."""
-    name = url.split("?", 1)[0].lower()
+    name, _, query = url.partition("?")
+    name = name.lower()
+    if TFHUB_COMPRESSED in query.split("&"):  # a TF-Hub module's archive (a .tar.gz)
+        name += ".tar.gz"
     with open(partial, "rb") as handle:
         head = handle.read(1024).lstrip().lower()
     if not name.endswith((".html", ".htm")) and (

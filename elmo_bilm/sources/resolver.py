@@ -9,7 +9,9 @@ the spaCy component, flair, the plugin's token embedder and configs) hands what 
   published ones (`small`, `medium`, `original`, `original_5.5b`, downloaded once);
 - `hf://ORG/REPO[@REVISION]`: a Hugging Face Hub repository (`elmo_bilm.sources.hub`);
 - a `.zip` / `.tar.gz` / `.tar` (a path or URL): unpacked once into the cache
-  (`elmo_bilm.sources.archives`, which checks every member);
+  (`elmo_bilm.sources.archives`, which checks every member); so is TF-Hub's ELMo module named
+  by its tfhub.dev or Kaggle address (`https://tfhub.dev/google/elmo/3`), downloaded as
+  `hub.Module` downloads it (`published.tfhub_module_url`);
 - a folder: ELMoForManyLangs' model, bilm-tf's `options.json` + `*.hdf5` (an unzipped NLPL
   model) or bio_embeddings' `options_file` + `weights_file` (SeqVec's `model_directory`), a
   bilm-tf TensorFlow checkpoint, or a TF-Hub ELMo module (its folder or `variables/` folder);
@@ -177,8 +179,9 @@ def resolve_bilm(
     if source in published.PUBLISHED:
         options, weights = (published.cached_path(u) for u in published.published_urls(source))
         return _bilm_tf("name", source, options, weights)
-    if is_bilm_archive(source):
-        local = published.cached_path(source) if published.is_url(source) else source
+    module_url = published.tfhub_module_url(source)  # TF-Hub's google/elmo, as hub.Module
+    if module_url is not None or is_bilm_archive(source):
+        local = published.cached_path(module_url or source) if published.is_url(source) else source
         if not os.path.isfile(local):
             raise FileNotFoundError(f"{source}: no such archive")
         # the check runs on the extraction before it is kept: an archive holding no biLM
@@ -189,7 +192,8 @@ def resolve_bilm(
         return _in_folder("archive", source, folder)
     if published.is_url(source):
         raise UsageError(
-            f"{source}: a URL names a biLM alone only as a .zip / .tar.gz; give an options "
+            f"{source}: a URL names a biLM alone only as a .zip / .tar.gz or as TF-Hub's ELMo "
+            f"module ({published.TFHUB_ELMO_URL}/3 or its Kaggle address); give an options "
             "file's URL with its weight file's"
         )
     if os.path.isdir(source):
@@ -232,6 +236,7 @@ def names_whole_bilm(options_file: Optional[UserPath]) -> bool:
         options_file in published.names()
         or is_hub_id(options_file)
         or is_bilm_archive(options_file)
+        or published.tfhub_module_url(options_file) is not None
     )
 
 

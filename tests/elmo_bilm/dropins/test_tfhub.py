@@ -8,6 +8,8 @@ switched. The module's folder is a kind of biLM source the resolver knows (forma
 every entry point opens it."""
 
 import difflib
+import http.server
+import io
 import json
 import os
 import runpy
@@ -23,8 +25,10 @@ import torch
 from elmo_bilm import ElmoEmbedder
 from elmo_bilm.dropins.tfhub import ElmoModule, hub_name
 from elmo_bilm.formats.bilm_tf import read_options
+from elmo_bilm.sources import published
 from elmo_bilm.utils.files import FormatError, UsageError
 from tests.conftest import OPTIONS_FILE, REPO_ROOT, WEIGHT_FILE
+from tests.local_server import LocalServer
 from tests.numerics import NETWORK, ONE_REDUCTION, assert_float32_close
 
 MODULE = REPO_ROOT / "fixtures" / "tfhub" / "tiny_module"
@@ -172,8 +176,10 @@ def test_bad_calls(module, tmp_path):
         module(inputs={"tokens": [["a", "b"]], "sequence_len": [3]}, signature="tokens")
     with pytest.raises(UsageError, match="takes inputs="):
         module(inputs={"tokens": [["a"]]}, signature="tokens")
-    with pytest.raises(UsageError, match="a URL"):
-        ElmoModule("https://tfhub.dev/google/elmo/3")
+    with pytest.raises(UsageError, match="a URL ElmoModule cannot fetch"):
+        ElmoModule("gs://tfhub-modules/google/elmo/3.tar.gz")
+    with pytest.raises(UsageError, match="as TF-Hub's ELMo module"):
+        ElmoModule("https://tfhub.dev/google/universal-sentence-encoder/4")
     with pytest.raises(FormatError, match="not a TF-Hub ELMo module"):
         ElmoModule(tmp_path)
     with pytest.raises(UsageError, match="options_file= is for a TF-Hub module"):
@@ -310,3 +316,150 @@ def test_a_public_script_runs_with_the_import_and_constructor_switched(
         f"(2, {DIM})",
         f"(1, {DIM})",
     ]
+
+
+class HubServer(LocalServer):
+    """TF-Hub's protocol on 127.0.0.1: a handle asked for with `?tf-hub-format=compressed`
+    answers with the module's `.tar.gz` (`archives`: request path -> body) or, as tfhub.dev
+    does, a redirect to it (`redirects`: request path -> path)."""
+
+    def __init__(self) -> None:
+        self.archives: Dict[str, bytes] = {}
+        self.redirects: Dict[str, str] = {}
+        self.requests: List[str] = []
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                server.requests.append(self.path)
+                if self.path in server.redirects:
+                    self.send_response(302)
+                    self.send_header("Location", server.url + server.redirects[self.path])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                body = server.archives.get(self.path)
+                if body is None:
+                    self.send_error(404, "Not Found")
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-tar")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._start(Handler)
+
+
+def module_archive() -> bytes:
+    """The fixture module packed as TF-Hub packs a module: a `.tar.gz` of its folder, `./`."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        tar.add(MODULE, ".")
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def hub_server(tmp_path, monkeypatch):
+    """The server; google/elmo's tfhub.dev and Kaggle addresses in the catalogue pointing at
+    it; the download cache in a temporary folder."""
+    running = HubServer()
+    monkeypatch.setenv("ELMO_BILM_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(published, "TFHUB_ELMO_URL", f"{running.url}/google/elmo")
+    monkeypatch.setattr(published, "KAGGLE_ELMO_URL", f"{running.url}/models/google/elmo")
+    compressed = f"?{published.TFHUB_COMPRESSED}"
+    running.redirects[f"/google/elmo/3{compressed}"] = "/tfhub-modules/google/elmo/3.tar.gz"
+    running.archives["/tfhub-modules/google/elmo/3.tar.gz"] = module_archive()
+    kaggle = "/models/google/elmo/frameworks/TensorFlow1/variations/elmo/versions/2"
+    running.archives[kaggle + compressed] = module_archive()
+    yield running
+    running.stop()
+
+
+def test_tfhubs_handles_of_google_elmo_name_their_compressed_archives():
+    """The addresses `hub.Module` takes for google/elmo, mapped by the catalogue to the
+    download tensorflow_hub's resolver makes (the handle + `?tf-hub-format=compressed`)."""
+    compressed = "?tf-hub-format=compressed"
+    for handle in (
+        "https://tfhub.dev/google/elmo/1",
+        "https://tfhub.dev/google/elmo/2/",
+        "https://tfhub.dev/google/elmo/3",
+        "https://www.kaggle.com/models/google/elmo/frameworks/TensorFlow1/variations/elmo/versions/3",
+        "https://www.kaggle.com/models/google/elmo/tensorFlow1/elmo/2",
+    ):
+        assert published.tfhub_module_url(handle) == handle.rstrip("/") + compressed
+        assert published.tfhub_module_url(handle + compressed) == handle.rstrip("/") + compressed
+    for other in ("https://tfhub.dev/google/nnlm-en-dim128/2", "original", "/tmp/elmo/3"):
+        assert published.tfhub_module_url(other) is None
+    with pytest.raises(UsageError, match="google/elmo has versions 1, 2, 3"):
+        published.tfhub_module_url("https://tfhub.dev/google/elmo/4")
+
+
+def test_a_tfhub_handle_is_downloaded_once_as_hub_module_does(hub_server, tmp_path):
+    """Issue 89: `ElmoModule("https://tfhub.dev/google/elmo/3")` fetches the handle with
+    `?tf-hub-format=compressed` (following tfhub.dev's redirect) once, unpacks it in the cache,
+    and from then on needs no network; the Kaggle address is a module as well."""
+    sentences = ["the cat sat", "dogs"]
+    expected = ElmoModule(MODULE)(sentences, as_dict=True)
+    handle = f"{published.TFHUB_ELMO_URL}/3"
+    module = ElmoModule(handle, trainable=True)
+    assert hub_server.requests == [
+        "/google/elmo/3?tf-hub-format=compressed",
+        "/tfhub-modules/google/elmo/3.tar.gz",
+    ]
+    assert module.aggregation.weights.tolist() == REFERENCE["aggregation_weights"]
+    got = module(sentences, as_dict=True)
+    for name in OUTPUTS:
+        torch.testing.assert_close(got[name], expected[name], rtol=0, atol=0)
+    kaggle = f"{published.KAGGLE_ELMO_URL}/frameworks/TensorFlow1/variations/elmo/versions/2"
+    torch.testing.assert_close(ElmoModule(kaggle)(sentences), expected["default"])
+    assert len(hub_server.requests) == 3
+    hub_server.stop()  # offline from here on: the cache serves both
+    torch.testing.assert_close(ElmoModule(handle)(sentences), expected["default"])
+    torch.testing.assert_close(ElmoModule(kaggle + "/")(sentences), expected["default"])
+    layers = ElmoEmbedder(handle, cuda_device=-1).embed_sentence(["the", "cat", "sat"])
+    assert_float32_close(got["lstm_outputs1"][0].detach().numpy(), layers[1], ONE_REDUCTION)
+
+
+def test_a_tfhub_handle_offline_is_one_line(hub_server):
+    hub_server.stop()  # nothing cached, nothing answering
+    with pytest.raises(OSError) as caught:
+        ElmoModule(f"{published.TFHUB_ELMO_URL}/3")
+    message = str(caught.value)
+    assert "\n" not in message and "google/elmo/3?tf-hub-format=compressed" in message
+    assert "download failed" in message and "nothing cached" in message
+
+
+def test_a_tfhub_handle_that_sends_no_module_caches_nothing(hub_server, tmp_path):
+    """A handle answered by an HTML page (a login wall), or by an archive with no module in it:
+    refused in one line, nothing kept in the cache for a later run to take."""
+    hub_server.archives["/tfhub-modules/google/elmo/3.tar.gz"] = b"<!DOCTYPE html><html></html>"
+    with pytest.raises(OSError, match="HTML page"):
+        ElmoModule(f"{published.TFHUB_ELMO_URL}/3")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        info = tarfile.TarInfo("./README.md")
+        info.size = 5
+        tar.addfile(info, io.BytesIO(b"hello"))
+    hub_server.archives["/tfhub-modules/google/elmo/3.tar.gz"] = buffer.getvalue()
+    with pytest.raises(FormatError) as caught:
+        ElmoModule(f"{published.TFHUB_ELMO_URL}/3")
+    assert "\n" not in str(caught.value)
+    unpacked = tmp_path / "cache" / "unpacked"
+    assert not unpacked.exists() or not [p for p in unpacked.iterdir()]
+
+
+def test_the_public_script_runs_with_its_tfhub_handle(hub_server, monkeypatch, capsys, tmp_path):
+    """The script `hub.Module("https://tfhub.dev/google/elmo/3", ...)` (issue 89's one failure):
+    its handle, pointed at 127.0.0.1 by the catalogue, as the constructor's argument."""
+    ours = PUBLIC_SCRIPT.replace(
+        "import tensorflow_hub as hub", "from elmo_bilm.dropins.tfhub import ElmoModule"
+    ).replace('hub.Module("https://tfhub.dev/google/elmo/3"', "ElmoModule(sys.argv[1]")
+    script = tmp_path / "elmo_hub.py"
+    script.write_text(ours, encoding="utf-8")
+    monkeypatch.setattr(sys, "argv", [str(script), f"{published.TFHUB_ELMO_URL}/3"])
+    runpy.run_path(str(script), run_name="__main__")
+    assert capsys.readouterr().out.splitlines()[0] == f"(2, 6, {DIM})"
