@@ -55,6 +55,7 @@ from elmo_bilm.sources.published import (  # SeqVec's entry in the catalogue, im
     bio_embeddings_cache,
     is_url,
     seqvec_files,
+    seqvec_options_file,
 )
 from elmo_bilm.sources.resolver import names_whole_bilm
 from elmo_bilm.utils.checks import whole_number
@@ -80,7 +81,9 @@ def _bilm_files(
     """`(options, weights)` for `load_bilm`: bio_embeddings' `model_directory` alone (the
     resolver reads its `options_file` + `weights_file`, or any other folder it reads, such as
     SeqVec's unzipped `options.json` + `weights.hdf5`), or the two files (or a source named by
-    `options_file` alone); none: SeqVec's published files (`seqvec_files`)."""
+    `options_file` alone); `weights_file` alone: with SeqVec's published options
+    (`seqvec_options_file`), warned as bio_embeddings warns; none: SeqVec's published files
+    (`seqvec_files`)."""
     if model_directory is not None:
         if weights_file is not None or options_file is not None:
             raise UsageError("give either model_directory or weights_file + options_file")
@@ -96,11 +99,13 @@ def _bilm_files(
         return folder, None
     if options_file is None and weights_file is None:
         return seqvec_files()
-    if options_file is None:
-        raise UsageError(
-            "weights_file without options_file: give both (or model_directory, or neither for "
-            "bio_embeddings' SeqVec)"
+    if options_file is None:  # bio_embeddings fetches the missing file, and warns
+        logger.warning(
+            "weights_file %s without options_file: using SeqVec's published options (pass "
+            "both files, or neither for bio_embeddings' SeqVec)",
+            weights_file,
         )
+        return seqvec_options_file(), weights_file
     return options_file, weights_file
 
 
@@ -179,7 +184,9 @@ class SeqVecEmbedder(EmbedderInterface):
         A folder holding `options_file` and `weights_file` (bio_embeddings' layout) or any
         folder the resolver reads (SeqVec's unzipped `options.json` + `weights.hdf5`).
     weights_file, options_file : `str`, optional
-        bilm-tf files instead (paths or URLs), or any biLM source as `options_file` alone.
+        bilm-tf files instead (paths or URLs), or any biLM source as `options_file` alone;
+        `weights_file` alone takes SeqVec's published options (fetched once, with a warning,
+        as bio_embeddings does).
         None of the three: SeqVec's published files, as bio_embeddings finds them
         (`seqvec_files`: its cache, else downloaded once).
     max_amino_acids : `int`, optional (default = `15000`)

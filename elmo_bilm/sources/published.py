@@ -168,19 +168,37 @@ def seqvec_files(
     folder = bio_embeddings_cache()
     if all((folder / name).is_file() for name in BIO_EMBEDDINGS_CACHE_FILES):
         return str(folder), None
+    options, weights = _seqvec((SEQVEC_OPTIONS_URL, SEQVEC_WEIGHTS_URL), asked, instead)
+    return options, weights
+
+
+def seqvec_options_file(
+    asked: str = "SeqVecEmbedder(weights_file=...) without options_file",
+    instead: str = "pass options_file=",
+) -> str:
+    """SeqVec's options file alone, as bio_embeddings fetches it for a `weights_file` given
+    without one: bio_embeddings' cached `options_file` if there is one, else downloaded once
+    into this package's cache (offline: an `OSError` of one line, as `seqvec_files`')."""
+    cached = bio_embeddings_cache() / BIO_EMBEDDINGS_CACHE_FILES[0]
+    if cached.is_file():
+        return str(cached)
+    return _seqvec((SEQVEC_OPTIONS_URL,), asked, instead)[0]
+
+
+def _seqvec(urls: Tuple[str, ...], asked: str, instead: str) -> List[str]:
+    """The local copies of SeqVec's `urls` (among its options' and weights'), each downloaded
+    once; what cannot be fetched is one `OSError` naming each failure and where to save it."""
     found: List[str] = []
     errors: List[str] = []
-    for url in (SEQVEC_OPTIONS_URL, SEQVEC_WEIGHTS_URL):
+    for url in urls:
         try:
             found.append(cached_path(url))
         except OSError as error:
             errors.append(" ".join(str(error).split()))
     if not errors:
-        return found[0], found[1]
-    saves = " and ".join(
-        f"{url} as {folder / name}"
-        for url, name in zip((SEQVEC_OPTIONS_URL, SEQVEC_WEIGHTS_URL), BIO_EMBEDDINGS_CACHE_FILES)
-    )
+        return found
+    names = dict(zip((SEQVEC_OPTIONS_URL, SEQVEC_WEIGHTS_URL), BIO_EMBEDDINGS_CACHE_FILES))
+    saves = " and ".join(f"{url} as {bio_embeddings_cache() / names[url]}" for url in urls)
     raise OSError(
         f"{asked} loads bio_embeddings' SeqVec, which is not cached yet: {'; '.join(errors)}; "
         f"save {saves} (bio_embeddings' own cache), or {instead}"

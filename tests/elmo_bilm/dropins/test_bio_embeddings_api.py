@@ -129,8 +129,6 @@ def test_a_damaged_model_directory_is_one_line(tmp_path, damage):
 
 
 def test_bad_arguments_are_usage_errors(tmp_path):
-    with pytest.raises(UsageError, match="weights_file without options_file"):
-        SeqVecEmbedder(weights_file=str(WEIGHT_FILE))  # none of the files: test_dropin_defaults
     with pytest.raises(UsageError, match="either model_directory or"):
         SeqVecEmbedder(model_directory=str(tmp_path), options_file=str(OPTIONS_FILE))
     with pytest.raises(UsageError, match="device must be the CPU or a CUDA device"):

@@ -17,6 +17,7 @@ import http.server
 import importlib
 import inspect
 import json
+import logging
 import shutil
 from pathlib import Path
 from typing import Dict, List, Sequence
@@ -355,6 +356,46 @@ def test_seqvec_without_files_offline_is_one_line_naming_every_file(server) -> N
     for name in ("options_file", "weights_file"):  # where to save each, at once
         assert str(bio_embeddings_cache() / name) in message, name
     assert "model_directory=" in message
+
+
+def test_seqvec_weights_file_alone_warns_and_fetches_the_options_once(server, caplog) -> None:
+    """bio_embeddings, given `weights_file` without `options_file`, fetches the missing file
+    from its URL and logs a warning that the files go all or none (issue 89): the same here,
+    through the catalogue's SeqVec entry and the download cache, the options alone."""
+    from elmo_bilm.dropins.bio_embeddings import SeqVecEmbedder
+
+    with caplog.at_level(logging.WARNING, logger="elmo_bilm.dropins.bio_embeddings"):
+        embedder = SeqVecEmbedder(0, weights_file=str(WEIGHT_FILE), device="cpu")
+    assert same_weights(embedder._model.elmo_bilm)
+    assert server.requests == ["/seqvec/options.json"]  # the weights given are not fetched
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 1 and "without options_file" in warned[0]
+    assert str(WEIGHT_FILE) in warned[0]
+    server.stop()  # offline from here on: the cached options serve
+    assert same_weights(SeqVecEmbedder(0, weights_file=str(WEIGHT_FILE))._model.elmo_bilm)
+
+
+def test_seqvec_weights_file_alone_takes_bio_embeddings_cached_options(server) -> None:
+    from elmo_bilm.dropins.bio_embeddings import SeqVecEmbedder, bio_embeddings_cache
+
+    bio_embeddings_cache().mkdir(parents=True)
+    shutil.copy(OPTIONS_FILE, bio_embeddings_cache() / "options_file")
+    server.stop()
+    embedder = SeqVecEmbedder(0, weights_file=str(WEIGHT_FILE), device="cpu")
+    assert same_weights(embedder._model.elmo_bilm) and server.requests == []
+
+
+def test_seqvec_weights_file_alone_offline_is_one_line(server) -> None:
+    from elmo_bilm.dropins.bio_embeddings import SeqVecEmbedder, bio_embeddings_cache
+
+    server.stop()
+    with pytest.raises(OSError) as caught:
+        SeqVecEmbedder(weights_file=str(WEIGHT_FILE), device="cpu")
+    message = str(caught.value)
+    assert "\n" not in message and published.SEQVEC_OPTIONS_URL in message
+    assert published.SEQVEC_WEIGHTS_URL not in message  # only the missing file is asked for
+    assert str(bio_embeddings_cache() / "options_file") in message
+    assert "without options_file" in message and "pass options_file=" in message
 
 
 def test_seqvec_model_directory_that_is_no_folder_says_what_it_takes(tmp_path, monkeypatch):
