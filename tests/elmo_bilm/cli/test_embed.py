@@ -11,7 +11,7 @@ import pytest
 import torch
 from allennlp.modules.elmo import batch_to_ids
 
-from elmo_bilm import load_bilm_tf
+from elmo_bilm import ElmoEmbedder, load_bilm_tf
 from elmo_bilm.cli.embed import main
 from elmo_bilm.runtime.engine import count_sentences, embed_file
 from elmo_bilm.utils.files import FormatError
@@ -258,6 +258,39 @@ def test_allennlp_elmo_flags_and_layout(tmp_path, bilm, capsys):
         assert sorted(out.keys()) == ["0", "1"]
     with pytest.raises(SystemExit):  # one of the three, as AllenNLP's mutually exclusive group
         main([str(source), str(tmp_path / "x.hdf5"), "--top", "--average"])
+
+
+def test_allennlp_09_elmo_command_tests_as_they_state_it(tmp_path):
+    """What AllenNLP 0.9's `allennlp/tests/commands/elmo_test.py` asserts of `allennlp elmo`, in
+    `elmo-embed`: `--all` gives (3, tokens, dim) per line equal to `ElmoEmbedder.embed_sentence`,
+    `--top` its last layer and `--average` the mean of its three, each (tokens, dim); the index
+    maps each line to its dataset; a batch of lines gets one dataset each; a repeated line
+    keeps both datasets (the index names the later). Its empty-line test raised
+    `ConfigurationError`: here exit 1 naming FILE:LINE (test_input_errors_name_file_and_line)."""
+    files = ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
+    sentence = "Michael went to the store to buy some eggs ."
+    source = tmp_path / "one.txt"
+    source.write_text(sentence)  # no final newline, as 0.9's test wrote it
+    layers = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE)).embed_sentence(sentence.split())
+    wanted = {"all": layers, "top": layers[2], "average": layers.mean(0)}
+    for flag, expected in wanted.items():
+        out = tmp_path / f"{flag}.hdf5"
+        assert main([str(source), str(out), f"--{flag}", *files]) == 0
+        with h5py.File(out, "r") as stored:
+            assert set(stored) == {"0", "sentence_to_index"}
+            assert json.loads(stored["sentence_to_index"][0]) == {sentence: "0"}
+            assert stored["0"].shape == expected.shape
+            assert_float32_close(stored["0"][...], expected, NETWORK, flag)
+    lines = [sentence, "Joel rolled down the street .", "test / this is a first", sentence]
+    batch = tmp_path / "batch.txt"
+    batch.write_text("\n".join(lines) + "\n")
+    assert main([str(batch), str(tmp_path / "batch.hdf5"), "--all", *files]) == 0
+    with h5py.File(tmp_path / "batch.hdf5", "r") as stored:
+        assert set(stored) == {"0", "1", "2", "3", "sentence_to_index"}
+        for number, line in enumerate(lines):
+            assert stored[str(number)].shape == (3, len(line.split()), 32)
+        index = json.loads(stored["sentence_to_index"][0])
+        assert index == {sentence: "3", lines[1]: "1", lines[2]: "2"}
 
 
 def test_include_package_other_than_the_plugin_is_refused_in_one_line(tmp_path, capsys):

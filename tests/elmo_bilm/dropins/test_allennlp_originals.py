@@ -2,14 +2,18 @@
 `_ElmoCharacterEncoder`, checked against the installed AllenNLP 2.10 on the project's bilm-tf
 fixture: the same outputs (boundaries kept), the same state carried batch after batch, and
 `vocab_to_cache` giving what the character ids give. Tolerance: `NETWORK` float32 units, as the
-other comparisons with AllenNLP; a state not carried differs by far more (asserted)."""
+other comparisons with AllenNLP; a state not carried differs by far more (asserted). Below,
+what AllenNLP 0.9's `allennlp/tests/commands/elmo_test.py` asserts of `ElmoEmbedder` (0.9 is not
+installed: as its tests state it; its command's tests: tests/elmo_bilm/cli/test_embed.py)."""
 
 from typing import List
 
+import h5py
+import numpy
 import torch
 
-from elmo_bilm import _ElmoBiLm, _ElmoCharacterEncoder, batch_to_ids
-from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
+from elmo_bilm import ElmoEmbedder, _ElmoBiLm, _ElmoCharacterEncoder, batch_to_ids
+from tests.conftest import ELMO_FIXTURE, OPTIONS_FILE, WEIGHT_FILE
 from tests.numerics import NETWORK, assert_float32_close
 
 FILES = (str(OPTIONS_FILE), str(WEIGHT_FILE))
@@ -89,3 +93,35 @@ def test_bilm_vocab_to_cache_equals_character_ids() -> None:
         cached._elmo_lstm.reset_states()
         alone = cached(torch.zeros_like(ids), word_ids)
     assert_float32_close(alone["activations"][2], by_word["activations"][2], NETWORK)
+
+
+def test_elmo_embedder_embed_sentences_equals_bilm_tfs_reference(fixture_sentences) -> None:
+    """0.9: the stateful `ElmoEmbedder` over the reference sentences, in bilm-tf's batches
+    (batch b: sentence b of each of the three groups, group k in row k), gives each sentence's
+    top layer as bilm-tf dumped it, batch after batch (states carried row by row)."""
+    sentences, expected = [], []
+    for number in range(len(fixture_sentences[0])):
+        for group, sentences_of_group in enumerate(fixture_sentences):
+            sentence = sentences_of_group[number]
+            with h5py.File(ELMO_FIXTURE / f"lm_embeddings_{group}.hdf5", "r") as handle:
+                forward, backward = handle[str(number)][:, : len(sentence)]
+            sentences.append(sentence)
+            expected.append(numpy.concatenate([forward, backward], -1))
+    embedder = ElmoEmbedder(*FILES)
+    embeddings = list(embedder.embed_sentences(sentences, len(fixture_sentences)))
+    assert len(embeddings) == len(sentences)
+    for number, (layers, want) in enumerate(zip(embeddings, expected)):
+        assert layers.shape == (3, want.shape[0], 32)
+        assert_float32_close(layers[2], want, NETWORK, f"sentence {number}")
+    # the reference is stateful: without the states carried, a later batch differs
+    fresh = ElmoEmbedder(*FILES, stateful=False).embed_sentence(sentences[-1])[2]
+    assert numpy.abs(fresh - expected[-1]).max() > 1e-3
+
+
+def test_elmo_embedder_empty_sentences_as_09s_tests_state() -> None:
+    """0.9: an empty sentence embeds to no vectors, `(3, 0, dim)` (0.9 wrote `dim` 1024 whatever
+    the biLM: here the biLM's own), and a batch holding one gives one result per sentence."""
+    embedder = ElmoEmbedder(*FILES)
+    assert embedder.embed_sentence([]).shape == (3, 0, 32)
+    embeddings = list(embedder.embed_sentences(["This is a test".split(), []]))
+    assert [e.shape for e in embeddings] == [(3, 4, 32), (3, 0, 32)]
