@@ -124,20 +124,22 @@ def published_urls(name: str) -> Tuple[str, str]:
 
 def tfhub_module_url(handle: str) -> Optional[str]:
     """The address of the compressed archive of TF-Hub's ELMo module that `handle` names (a
-    tfhub.dev or Kaggle address of google/elmo, with or without a trailing `/` or the query
-    `TFHUB_COMPRESSED`), or None when `handle` is no such address; a version of google/elmo
-    other than `TFHUB_ELMO_VERSIONS` is a UsageError."""
+    tfhub.dev or Kaggle address of google/elmo, http or https, with or without a trailing `/`
+    or a query such as `TFHUB_COMPRESSED`), or None when `handle` is no such address; a version
+    of google/elmo other than `TFHUB_ELMO_VERSIONS` is a UsageError."""
     if not is_url(handle):
         return None
     address = handle.split("?", 1)[0].rstrip("/")
     version = r"(?P<version>[0-9]+)"
-    patterns = [re.escape(TFHUB_ELMO_URL) + "/" + version]
-    patterns += [
-        re.escape(f"{KAGGLE_ELMO_URL}/{path}").replace(re.escape("{version}"), version)
-        for path in KAGGLE_ELMO_PATHS
-    ]
-    for pattern in patterns:
-        match = re.fullmatch(pattern, address, re.IGNORECASE)
+
+    def pattern(known: str) -> str:  # http or https, as hub.Module takes either
+        escaped = re.escape(known.split("://", 1)[1]).replace(re.escape("{version}"), version)
+        return "https?://" + escaped
+
+    patterns = [pattern(f"{TFHUB_ELMO_URL}/{{version}}")]
+    patterns += [pattern(f"{KAGGLE_ELMO_URL}/{path}") for path in KAGGLE_ELMO_PATHS]
+    for expression in patterns:
+        match = re.fullmatch(expression, address, re.IGNORECASE)
         if match is None:
             continue
         if int(match.group("version")) not in TFHUB_ELMO_VERSIONS:

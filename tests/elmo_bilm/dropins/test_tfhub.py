@@ -392,7 +392,10 @@ def test_tfhubs_handles_of_google_elmo_name_their_compressed_archives():
     ):
         assert published.tfhub_module_url(handle) == handle.rstrip("/") + compressed
         assert published.tfhub_module_url(handle + compressed) == handle.rstrip("/") + compressed
-    for other in ("https://tfhub.dev/google/nnlm-en-dim128/2", "original", "/tmp/elmo/3"):
+    plain = "http://tfhub.dev/google/elmo/2"  # hub.Module takes http too
+    assert published.tfhub_module_url(plain) == plain + compressed
+    others = ("https://tfhub.dev/google/nnlm-en-dim128/2", "https://tfhub.dev/google/elmo/3/x")
+    for other in (*others, "https://tfhub.dev/google/elmo/", "original", "/tmp/elmo/3"):
         assert published.tfhub_module_url(other) is None
     with pytest.raises(UsageError, match="google/elmo has versions 1, 2, 3"):
         published.tfhub_module_url("https://tfhub.dev/google/elmo/4")
