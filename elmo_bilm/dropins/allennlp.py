@@ -34,7 +34,6 @@ from elmo_bilm.formats.text import (
 )
 from elmo_bilm.model.bilm import BiLm, frozen, remove_sentence_boundaries
 from elmo_bilm.model.characters import as_tokens, batch_char_ids, vocabulary_char_ids
-from elmo_bilm.model.scalar_mix import ScalarMix
 from elmo_bilm.runtime.engine import (
     DEFAULT_MAX_TOKENS,
     Batching,
@@ -45,7 +44,8 @@ from elmo_bilm.runtime.engine import (
     same_words,
     sorted_batching,
 )
-from elmo_bilm.runtime.layers import LayerChoice
+from elmo_bilm.runtime.layers import LayerChoice, Layers
+from elmo_bilm.runtime.mixes import ElmoMixes
 from elmo_bilm.runtime.precision import set_precision
 from elmo_bilm.sources.published import published_urls
 from elmo_bilm.sources.resolver import load_bilm, pretrained_source
@@ -72,9 +72,9 @@ def _token_lists(batch: Sequence[Sequence[str]]) -> List[Sequence[str]]:
     return [as_tokens(sentence) for sentence in batch]
 
 
-class Elmo(nn.Module):
+class Elmo(ElmoMixes):
     """AllenNLP's `allennlp.modules.elmo.Elmo`: `num_output_representations` Eq. (1) mixes of one
-    biLM pass, each with its own `softmax(w)` and `gamma`, and dropout.
+    biLM pass, each with its own `softmax(w)` and `gamma`, and dropout (`ElmoMixes`).
 
     `forward(inputs, word_inputs=None)` returns `{"elmo_representations": [(batch, T, dim)] * n,
     "mask": (batch, T)}` for character ids from `batch_to_ids` (or, with `vocab_to_cache`,
@@ -127,26 +127,21 @@ class Elmo(nn.Module):
         precision: Optional[str] = None,
         stateful: bool = True,
     ) -> None:
-        super().__init__()
         if module is not None and (options_file is not None or weight_file is not None):
             raise UsageError("give either module or options_file + weight_file")
         bilm = module if module is not None else load_bilm(options_file, weight_file)
-        self.bilm = _with_precision(bilm, precision, module is not None)
-        self.bilm.set_stateful(stateful)
-        self.requires_grad = requires_grad
-        for parameter in self.bilm.parameters():
-            parameter.requires_grad_(requires_grad)
-        self.keep_sentence_boundaries = keep_sentence_boundaries
-        self.scalar_mixes = nn.ModuleList(
-            ScalarMix(
-                self.bilm.num_layers,
-                do_layer_norm=do_layer_norm,
-                initial_scalar_parameters=scalar_mix_parameters,
-                trainable=scalar_mix_parameters is None,
-            )
-            for _ in range(num_output_representations)
+        bilm = _with_precision(bilm, precision, module is not None)
+        bilm.set_stateful(stateful)
+        super().__init__(
+            bilm,
+            [dropout] * num_output_representations,
+            requires_grad=requires_grad,
+            do_layer_norm=do_layer_norm,
+            layers="all"
+            if scalar_mix_parameters is None
+            else Layers(mix=tuple(scalar_mix_parameters)),
         )
-        self.dropout = nn.Dropout(dropout)
+        self.keep_sentence_boundaries = keep_sentence_boundaries
         if vocab_to_cache is not None:
             words = vocabulary_char_ids(vocab_to_cache, self.bilm.batch_to_ids)
             self.register_buffer("word_char_ids", words, persistent=False)
@@ -163,9 +158,10 @@ class Elmo(nn.Module):
         `Elmo`'s other arguments; the same as `Elmo(name, None, ...)`."""
         return cls(pretrained_source(name), None, num_output_representations, **kwargs)
 
-    def get_output_dim(self) -> int:
-        """The width of each ELMo representation (twice the biLM's projection)."""
-        return self.bilm.get_output_dim()
+    @property
+    def dropout(self) -> nn.Module:
+        """The dropout on the representations (the same for each; `dropouts` holds one a mix)."""
+        return self.dropouts[0] if len(self.dropouts) else nn.Dropout(0.0)
 
     @property
     def stateful(self) -> bool:
@@ -194,18 +190,15 @@ class Elmo(nn.Module):
         (say `(batch, n_sentences, T, 50)`); the outputs keep them."""
         char_ids, leading = self._character_ids(inputs, word_inputs)
         mask = (char_ids > 0).any(-1)
-        if self.requires_grad:
-            output = self.bilm(char_ids, mask, keep_sentence_boundaries=True)
-        else:
-            with frozen(self.bilm):
-                output = self.bilm(char_ids, mask, keep_sentence_boundaries=True)
+        output = self.bilm_layers(char_ids, mask=mask, keep_sentence_boundaries=True)
         layers, bounded_mask = output["activations"], output["mask"]
-        representations = []
-        for mix in self.scalar_mixes:
-            mixed = mix(layers, bounded_mask)
-            if not self.keep_sentence_boundaries:
-                mixed = remove_sentence_boundaries(mixed, mask)
-            representations.append(self.dropout(mixed))
+
+        def trim(mixed: torch.Tensor) -> torch.Tensor:
+            return (
+                mixed if self.keep_sentence_boundaries else remove_sentence_boundaries(mixed, mask)
+            )
+
+        representations = self.mix(layers, bounded_mask, trim)
         out_mask = bounded_mask if self.keep_sentence_boundaries else mask
         return {
             "elmo_representations": [r.reshape(leading + r.shape[1:]) for r in representations],
