@@ -1,12 +1,14 @@
 """ELMo representations: one biLM pass, any number of independent Eq. (1) mixes."""
 
-from typing import Any, Dict, List, Optional, Sequence
+import functools
+from typing import Any, Dict, Optional, Sequence
 
 import torch
 from allennlp.common.checks import ConfigurationError
-from torch import nn
 
 from elmo_bilm.model.bilm import BiLm, frozen
+from elmo_bilm.runtime.layers import Layers
+from elmo_bilm.runtime.mixes import ElmoMixes
 from elmo_plugin.modules.activation_cache import ActivationCache
 from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
 from elmo_plugin.modules.elmo_options import ElmoOptions
@@ -14,7 +16,7 @@ from elmo_plugin.modules.placement import INPUT, Placement
 from elmo_plugin.modules.scalar_mix import ElmoScalarMix
 
 
-class ElmoRepresentations(nn.Module):
+class ElmoRepresentations(ElmoMixes):
     """Runs a (frozen by default) `BiLm` once and mixes its layers into one task-specific ELMo vector
     per mix of its `placement`, each with its own `softmax(w)`, `gamma`, and dropout (Sec. 3.2).
 
@@ -39,8 +41,6 @@ class ElmoRepresentations(nn.Module):
         bilm: Optional[BiLm] = None,
         dropped_by_model: Sequence[str] = (),
     ) -> None:
-        super().__init__()
-        self.placement = placement
         dropped = placement.indices(dropped_by_model)
         if bilm is None:
             bilm = load_bilm_or_archive(
@@ -51,31 +51,18 @@ class ElmoRepresentations(nn.Module):
             raise ConfigurationError(
                 f"scalar_mix_parameters has {len(mix_parameters)} values but the biLM has {bilm.num_layers} layers"
             )
-        self.bilm = bilm
-        self.requires_grad = options.requires_grad
-        for parameter in self.bilm.parameters():
-            parameter.requires_grad_(options.requires_grad)
-        self.scalar_mixes = nn.ModuleList(
-            ElmoScalarMix(
-                bilm.num_layers,
-                do_layer_norm=options.do_layer_norm,
-                l2_coefficient=options.l2_coefficient,
-                initial_scalar_parameters=mix_parameters,
-                trainable=mix_parameters is None,
-                trainable_gamma=options.gamma,
-            )
-            for _ in placement.mixes
+        super().__init__(
+            bilm,
+            [0.0 if index in dropped else options.dropout for index in range(len(placement.mixes))],
+            requires_grad=options.requires_grad,
+            do_layer_norm=options.do_layer_norm,
+            layers="all" if mix_parameters is None else Layers(mix=tuple(mix_parameters)),
+            trainable_gamma=options.gamma,
+            scalar_mix=functools.partial(ElmoScalarMix, l2_coefficient=options.l2_coefficient),
         )
-        self.dropouts = nn.ModuleList(
-            nn.Dropout(0.0 if index in dropped else options.dropout)
-            for index in range(len(placement.mixes))
-        )
+        self.placement = placement
         use_cache = options.cache_activations and not options.requires_grad
         self.cache = ActivationCache(options.cache_size_mb) if use_cache else None
-
-    def get_output_dim(self) -> int:
-        """The width of each ELMo representation (twice the biLM's projection)."""
-        return self.bilm.get_output_dim()
 
     def cache_state(self) -> Dict[str, torch.Tensor]:
         """The activation cache's entries, for a checkpoint (`elmo_plugin_exact_recovery`)."""
@@ -86,27 +73,13 @@ class ElmoRepresentations(nn.Module):
         if self.cache is not None:
             self.cache.load_state(state)
 
-    def bilm_layers(self, char_ids: torch.Tensor) -> Dict[str, Any]:
-        """All biLM layers for `char_ids` (no gradient and eval mode when the biLM is frozen)."""
-        if self.requires_grad:
-            return self.bilm(char_ids)
+    def bilm_layers(self, char_ids: torch.Tensor, **kwargs: Any) -> Dict[str, Any]:
+        """All biLM layers for `char_ids`, served by the activation cache when there is one (a
+        frozen biLM's, in eval mode and without gradient)."""
+        if self.cache is None or kwargs:
+            return super().bilm_layers(char_ids, **kwargs)
         with frozen(self.bilm):
-            if self.cache is not None:
-                # layers of another inference precision (`set_precision`) are other layers
-                precision = self.bilm.char_cnn.precision
-                context = b"" if precision == "float32" else precision.encode() + b"\0"
-                return self.cache.layers(char_ids, self.bilm, context)
-            return self.bilm(char_ids)
-
-    def mix(self, layers: List[torch.Tensor], mask: torch.Tensor) -> List[torch.Tensor]:
-        """Apply every scalar mix and dropout to precomputed biLM `layers`."""
-        return [
-            dropout(scalar_mix(layers, mask))
-            for scalar_mix, dropout in zip(self.scalar_mixes, self.dropouts)
-        ]
-
-    def forward(self, char_ids: torch.Tensor) -> Dict[str, Any]:
-        """`char_ids` (batch, T, 50) -> `{"elmo_representations": [(batch, T, dim)] * n, "mask"}`."""
-        output = self.bilm_layers(char_ids)
-        mask = output["mask"]
-        return {"elmo_representations": self.mix(output["activations"], mask), "mask": mask}
+            # layers of another inference precision (`set_precision`) are other layers
+            precision = self.bilm.char_cnn.precision
+            context = b"" if precision == "float32" else precision.encode() + b"\0"
+            return self.cache.layers(char_ids, self.bilm, context)

@@ -30,6 +30,8 @@ class ElmoScalarMix(ScalarMix):
         only).
     trainable_gamma : `bool`, optional (default = `True`)
         Train `gamma`; `False` fixes it at 1 (Supplement A.2's "no gamma").
+    layer : `int`, optional
+        This layer alone (`-1`: the top; `w` then unused and not penalised), as `ScalarMix`.
     """
 
     def __init__(
@@ -40,6 +42,7 @@ class ElmoScalarMix(ScalarMix):
         initial_scalar_parameters: Optional[List[float]] = None,
         trainable: bool = True,
         trainable_gamma: bool = True,
+        layer: Optional[int] = None,
     ) -> None:
         super().__init__(
             mixture_size,
@@ -47,6 +50,7 @@ class ElmoScalarMix(ScalarMix):
             initial_scalar_parameters=initial_scalar_parameters,
             trainable=trainable,
             trainable_gamma=trainable_gamma,
+            layer=layer,
         )
         # the core's check (a UsageError, a ValueError): NaN and infinity refused too
         self.l2_coefficient = finite_number(l2_coefficient, "l2_coefficient (lambda)", minimum=0)
@@ -56,8 +60,8 @@ class ElmoScalarMix(ScalarMix):
         return torch.cat([parameter.view(1) for parameter in self.scalar_parameters])
 
     def normalized_weights(self) -> torch.Tensor:
-        """`softmax(w)`: the weight each layer gets."""
-        return torch.softmax(self.raw_weights(), dim=0)
+        """`softmax(w)` (one-hot on `layer` when given): the weight each layer gets."""
+        return self.weights()
 
     @property
     def penalized(self) -> bool:
