@@ -7,7 +7,6 @@ import torch
 from allennlp.common.checks import ConfigurationError
 
 from elmo_bilm.model.bilm import BiLm, frozen
-from elmo_bilm.runtime.layers import Layers
 from elmo_bilm.runtime.mixes import ElmoMixes
 from elmo_plugin.modules.activation_cache import ActivationCache
 from elmo_plugin.modules.bilm_loading import load_bilm_or_archive
@@ -46,7 +45,7 @@ class ElmoRepresentations(ElmoMixes):
             bilm = load_bilm_or_archive(
                 options.options_file, options.weight_file, options.archive_file
             )
-        mix_parameters = options.initial_weights(bilm.num_layers)
+        mix_parameters = options.scalar_mix_parameters
         if mix_parameters is not None and len(mix_parameters) != bilm.num_layers:
             raise ConfigurationError(
                 f"scalar_mix_parameters has {len(mix_parameters)} values but the biLM has {bilm.num_layers} layers"
@@ -56,7 +55,7 @@ class ElmoRepresentations(ElmoMixes):
             [0.0 if index in dropped else options.dropout for index in range(len(placement.mixes))],
             requires_grad=options.requires_grad,
             do_layer_norm=options.do_layer_norm,
-            layers="all" if mix_parameters is None else Layers(mix=tuple(mix_parameters)),
+            layers=options.layer_choice(),
             trainable_gamma=options.gamma,
             scalar_mix=functools.partial(ElmoScalarMix, l2_coefficient=options.l2_coefficient),
         )

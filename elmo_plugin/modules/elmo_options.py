@@ -12,11 +12,11 @@ from typing import Any, Callable, List, Optional, TypeVar
 from allennlp.common import FromParams
 from allennlp.common.checks import ConfigurationError
 
+from elmo_bilm.runtime.layers import Layers
+
 _Init = TypeVar("_Init", bound=Callable[..., None])
 
 LAYER_MODES = ("all", "top")
-# softmax([TOP_ONLY_WEIGHT, ..., 0]) is exactly one-hot on the top layer in float32 and bfloat16
-TOP_ONLY_WEIGHT = -9e10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,11 +80,12 @@ class ElmoOptions(FromParams):
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigurationError(f"dropout must be in [0, 1), got {self.dropout}")
 
-    def initial_weights(self, num_layers: int) -> Optional[List[float]]:
-        """The fixed raw weights `w` for `num_layers` biLM layers, or None when `w` is trained."""
-        if self.layers == "top":
-            return [TOP_ONLY_WEIGHT] * (num_layers - 1) + [0.0]
-        return self.scalar_mix_parameters
+    def layer_choice(self) -> Layers:
+        """The core's choice of layers (`ElmoMixes`): "all" with trained `w`, the "top" layer
+        alone, or the fixed `scalar_mix_parameters`."""
+        if self.scalar_mix_parameters is not None:
+            return Layers(mix=tuple(self.scalar_mix_parameters))
+        return Layers(self.layers)
 
 
 def takes_elmo_options(init: _Init) -> _Init:

@@ -26,8 +26,7 @@ class ElmoScalarMix(ScalarMix):
     initial_scalar_parameters : `List[float]`, optional
         Starting raw weights `w` (before the softmax); zeros (equal weights) by default.
     trainable : `bool`, optional (default = `True`)
-        Train `w`; `False` keeps `initial_scalar_parameters` (e.g. `[-9e10, -9e10, 0]`: top layer
-        only).
+        Train `w`; `False` keeps `initial_scalar_parameters` (e.g. `[1, 0, 0]`).
     trainable_gamma : `bool`, optional (default = `True`)
         Train `gamma`; `False` fixes it at 1 (Supplement A.2's "no gamma").
     layer : `int`, optional

@@ -89,8 +89,12 @@ def test_top_only_is_gamma_times_the_top_layer(fixture_sentences):
     embedder.elmo.dropouts[0].p = 0.0
     with torch.no_grad():
         embedder.elmo.scalar_mixes[0].gamma.fill_(2.5)
-        layers = embedder.elmo.bilm(char_ids)["activations"]
+        output = embedder.elmo.bilm(char_ids)
+        layers = output["activations"]
         assert torch.equal(embedder(char_ids), 2.5 * layers[-1])
+        # the top layer is read alone (no zero weight times the others): a NaN below stays there
+        layers[0] = torch.full_like(layers[0], float("nan"))
+        assert torch.equal(embedder.elmo.mix(layers, output["mask"])[0], 2.5 * layers[-1])
 
 
 def test_bad_modes_are_named():
