@@ -29,8 +29,10 @@ from spacy.vocab import Vocab
 from thinc.api import Model, chain, concatenate, with_array
 from thinc.layers import Dropout
 from thinc.types import Floats2d, Floats3d
+from torch.func import functional_call
 
 from elmo_bilm.model.bilm import BiLm
+from elmo_bilm.model.scalar_mix import ScalarMix
 from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS, embed_sorted
 from elmo_bilm.runtime.layers import Layers
 from elmo_bilm.runtime.precision import PRECISIONS, set_precision
@@ -606,23 +608,25 @@ def _mix_init(model: ElmoMix, X: Optional[Sequence[Doc]] = None, Y: Any = None) 
 def _mix_forward(
     model: ElmoMix, docs: Sequence[Doc], is_train: bool
 ) -> Tuple[List[Floats2d], Callable]:
-    ops, xp = model.ops, model.ops.xp
-    layers = [ops.asarray3f(h) for h in model.layers_of(docs)]
-    w, gamma = model.get_param("w"), model.get_param("gamma")
-    e = xp.exp(w - w.max())
-    s = e / e.sum()
-    outputs = [gamma[0] * xp.tensordot(s, h, axes=1) for h in layers]
+    """The core's Eq. (1) (`ScalarMix`, as `ElmoMixes` mixes) on `w` and `gamma` as torch
+    tensors; the backward pass is torch's autograd of it and of `lambda * ||w||^2`."""
+    ops = model.ops
+    w = torch.tensor(ops.to_numpy(model.get_param("w")), requires_grad=is_train)
+    gamma = torch.tensor(ops.to_numpy(model.get_param("gamma")), requires_grad=is_train)
+    mix = ScalarMix(len(w))
+    parameters = {f"scalar_parameters.{j}": w[j : j + 1] for j in range(len(w))}
+    parameters["gamma"] = gamma
+    layers = [torch.from_numpy(ops.to_numpy(ops.asarray3f(h))) for h in model.layers_of(docs)]
+    with torch.set_grad_enabled(is_train):
+        mixed = [functional_call(mix, parameters, (h.unbind(0),)) for h in layers]
+    outputs = [ops.asarray2f(y.detach().numpy()) for y in mixed]
 
     def backprop(d_outputs: List[Floats2d]) -> List[Doc]:
-        d_s = xp.zeros_like(s)
-        d_gamma = xp.zeros_like(gamma)
-        for h, d_y in zip(layers, d_outputs):
-            per_layer = (h * d_y[None]).sum(axis=(1, 2))  # <dY, h_j>
-            d_s += gamma[0] * per_layer
-            d_gamma += (s * per_layer).sum()
-        d_w = s * (d_s - (s * d_s).sum()) + 2 * model.attrs["l2_coefficient"] * w
-        model.inc_grad("w", d_w.astype("float32"))
-        model.inc_grad("gamma", d_gamma.astype("float32"))
+        penalty = model.attrs["l2_coefficient"] * (w**2).sum()
+        d_y = [torch.from_numpy(ops.to_numpy(d).astype("float32")) for d in d_outputs]
+        d_w, d_gamma = torch.autograd.grad([*mixed, penalty], [w, gamma], [*d_y, torch.ones(())])
+        model.inc_grad("w", ops.asarray1f(d_w.tolist()))
+        model.inc_grad("gamma", ops.asarray1f(d_gamma.tolist()))
         return []  # the docs take no gradient (the biLM is frozen)
 
     return outputs, backprop
