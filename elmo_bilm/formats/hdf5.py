@@ -12,7 +12,8 @@ import h5py
 import numpy
 
 from elmo_bilm.formats.sink import Item, Sink
-from elmo_bilm.utils.errors import FormatError
+from elmo_bilm.formats.text import source_name
+from elmo_bilm.utils.errors import FormatError, UsageError
 
 
 def write_rows(
@@ -49,6 +50,8 @@ class Hdf5Sink(Sink):
         original_id: bool = False,
         reduced: bool = False,
     ) -> None:
+        if not getattr(raw, "readable", bool)():  # h5py reads back what it writes
+            raise UsageError(f"{source_name(raw)}: HDF5 needs a file open with 'w+b', not 'wb'")
         self.out = h5py.File(raw, "w")
         self.input_name, self.dtype, self.original_id = input_name, dtype, original_id
         self.sentence_index, self.sentence_keys = sentence_index, sentence_keys

@@ -7,11 +7,11 @@ import contextlib
 import errno
 import os
 import shutil
-from typing import BinaryIO, Callable, Dict, Iterable, Iterator, List, Sequence, Tuple, Union
+from typing import Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, Sequence, Tuple, Union
 
 import numpy
 
-from elmo_bilm.formats.text import Item, Source, check_input, is_file_object
+from elmo_bilm.formats.text import Item, Source, check_input, is_file_object, source_name
 from elmo_bilm.utils.checks import check_output
 from elmo_bilm.utils.errors import FormatError, UsageError
 from elmo_bilm.utils.files import atomic_output
@@ -162,8 +162,15 @@ def check_paths(input_file: Source, output_file: Output, overwrite: bool) -> Non
     output (`check_output`: a file, not a device or FIFO, which the rename into place would
     replace; not there unless `overwrite`; in a writable folder; not the input)."""
     check_input(input_file)
-    if not isinstance(output_file, str):
-        return  # an open binary file: written as it is
+    if not isinstance(output_file, str):  # an open binary file: written as it is, by h5py
+        handle: Any = output_file
+        usable = not getattr(handle, "closed", False) and "b" in str(getattr(handle, "mode", "b"))
+        if not (usable and getattr(handle, "writable", bool)()):
+            raise UsageError(
+                f"{source_name(handle)}: not a binary file open for writing; open it with 'w+b' "
+                "(or pass a path)"
+            )
+        return
     check_output(output_file, overwrite)
     if not is_file_object(input_file) and os.path.exists(output_file):
         if os.path.samefile(input_file, output_file):  # type: ignore[arg-type]

@@ -45,8 +45,15 @@ def is_stream(source: Source) -> bool:
 
 def check_input(source: Source) -> None:
     """Before any work: a path names something readable as text (a file or a stream), not a
-    folder; a file object is taken as it is."""
+    folder; a file object must be open for reading."""
     if is_file_object(source):
+        handle: Any = source
+        if getattr(handle, "closed", False):
+            raise UsageError(f"{source_name(source)}: the file object is closed; pass an open one")
+        if hasattr(handle, "readable") and not handle.readable():
+            raise UsageError(
+                f"{source_name(source)}: not open for reading; open it with 'r' or 'rb'"
+            )
         return
     path = os.fspath(source)  # type: ignore[arg-type]
     if os.path.isdir(path):

@@ -236,6 +236,8 @@ class CharCnnEncoder(nn.Module):
         if context != self._cache_key_context or not (checked or self._weights_unchanged()):
             self._reset_cache(context)
         self._cache_checked_in = run
+        if len(words) == 0:  # an empty batch: nothing to look up (stack needs one tensor)
+            return self.encode_words(words)
         rows = words.to(torch.int16).cpu().numpy()
         keys = [row.tobytes() for row in rows]
         missing = [i for i, key in enumerate(keys) if key not in self._word_cache]

@@ -48,8 +48,11 @@ def _load(capability: str) -> Optional[ctypes.CDLL]:
         )
         return None
     try:
-        return ctypes.CDLL(spec.origin)
-    except OSError as error:
+        library = ctypes.CDLL(spec.origin)
+        for kernel in ("lstm_cell_float32", "lstm_cell_bfloat16"):
+            getattr(library, kernel)  # another build's library (or none): AttributeError
+        return library
+    except (OSError, AttributeError) as error:
         logger.info("the fused LSTM cell was not loaded (%s): eager ops instead", error)
         return None
 

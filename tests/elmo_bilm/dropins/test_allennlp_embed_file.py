@@ -83,3 +83,27 @@ def test_sentence_keys_that_hdf5_cannot_take_name_file_and_line(tmp_path, embedd
             str(tmp_path / "in.txt"), str(tmp_path / "o.hdf5"), use_sentence_keys=True
         )
     assert not (tmp_path / "o.hdf5").exists()
+
+
+def test_a_closed_or_write_only_file_object_is_one_line(tmp_path, embedder):
+    """Careless file objects (closed, opened for writing as input, an output opened 'wb' or as
+    text, which h5py cannot read back) are a UsageError naming the file and the mode to use,
+    not a bare ValueError or h5py's UnsupportedOperation / TypeError; nothing is written."""
+    (tmp_path / "in.txt").write_text("a cat\n")
+    with open(tmp_path / "in.txt") as closed:
+        pass
+    with pytest.raises(UsageError, match="in.txt: the file object is closed"):
+        embedder.embed_file(closed, str(tmp_path / "a.hdf5"))
+    for mode in ("w", "wb"):
+        with open(tmp_path / f"input.{mode}", mode) as handle:
+            with pytest.raises(UsageError, match="not open for reading"):
+                embedder.embed_file(handle, str(tmp_path / "b.hdf5"))
+    for mode in ("wb", "w"):
+        with open(tmp_path / f"out.{mode}.hdf5", mode) as handle:
+            with pytest.raises(UsageError, match="'w[+]b'"):
+                embedder.embed_file(str(tmp_path / "in.txt"), handle)
+        assert (tmp_path / f"out.{mode}.hdf5").stat().st_size == 0
+    assert not (tmp_path / "a.hdf5").exists() and not (tmp_path / "b.hdf5").exists()
+    with open(tmp_path / "c.hdf5", "w+b") as handle:  # the mode it names works
+        embedder.embed_file(str(tmp_path / "in.txt"), handle)
+    assert list(datasets(tmp_path / "c.hdf5")) == ["0", "sentence_to_index"]

@@ -125,3 +125,15 @@ def test_elmo_embedder_empty_sentences_as_09s_tests_state() -> None:
     assert embedder.embed_sentence([]).shape == (3, 0, 32)
     embeddings = list(embedder.embed_sentences(["This is a test".split(), []]))
     assert [e.shape for e in embeddings] == [(3, 4, 32), (3, 0, 32)]
+
+
+def test_character_encoder_takes_an_empty_batch_as_the_bilm_does() -> None:
+    """An empty batch (the last of a filtered dataset) gives empty outputs of the right widths,
+    as `_ElmoBiLm`'s, not a RuntimeError from the word cache."""
+    empty = torch.zeros(0, 3, 50, dtype=torch.long)
+    encoder = _ElmoCharacterEncoder(str(OPTIONS_FILE), str(WEIGHT_FILE))
+    out = encoder(empty)
+    width = encoder.get_output_dim()
+    assert out["token_embedding"].shape == (0, 5, width) and out["mask"].shape == (0, 5)
+    bilm = _ElmoBiLm(str(OPTIONS_FILE), str(WEIGHT_FILE))
+    assert bilm(empty)["mask"].shape == (0, 5)

@@ -186,3 +186,43 @@ def test_the_loaded_variant_follows_the_capability_torch_runs_at(tmp_path):
     assert capability == "AVX2"
     assert Path(library).parent == Path(fused_cell.__file__).parent
     assert Path(library).name.startswith("_fused_cell_avx2.")
+
+
+def _shared_library() -> bytes:
+    """A real shared library without the kernels: the interpreter's own `_ctypes` extension."""
+    import _ctypes
+
+    return Path(_ctypes.__file__).read_bytes()
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        pytest.param(lambda: b"", id="empty"),
+        pytest.param(lambda: b"\x7fELF" + b"\x00" * 100, id="garbage"),
+        pytest.param(lambda: _shared_library()[:4096], id="truncated"),
+        pytest.param(_shared_library, id="without-the-kernels"),
+    ],
+)
+def test_a_broken_library_in_the_package_folder_runs_the_eager_ops(
+    tmp_path, monkeypatch, caplog, content
+):
+    """A corrupted, truncated or foreign `.so` where the package's fused cell goes (a stale or
+    interrupted install): one INFO line and the eager ops, never an error at each LSTM step (a
+    library without the kernels was an AttributeError)."""
+    package = tmp_path / "broken_package"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "_fused_cell_avx2.so").write_bytes(content())
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
+    monkeypatch.setitem(fused_cell.VARIANTS, "AVX2", "broken_package._fused_cell_avx2")
+    gates, c = gates_and_cell(4, 16, seed=5)
+    with caplog.at_level(logging.INFO, logger=fused_cell.__name__):
+        assert fused_cell.lstm_cell(gates, c, 3.0) is None
+        assert fused_cell.lstm_cell(gates, c, 3.0) is None
+    assert [r.levelno for r in caplog.records] == [logging.INFO]
+    assert "not loaded" in caplog.records[0].getMessage()
+    expected = lstm.lstm_cell(gates, c, 3.0)
+    for actual, wanted in zip(lstm.lstm_cell(gates, c, 3.0, fused=True), expected):
+        assert torch.equal(actual, wanted)
