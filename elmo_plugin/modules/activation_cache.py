@@ -47,6 +47,8 @@ class ActivationCache:
         Host transfers are per batch, not per sentence: the keys come from one copy of the ids,
         new entries from one copy of the computed layers, and the hits travel to the device as one
         (pinned, on a GPU) tensor."""
+        if len(char_ids) == 0:  # an empty batch: nothing to look up or store
+            return compute(char_ids)
         mask = (char_ids > 0).any(-1)
         lengths = mask.sum(-1).tolist()
         host_ids = char_ids.cpu().numpy()

@@ -77,8 +77,9 @@ class ElmoOptions(FromParams):
             raise ConfigurationError(
                 'scalar_mix_parameters fixes the mix itself; use it with layers "all"'
             )
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigurationError(f"dropout must be in [0, 1), got {self.dropout}")
+        number = isinstance(self.dropout, (int, float)) and not isinstance(self.dropout, bool)
+        if not (number and 0.0 <= self.dropout < 1.0):  # "0.5" was a bare TypeError
+            raise ConfigurationError(f"dropout must be in [0, 1), got {self.dropout!r}")
 
     def layer_choice(self) -> Layers:
         """The core's choice of layers (`ElmoMixes`): "all" with trained `w`, the "top" layer

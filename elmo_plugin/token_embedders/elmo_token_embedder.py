@@ -58,6 +58,11 @@ class ElmoPluginTokenEmbedder(TokenEmbedder):
             requires_grad=requires_grad,
             scalar_mix_parameters=scalar_mix_parameters,
         )
+        whole = isinstance(projection_dim, int) and not isinstance(projection_dim, bool)
+        if projection_dim is not None and not (whole and projection_dim >= 1):
+            raise ConfigurationError(  # 0 gave zero-width vectors, "16" a torch TypeError
+                f"projection_dim must be a whole number >= 1, got {projection_dim!r}"
+            )
         self.elmo = ElmoRepresentations(check_options({**named, **elmo_options}))
         self.projection = (
             None

@@ -8,7 +8,9 @@ Tolerance: `NETWORK` float32 units, as the other comparisons with AllenNLP."""
 
 import inspect
 
+import pytest
 import torch
+from allennlp.common.checks import ConfigurationError
 from allennlp.modules.token_embedders import ElmoTokenEmbedder
 
 from elmo_bilm import batch_to_ids
@@ -96,3 +98,27 @@ def test_vocab_to_cache_word_ids_equal_character_ids() -> None:
         deep = cached(ids.view(2, 2, 4, 50), word_ids.view(2, 2, 4))
     assert_float32_close(by_word, by_char, NETWORK)
     assert torch.equal(deep.reshape(by_word.shape), by_word)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((False, "0.5"), r"dropout must be in \[0, 1\), got '0.5'"),
+        ((False, 0.0, False, 0), "projection_dim must be a whole number >= 1, got 0"),
+        ((False, 0.0, False, -3), "projection_dim must be a whole number >= 1, got -3"),
+        ((False, 0.0, False, "16"), "projection_dim must be a whole number >= 1, got '16'"),
+    ],
+)
+def test_careless_positional_arguments_are_one_line(args, message) -> None:
+    """Strings where numbers go and sizes below one, in AllenNLP's positional order: a
+    ConfigurationError naming the argument (a bare TypeError, a RuntimeError, or silently
+    zero-width vectors before)."""
+    with pytest.raises(ConfigurationError, match=message):
+        ElmoPluginTokenEmbedder(*FILES, *args)
+
+
+def test_an_empty_batch_gives_empty_vectors() -> None:
+    """A batch of no sentences (the activation cache's lookup asserted one row)."""
+    embedder = ElmoPluginTokenEmbedder(*FILES, False, 0.0)
+    out = embedder(torch.zeros(0, 3, 50, dtype=torch.long))
+    assert out.shape == (0, 3, embedder.get_output_dim())
