@@ -228,7 +228,11 @@ def output_set(paths: Mapping[str, PathLike], overwrite: bool = False) -> Iterat
     and the outputs left as they were; a writer that died before is cleaned up after, a live one
     writing into the same folder (another process, or another thread of this one) is an error.
     A full disk is one line saying so. The outputs' folders must exist, or be one folder whose
-    parent does: then it is made by one rename of the complete set's staging folder."""
+    parent does: then it is made by one rename of the complete set's staging folder. No
+    outputs: nothing to stage or lock (it was an IndexError on the way out)."""
+    if not paths:
+        yield {}
+        return
     given = {kind: os.path.abspath(os.fspath(path)) for kind, path in paths.items()}
     named = {os.path.dirname(path) for path in given.values()}
     new_folder = len(named) == 1 and not os.path.lexists(next(iter(named)))

@@ -272,3 +272,12 @@ def test_a_new_folder_killed_while_written_is_removed_by_the_next_writer(tmp_pat
     with file_sets.output_set({"options": out / "options.json"}) as staged:
         Path(staged["options"]).write_bytes(b"{}")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"] and not leftover.exists()
+
+
+def test_an_empty_set_writes_and_locks_nothing(tmp_path, monkeypatch):
+    """A caller with no outputs (a run that keeps none of its files): the block runs, nothing is
+    staged or left behind (an IndexError on the way out before)."""
+    monkeypatch.chdir(tmp_path)
+    with file_sets.output_set({}) as staged:
+        assert staged == {}
+    assert list(tmp_path.iterdir()) == []
