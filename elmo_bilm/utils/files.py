@@ -314,6 +314,12 @@ def atomic_output(path: PathLike, overwrite: bool = False) -> Iterator[str]:
         _clear_partials(real)
         # not created here: the writer creates it, with the mode its umask gives
         partial = _hidden_name(real, f".{secrets.token_hex(6)}.partial")
+        # the folder held open: a partial is removed where it is even if the folder was moved
+        held = None
+        if os.unlink in os.supports_dir_fd:  # O_PATH: a write-only folder opens too
+            flags = getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0)
+            with contextlib.suppress(OSError):
+                held = os.open(os.path.dirname(real), flags | os.O_CLOEXEC)
         try:
             with terminate_raises():
                 yield partial
@@ -326,8 +332,13 @@ def atomic_output(path: PathLike, overwrite: bool = False) -> Iterator[str]:
                 ) from error
             raise
         finally:
-            if os.path.lexists(partial):
-                os.remove(partial)
+            with contextlib.suppress(FileNotFoundError):
+                if held is None:
+                    os.unlink(partial)
+                else:
+                    os.unlink(os.path.basename(partial), dir_fd=held)
+            if held is not None:
+                os.close(held)
 
 
 CACHE_ENV = "ELMO_BILM_CACHE"

@@ -96,3 +96,15 @@ def test_a_killed_writers_partial_is_removed_by_the_next(tmp_path):
     with atomic_output(output) as partial:
         Path(partial).write_text("whole")
     assert os.listdir(tmp_path) == ["out.txt"] and output.read_text() == "whole"
+
+
+def test_a_folder_moved_during_the_write_keeps_no_partial(tmp_path):
+    """The output's folder renamed while the output is written (a user tidying up): the run
+    fails, and its partial (a 145 MB one in the sweep) is removed in the moved folder, not left
+    there because its old path no longer exists."""
+    (tmp_path / "run").mkdir()
+    with pytest.raises(FileNotFoundError):
+        with atomic_output(tmp_path / "run" / "out.hdf5") as partial:
+            Path(partial).write_bytes(b"x" * 1000)
+            (tmp_path / "run").rename(tmp_path / "moved")
+    assert not [p.name for p in (tmp_path / "moved").iterdir() if p.name.endswith(".partial")]
