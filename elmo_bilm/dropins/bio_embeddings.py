@@ -35,7 +35,6 @@ import abc
 import glob
 import logging
 import numbers
-import os
 from typing import Any, ClassVar, Dict, Iterable, Iterator, List, Optional, Tuple, Type, Union
 
 import numpy
@@ -61,6 +60,7 @@ from elmo_bilm.sources.resolver import names_whole_bilm
 from elmo_bilm.utils.checks import whole_number
 from elmo_bilm.utils.devices import cuda_device_of
 from elmo_bilm.utils.files import UsageError
+from elmo_bilm.utils.names import required_path
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def _bilm_files(
     if model_directory is not None:
         if weights_file is not None or options_file is not None:
             raise UsageError("give either model_directory or weights_file + options_file")
-        folder = os.fspath(model_directory)
+        folder = required_path(model_directory, "SeqVecEmbedder's model_directory")
         if not (names_whole_bilm(folder) or is_url(folder) or glob.glob(glob.escape(folder) + "*")):
             # bio_embeddings' docs name SeqVec's unzipped folder, `uniref50_v2`, as the example
             raise UsageError(

@@ -221,3 +221,16 @@ def test_constructor_sizes_are_one_line_naming_their_argument(argument, value):
         ).max_amino_acids
         == 50
     )
+
+
+@pytest.mark.parametrize("empty", ["", "  "])
+def test_an_empty_model_directory_is_refused_not_read_as_the_default_biLM(
+    empty, tmp_path, monkeypatch
+):
+    """Issue 88: `model_directory=""` (a variable left empty) matched any file of the working
+    folder and loaded the resolver's default biLM (AllenNLP's English `original`)."""
+    (tmp_path / "any_file").write_text("x")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match="model_directory: got .* names no biLM") as caught:
+        SeqVecEmbedder(model_directory=empty, device="cpu")
+    assert "\n" not in str(caught.value)
