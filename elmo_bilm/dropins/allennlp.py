@@ -129,7 +129,8 @@ class Elmo(ElmoMixes):
     ) -> None:
         if module is not None and (options_file is not None or weight_file is not None):
             raise UsageError("give either module or options_file + weight_file")
-        bilm = module if module is not None else load_bilm(options_file, weight_file)
+        bilm = _bilm_module(module, "Elmo's module") if module is not None else None
+        bilm = bilm if bilm is not None else load_bilm(options_file, weight_file)
         bilm = _with_precision(bilm, precision, module is not None)
         bilm.set_stateful(stateful)
         super().__init__(
@@ -348,6 +349,20 @@ class _ElmoBiLm(nn.Module):
         return {"activations": output["activations"], "mask": output["mask"]}
 
 
+def _bilm_module(module: Any, what: str) -> BiLm:
+    """`module` if it is a biLM in memory (AllenNLP's `_ElmoBiLm`: the biLM it wraps), else one
+    line: a name, None or another module ended in an AttributeError or loaded the default."""
+    if isinstance(module, _ElmoBiLm):
+        return module.bilm
+    if not isinstance(module, BiLm):
+        raise UsageError(
+            f"{what} must be a BiLm in memory (elmo_bilm.sources.resolver.load_bilm), got "
+            f"{type(module).__name__}; pass a biLM's name or files as options_file "
+            "(ElmoEmbedder('wikipedia'), Elmo('wikipedia', None))"
+        )
+    return module
+
+
 def _with_precision(bilm: BiLm, precision: Optional[str], given: bool) -> BiLm:
     """`bilm` in `precision`; None: float32 for a biLM loaded from files, a biLM handed over
     (`module=`, `from_bilm`) as it is (its `set_precision` kept, not silently undone)."""
@@ -434,7 +449,7 @@ class ElmoEmbedder:
         if module is not None and (options_file is not None or weight_file is not None):
             raise UsageError("give either module or options_file + weight_file")
         if module is not None:
-            bilm = module
+            bilm = _bilm_module(module, "ElmoEmbedder's module")
         elif options_file is None and weight_file is None:
             bilm = _default_bilm()
         else:
@@ -450,6 +465,7 @@ class ElmoEmbedder:
         from a state dict), moved to `cuda_device`, in eval mode, stateful or not as the
         constructor's `stateful` (the mode is set on the biLM, with no states carried yet), in
         the precision it has (`set_precision`: an int8 biLM stays int8)."""
+        bilm = _bilm_module(bilm, "ElmoEmbedder.from_bilm's bilm")
         return cls(cuda_device=cuda_device, stateful=stateful, module=bilm)
 
     @property

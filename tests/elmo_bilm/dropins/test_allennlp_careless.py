@@ -6,8 +6,9 @@ import warnings
 
 import numpy
 import pytest
+import torch
 
-from elmo_bilm import Elmo, ElmoEmbedder, load_bilm_tf
+from elmo_bilm import Elmo, ElmoEmbedder, _ElmoBiLm, load_bilm_tf
 from elmo_bilm.runtime.precision import set_precision
 from elmo_bilm.utils.errors import UsageError
 from tests.conftest import OPTIONS_FILE, WEIGHT_FILE
@@ -83,3 +84,32 @@ def test_a_bfloat16_biLM_handed_over_is_left_as_it_is() -> None:
         bilm = set_precision(load_bilm_tf(*FILES), "bfloat16")
     before = precision_of(bilm)
     assert precision_of(ElmoEmbedder.from_bilm(bilm).elmo_bilm) == before
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda value: ElmoEmbedder.from_bilm(value),
+        lambda value: ElmoEmbedder(module=value),
+        lambda value: Elmo(module=value),
+    ],
+    ids=["from_bilm", "ElmoEmbedder(module=)", "Elmo(module=)"],
+)
+@pytest.mark.parametrize("value", ["wikipedia", torch.nn.Linear(2, 2)], ids=["name", "Linear"])
+def test_what_is_not_a_biLM_where_one_belongs_is_one_line(make, value) -> None:
+    """Issue 88: a name or another module ended in an AttributeError deep in the embedder."""
+    with pytest.raises(UsageError, match="must be a BiLm in memory") as caught:
+        make(value)
+    assert "\n" not in str(caught.value)
+
+
+def test_from_bilm_of_none_is_refused_not_read_as_the_default_biLM() -> None:
+    """Issue 88: `from_bilm(None)` (a biLM variable left unset) downloaded AllenNLP's default."""
+    with pytest.raises(UsageError, match="from_bilm's bilm must be a BiLm .*, got NoneType"):
+        ElmoEmbedder.from_bilm(None)  # type: ignore[arg-type]
+
+
+def test_elmo_takes_allennlps_elmo_bilm_as_its_module() -> None:
+    """AllenNLP's `Elmo(module=...)` takes an `_ElmoBiLm`: the biLM it wraps is used."""
+    wrapped = _ElmoBiLm(str(OPTIONS_FILE), str(WEIGHT_FILE))
+    assert Elmo(module=wrapped).bilm is wrapped.bilm
