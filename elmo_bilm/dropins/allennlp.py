@@ -67,7 +67,7 @@ batch_to_ids = batch_char_ids  # AllenNLP's name: tokenised sentences -> (batch,
 def _token_lists(batch: Sequence[Sequence[str]]) -> List[Sequence[str]]:
     """`batch` with each string sentence as its characters (AllenNLP's reading, which SeqVec's
     protein strings rely on), for any biLM's own `batch_to_ids`."""
-    if isinstance(batch, str):
+    if isinstance(batch, str) or not isinstance(batch, Iterable):
         batch_char_ids(batch)  # the error that names the fix
     return [as_tokens(sentence) for sentence in batch]
 
@@ -538,7 +538,7 @@ class ElmoEmbedder:
         kept."""
         whole_number(batch_size, "batch_size")
         whole_number(max_tokens, "max_tokens", optional=True)
-        if isinstance(sentences, str):
+        if isinstance(sentences, str) or not isinstance(sentences, Iterable):
             batch_char_ids(sentences)  # the error that names the fix, as `embed_batch`'s
         tokens = (as_tokens(sentence) for sentence in sentences)
         if self.stateful:  # 0.9's order: batches of `batch_size` in input order

@@ -68,6 +68,7 @@ from elmo_bilm.formats.tfhub import hub_name, hub_options, read_tfhub
 from elmo_bilm.model.bilm import frozen
 from elmo_bilm.sources.hub import PREFIX as HUB_PREFIX
 from elmo_bilm.sources.resolver import load_bilm, resolve_bilm
+from elmo_bilm.utils.checks import true_or_false
 from elmo_bilm.utils.files import FormatError, UsageError
 from elmo_bilm.utils.names import is_url
 
@@ -211,6 +212,7 @@ class ElmoModule(nn.Module):
         options_file: Optional[PathLike] = None,
     ) -> None:
         super().__init__()
+        trainable = true_or_false(trainable, "trainable (hub.Module's, a bool)")
         if not isinstance(name, str) or not name:
             raise UsageError(f"name: hub.Module's variable scope, a non-empty string; got {name!r}")
         self.tags = _tag_set(tags)

@@ -4,14 +4,13 @@ import contextlib
 import copy
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-import numpy
 import torch
 from torch import nn
 
 from elmo_bilm.model.char_cnn import CharCnnEncoder, add_sentence_boundaries
 from elmo_bilm.model.characters import batch_char_ids
 from elmo_bilm.model.lstm import ProjectedLstmStack
-from elmo_bilm.utils.errors import UsageError
+from elmo_bilm.utils.checks import true_or_false
 
 
 class BiLm(nn.Module):
@@ -80,9 +79,7 @@ class BiLm(nn.Module):
         """Carry LSTM states between batches (`True`, AllenNLP's mode) or start every sentence
         from zero (`False`), with no states carried yet. Anything but a bool (`"no"`, which
         `bool()` reads as true) is a one-line `UsageError`."""
-        if not isinstance(stateful, (bool, numpy.bool_)):
-            raise UsageError(f"stateful must be True or False, got {stateful!r}")
-        self.lstm.stateful = bool(stateful)
+        self.lstm.stateful = true_or_false(stateful, "stateful")
         self.lstm.reset_states()
 
     @property

@@ -4,7 +4,7 @@ without AllenNLP (for the light `elmo-embed`)."""
 import os
 import sys
 import warnings
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Sized
 
 import torch
 
@@ -124,10 +124,16 @@ def warn_text_as_characters(sentence: str) -> None:
 
 def as_tokens(sentence: Sequence[str]) -> Sequence[str]:
     """`sentence` as tokens: a string is its characters (AllenNLP's reading), with the warning
-    of `warn_text_as_characters`; anything else unchanged."""
+    of `warn_text_as_characters`; another sequence unchanged; what is no sentence (None, a
+    number: a bare `len()` error later) a one-line `TypeError`."""
     if isinstance(sentence, str):
         warn_text_as_characters(sentence)
         return list(sentence)
+    if not isinstance(sentence, Sized) or not isinstance(sentence, Iterable):
+        raise TypeError(
+            f"a sentence must be a list of tokens (or a string), got {type(sentence).__name__} "
+            f"{sentence!r:.40}"
+        )
     return sentence
 
 
@@ -139,6 +145,11 @@ def check_tokenised(sentences: Sequence[Sequence[str]]) -> None:
             f"expected a batch of sentences (a list of token lists), got the string "
             f"{sentences[:40]!r}; one sentence is [sentence] (a string sentence is embedded "
             "character by character, as AllenNLP does; for words pass its tokens)"
+        )
+    if not isinstance(sentences, Iterable):
+        raise TypeError(
+            f"expected a batch of sentences (a list of token lists), got "
+            f"{type(sentences).__name__} {sentences!r:.40}"
         )
     for row, sentence in enumerate(sentences):
         if isinstance(sentence, str):

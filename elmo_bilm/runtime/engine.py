@@ -55,7 +55,7 @@ from elmo_bilm.runtime.batching import (  # noqa: F401 (the batching rules' home
 )
 from elmo_bilm.runtime.layers import LAYER_CHOICES, LayerChoice, Layers
 from elmo_bilm.utils.checks import whole_number
-from elmo_bilm.utils.devices import Device, torch_device
+from elmo_bilm.utils.devices import Device, available, torch_device
 from elmo_bilm.utils.files import FormatError, UsageError
 from elmo_bilm.utils.progress import progress_bar
 
@@ -289,11 +289,7 @@ def check_run(
         whole_number(value, name, optional=name == "max_tokens")
     whole_number(cuda_device, "cuda_device", minimum=-1)
     check_paths(input_file, output_file, overwrite)
-    if cuda_device >= 0 and cuda_device >= torch.cuda.device_count():
-        raise UsageError(
-            f"--cuda-device {cuda_device}, but this machine has {torch.cuda.device_count()} CUDA "
-            "devices (-1: the CPU)"
-        )
+    available(cuda_device)
 
 
 def _words(item: Item) -> List[str]:

@@ -9,6 +9,8 @@ import numbers
 import os
 from typing import Any, Callable, Optional
 
+import numpy
+
 from elmo_bilm.utils.files import PathLike, UsageError, check_name_length
 
 
@@ -28,6 +30,14 @@ def whole_number(value: Any, name: str, minimum: int = 1, optional: bool = False
     if number < minimum:
         raise UsageError(f"{name} must be a whole number >= {minimum}, got {value!r}")
     return number
+
+
+def true_or_false(value: Any, name: str) -> bool:
+    """`value` as a bool (numpy's too); anything else (`1`, `"no"`, which `bool()` reads as
+    true) a UsageError naming `name`, as the originals take a Python bool."""
+    if not isinstance(value, (bool, numpy.bool_)):
+        raise UsageError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def finite_number(value: Any, name: str, minimum: Optional[float] = None) -> float:

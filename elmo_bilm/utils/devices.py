@@ -18,7 +18,28 @@ def cuda_device_of(device: Device = None) -> int:
     """A GPU id, -1 for the CPU, for a device as the entry points take it: None, GPU 0 when
     torch sees one, else the CPU (as bio_embeddings, ELMoForManyLangs and TensorFlow decide);
     an id as it is (a negative one, or its string, the CPU); `"cpu"`, `"cuda"`, `"cuda:N"` or a
-    `torch.device`. Anything else is a one-line `UsageError`."""
+    `torch.device`. Anything else, or a GPU this machine does not have (`available`), is a
+    one-line `UsageError`."""
+    return available(_device_id(device), device)
+
+
+def available(cuda_device: int, given: Device = None) -> int:
+    """`cuda_device` (a parsed id) if it is the CPU or a GPU torch sees; else one line (torch's
+    own error came only at the first `.to()`, a driver's message or an assertion)."""
+    count = torch.cuda.device_count()
+    if cuda_device < 0 or cuda_device < count:
+        return cuda_device
+    named = f"device {cuda_device if given is None else given!r}"
+    if count == 0:
+        raise UsageError(f"{named}: no CUDA device is available here; use -1 or 'cpu' for the CPU")
+    raise UsageError(
+        f"{named}: this machine has {count} CUDA device(s), 0 to {count - 1}; -1 or 'cpu' for "
+        "the CPU"
+    )
+
+
+def _device_id(device: Device) -> int:
+    """`cuda_device_of`'s reading of `device`, whatever this machine has."""
     if device is None:
         return 0 if torch.cuda.is_available() else -1
     if isinstance(device, str):
@@ -48,9 +69,10 @@ def torch_device(device: Device = -1) -> torch.device:
 def device_argument(text: str) -> int:
     """An argparse `type` for `--cuda-device`: what the API takes (`-1`, `0`, `cpu`, `cuda`,
     `cuda:1`), read by `cuda_device_of` into a GPU id (-1 the CPU); anything else refused at
-    parse time, in argparse's one line (`PROG: error: argument --cuda-device: ...`)."""
+    parse time, in argparse's one line (`PROG: error: argument --cuda-device: ...`). Whether
+    this machine has the GPU is the run's check (`available`), after the other arguments."""
     try:
-        return cuda_device_of(text)
+        return _device_id(text)
     except UsageError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 

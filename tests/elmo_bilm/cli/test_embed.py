@@ -199,7 +199,7 @@ def test_output_over_the_input_is_refused_even_with_overwrite(tmp_path, bilm):
         (
             "out.hdf5",
             ["--cuda-device", "0"],
-            r"--cuda-device 0, but this machine has 0 CUDA devices",
+            r"device 0: no CUDA device is available here",
         ),
     ],
 )

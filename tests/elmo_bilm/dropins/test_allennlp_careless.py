@@ -113,3 +113,33 @@ def test_elmo_takes_allennlps_elmo_bilm_as_its_module() -> None:
     """AllenNLP's `Elmo(module=...)` takes an `_ElmoBiLm`: the biLM it wraps is used."""
     wrapped = _ElmoBiLm(str(OPTIONS_FILE), str(WEIGHT_FILE))
     assert Elmo(module=wrapped).bilm is wrapped.bilm
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda embedder: embedder.embed_sentence(None),
+        lambda embedder: embedder.embed_sentence(5),
+        lambda embedder: embedder.embed_batch([["a"], None]),
+        lambda embedder: list(embedder.embed_sentences([["a"], None])),
+        lambda embedder: embedder.embed_batch(None),
+        lambda embedder: list(embedder.embed_sentences(7)),
+    ],
+    ids=[
+        "sentence None",
+        "sentence 5",
+        "batch [.., None]",
+        "sentences [.., None]",
+        "batch None",
+        "sentences 7",
+    ],
+)
+def test_what_is_no_sentence_is_one_line(call) -> None:
+    """Issue 88: `embed_sentence(None)` was `object of type 'NoneType' has no len()` from the
+    batching, far from the call."""
+    embedder = ElmoEmbedder(str(OPTIONS_FILE), str(WEIGHT_FILE))
+    with pytest.raises(
+        TypeError, match="a sentence must be a list of tokens|expected a batch of sentences"
+    ) as caught:
+        call(embedder)
+    assert "\n" not in str(caught.value) and "len()" not in str(caught.value)

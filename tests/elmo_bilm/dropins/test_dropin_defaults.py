@@ -516,9 +516,10 @@ def test_elmo_module_takes_hub_modules_arguments() -> None:
 # ---- the adapters' shared pieces: one device parse, a public state API
 
 
-def test_one_device_parse_for_every_adapter() -> None:
+def test_one_device_parse_for_every_adapter(monkeypatch) -> None:
     from elmo_bilm.dropins.allennlp import cuda_device_of
 
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)  # the reading, on four GPUs
     default = 0 if torch.cuda.is_available() else -1  # bio_embeddings', ManyLangs', TF's choice
     assert cuda_device_of(None) == default
     assert [cuda_device_of(d) for d in ("cpu", "cuda", "cuda:2", 3, -1)] == [-1, 0, 2, 3, -1]

@@ -466,3 +466,14 @@ def test_the_public_script_runs_with_its_tfhub_handle(hub_server, monkeypatch, c
     monkeypatch.setattr(sys, "argv", [str(script), f"{published.TFHUB_ELMO_URL}/3"])
     runpy.run_path(str(script), run_name="__main__")
     assert capsys.readouterr().out.splitlines()[0] == f"(2, 6, {DIM})"
+
+
+@pytest.mark.parametrize("trainable", [1, "no", None])
+def test_trainable_is_a_bool_as_hubs(trainable):
+    """Issue 88: `trainable=1` was torch's TypeError from `nn.Parameter(requires_grad=1)`;
+    TF-Hub's `trainable` is a Python bool."""
+    with pytest.raises(
+        UsageError, match=r"trainable \(hub.Module's, a bool\) must be True or False"
+    ) as caught:
+        ElmoModule(MODULE, trainable=trainable)
+    assert "\n" not in str(caught.value)
