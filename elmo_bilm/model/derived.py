@@ -6,6 +6,7 @@ that owns its biLM, in the thread that runs it).
 """
 
 import contextlib
+import itertools
 import threading
 from typing import Any, Callable, Dict, Hashable, Iterator, Optional, Sequence, Tuple
 
@@ -113,17 +114,18 @@ _FIXED = _Runs()
 
 @contextlib.contextmanager
 def fixed_weights(module: nn.Module) -> Iterator[None]:
-    """A run over which `module`'s weights do not change (a bulk embedding, `embed_file`): the
-    copies derived from them (`DerivedCopies`, the char CNN's word cache) are checked against
-    the weights at their first use in the run, not at every pass. The caller promises that the
-    weights stay as they are until the run ends; a change made inside it is seen at the first
-    pass after it. The run holds for the thread that entered it alone: another thread running
-    the same biLM meanwhile checks its weights at every pass, as ever (project issue 79), and
-    so are other modules' weights; in a nested run, the outer one holds the weights it holds
-    already."""
+    """A run over which `module`'s weights (its parameters and buffers) do not change (a bulk
+    embedding, `embed_file`): the copies derived from them (`DerivedCopies`, the char CNN's
+    word cache) are checked against the weights at their first use in the run, not at every
+    pass. The caller promises that the weights stay as they are until the run ends; a change
+    made inside it is seen at the first pass after it. The run holds for the thread that
+    entered it alone: another thread running the same biLM meanwhile checks its weights at
+    every pass, as ever (project issue 79), and so are other modules' weights; in a nested
+    run, the outer one holds the weights it holds already."""
     run = object()
     held = _FIXED.held
-    addresses = {p.untyped_storage().data_ptr() for p in module.parameters()}
+    tensors = itertools.chain(module.parameters(), module.buffers())  # packs read both
+    addresses = {t.untyped_storage().data_ptr() for t in tensors}
     addresses -= {0, *held}
     for address in addresses:
         held[address] = run

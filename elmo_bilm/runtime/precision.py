@@ -231,11 +231,12 @@ class LstmProducts:
                 lambda x, w=w, b=bias[d, 0].bfloat16(): w.linear(x, b)  # type: ignore[misc]
                 for d, w in zip(directions, weights)
             ]
-        # int8: the bias goes into fbgemm's pack (its product adds it)
+        # int8: the bias goes into fbgemm's pack (its product adds it), the forget gate's
+        # constant too: a source, so that an edit of that buffer remakes the pack
         packs = [
             self.derived.get(
                 ("input", layer, d, "int8"),
-                [weight[d], stack.biases[layer][d]],
+                [weight[d], stack.biases[layer][d], stack.forget_bias],
                 lambda: _int8_pack(weight[d].T, bias[d, 0]),  # noqa: B023 (called at once)
             )
             for d in directions

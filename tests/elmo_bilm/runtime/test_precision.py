@@ -301,3 +301,17 @@ def test_elmo_and_elmo_embedder_take_a_precision(precision: str) -> None:
     assert torch.equal(
         torch.from_numpy(embedder.embed_sentence(sentences[0])), torch.stack(alone)[:, 0]
     )
+
+
+def test_an_int8_biLM_sees_an_edit_of_its_forget_bias(char_ids):
+    """Issue 88: the input products' int8 pack holds the forget gate's constant, a buffer its
+    fingerprint did not cover: `lstm.forget_bias.zero_()` was not seen."""
+    bilm = set_precision(fresh(), "int8")
+    before = layers(bilm, char_ids)
+    bilm.lstm.forget_bias.zero_()
+    after = layers(bilm, char_ids)
+    edited = fresh()
+    edited.lstm.forget_bias.zero_()
+    expected = layers(set_precision(edited, "int8"), char_ids)
+    assert not torch.equal(before[1], after[1])
+    assert all(torch.equal(a, b) for a, b in zip(after, expected))
