@@ -236,7 +236,7 @@ class LstmProducts:
         packs = [
             self.derived.get(
                 ("input", layer, d, "int8"),
-                [weight[d], stack.biases[layer][d], stack.forget_bias],
+                [weight[d], stack.biases[layer][d], cast(torch.Tensor, stack.forget_bias)],
                 lambda: _int8_pack(weight[d].T, bias[d, 0]),  # noqa: B023 (called at once)
             )
             for d in directions
