@@ -1,12 +1,21 @@
 """Argument helpers the console scripts share: the biLM, batch and precision flags."""
 
 import argparse
-from typing import Optional
+from typing import NoReturn, Optional
 
 from elmo_bilm import __version__
 from elmo_bilm.runtime.engine import DEFAULT_MAX_TOKENS
 from elmo_bilm.utils.checks import count_argument
 from elmo_bilm.utils.devices import device_argument
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The console scripts' parser: a bad argument is one line, `PROG: error: MESSAGE (see PROG
+    --help)`, exit status 2 as argparse's (argparse printed its usage first: 14 lines for
+    `elmo-embed-corpus --max-tokens 0`)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def add_version_argument(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:

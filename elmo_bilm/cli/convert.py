@@ -1,14 +1,13 @@
 """The `elmo-convert` command: any biLM source as bilm-tf `options.json` + `weights.hdf5`
 (a TensorFlow checkpoint through `elmo_bilm.formats.convert`; names, URLs, archives, `hf://` fetched)."""
 
-import argparse
 import logging
 import os
 import shutil
 import sys
 from typing import Dict, Optional, Sequence
 
-from elmo_bilm.cli.arguments import add_version_argument
+from elmo_bilm.cli.arguments import CommandParser, add_version_argument
 from elmo_bilm.formats.bilm_tf import read_options
 from elmo_bilm.formats.convert import convert_checkpoint
 from elmo_bilm.sources.archives import is_bilm_archive
@@ -52,7 +51,7 @@ def convert_source(
 @reports_errors("elmo-convert")
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """The `elmo-convert` console script."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="elmo-convert",
         description="Write a biLM as bilm-tf options.json + weights.hdf5. A bilm-tf TensorFlow "
         "checkpoint (model.ckpt-N.index + .data-*, or the folder training wrote, its "

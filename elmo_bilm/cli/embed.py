@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from elmo_bilm.cli.arguments import add_bilm_arguments, add_version_argument
+from elmo_bilm.cli.arguments import CommandParser, add_bilm_arguments, add_version_argument
 from elmo_bilm.formats.sink import REDUCTIONS
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.runtime.engine import (
@@ -220,7 +220,7 @@ def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
 @reports_errors("elmo-embed", returns=True)
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """The `elmo-embed` console script."""
-    parser = add_arguments(argparse.ArgumentParser(prog="elmo-embed", description=DESCRIPTION))
+    parser = add_arguments(CommandParser(prog="elmo-embed", description=DESCRIPTION))
     # `--include-package elmo_plugin` is accepted, so that a command line of `allennlp elmo-embed`
     # runs unchanged here; any other package is refused: this command imports none (no AllenNLP)
     parser.add_argument("--include-package", action="append", default=[], help=argparse.SUPPRESS)

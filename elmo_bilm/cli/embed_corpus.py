@@ -7,7 +7,12 @@ import logging
 import sys
 from typing import Optional, Sequence
 
-from elmo_bilm.cli.arguments import add_batch_arguments, add_bilm_arguments, add_version_argument
+from elmo_bilm.cli.arguments import (
+    CommandParser,
+    add_batch_arguments,
+    add_bilm_arguments,
+    add_version_argument,
+)
 from elmo_bilm.cli.embed import add_layer_arguments, layers_of
 from elmo_bilm.integrations import corpus
 from elmo_bilm.integrations.corpus import CorpusOptions, embed_corpus
@@ -81,9 +86,7 @@ def options_of(args: argparse.Namespace) -> CorpusOptions:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """The `elmo-embed-corpus` console script."""
     description = (corpus.__doc__ or "").split("\n\n")[0].strip("`")
-    parser = add_arguments(
-        argparse.ArgumentParser(prog="elmo-embed-corpus", description=description)
-    )
+    parser = add_arguments(CommandParser(prog="elmo-embed-corpus", description=description))
     add_version_argument(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")

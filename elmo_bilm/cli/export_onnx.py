@@ -1,12 +1,11 @@
 """The `elmo-export-onnx` console script: a biLM, named as anywhere, to ONNX
 (`elmo_bilm.runtime.onnx`)."""
 
-import argparse
 import logging
 import sys
 from typing import Optional, Sequence
 
-from elmo_bilm.cli.arguments import add_bilm_arguments, add_version_argument
+from elmo_bilm.cli.arguments import CommandParser, add_bilm_arguments, add_version_argument
 from elmo_bilm.runtime.onnx import QUANTIZE_CHOICES, export_onnx
 from elmo_bilm.sources.resolver import load_bilm
 from elmo_bilm.utils.checks import check_output
@@ -18,7 +17,7 @@ logger = logging.getLogger(__name__)
 @reports_errors("elmo-export-onnx", also=(ModuleNotFoundError,), returns=True)
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """The `elmo-export-onnx` console script."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="elmo-export-onnx",
         description="Export a biLM (bilm-tf files, or the shipped one) to ONNX: character ids "
         "(batch, tokens, 50) in, every layer out; run it with onnxruntime.",
