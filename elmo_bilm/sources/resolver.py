@@ -214,7 +214,23 @@ def resolve_bilm(
     )
     if "/" not in source and os.sep not in source:
         raise UsageError(f"{source!r} is not a file, folder or biLM name ({alternatives})")
-    raise FileNotFoundError(f"{source}: no such file or folder ({alternatives})")
+    raise _not_found(source, f"{source}: no such file or folder ({alternatives})")
+
+
+def _not_found(path: str, message: str) -> OSError:
+    """`FileNotFoundError(message)`, or when `path` is there but a folder on the way is not
+    this user's to read (`os.path.exists` says False for both), a `PermissionError` saying so:
+    another user's weights were reported as no such folder."""
+    try:
+        os.stat(path)
+    except PermissionError:
+        return PermissionError(
+            f"{path}: not readable (permission denied); ask its owner for read access to it "
+            "and its folders, or copy the biLM where this user can read it"
+        )
+    except OSError:
+        pass
+    return FileNotFoundError(message)
 
 
 def pretrained_source(name: str) -> str:
@@ -312,7 +328,7 @@ def _local_file(path: str) -> str:
     if published.is_url(path):
         return published.cached_path(path)
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path}: no such file")
+        raise _not_found(path, f"{path}: no such file")
     return path
 
 

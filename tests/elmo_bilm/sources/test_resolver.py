@@ -2,6 +2,7 @@
 entry point, resolves through `resolve_bilm` and gives the same vectors; the latest checkpoint
 by one rule; nothing the resolver writes is found by a later folder search."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -299,3 +300,26 @@ def test_a_pretrained_name_org_repo_is_a_hub_repository_unless_a_path_or_url(tmp
     (tmp_path / "org" / "folder").mkdir(parents=True)
     for name in ("org/folder", "hf://org/repo", "https://host/a/b.tar.gz", "small", "wikipedia"):
         assert pretrained_source(name) == name
+
+
+def test_another_users_unreadable_biLM_is_not_called_missing(tmp_path: Path, monkeypatch) -> None:
+    """Issue 88: a biLM under a folder this user may not read was "no such file or folder".
+    The kernel's answer, EACCES from stat, is given for that folder (the tests may run as root,
+    whom permissions do not stop)."""
+    locked = tmp_path / "other_user"
+    folder = locked / "bilm"
+    folder.mkdir(parents=True)
+    shutil.copy(OPTIONS_FILE, folder / "options.json")
+    shutil.copy(WEIGHT_FILE, folder / "weights.hdf5")
+    real_stat = os.stat
+
+    def stat(path, *args, **kwargs):
+        if os.fspath(path).startswith(str(locked) + os.sep):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+    for source in [(str(folder),), (str(folder / "options.json"), str(folder / "weights.hdf5"))]:
+        with pytest.raises(PermissionError, match="not readable \\(permission denied\\)") as caught:
+            resolve_bilm(*source)
+        assert "\n" not in str(caught.value) and "no such" not in str(caught.value)
