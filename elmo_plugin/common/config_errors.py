@@ -135,6 +135,27 @@ def install_unknown_names() -> None:
     Params.pop_choice = pop_choice  # type: ignore[method-assign]
 
 
+def _first_missing(folder: Path) -> Path:
+    """The highest folder on `folder`'s path that does not exist yet (`folder` itself when its
+    parent exists): what a run making `folder` creates."""
+    created = folder
+    while created.parent != created and not created.parent.exists():
+        created = created.parent
+    return created
+
+
+def _remove_empty_parents(folder: Path, created: Path) -> None:
+    """Remove `folder`'s parents up to `created` that the run made and that are empty (a file
+    put there meanwhile keeps its folder)."""
+    for parent in folder.parents:
+        if parent == created.parent:
+            return
+        try:
+            parent.rmdir()
+        except OSError:
+            return
+
+
 def install_failed_start_cleanup() -> None:
     """AllenNLP's `train_model` removing the folder of a failed start (idempotent)."""
     from allennlp.commands import train
@@ -148,6 +169,7 @@ def install_failed_start_cleanup() -> None:
     def train_model(*args: Any, **kwargs: Any) -> Any:
         folder = Path(signature.bind(*args, **kwargs).arguments["serialization_dir"])
         existed = folder.exists()
+        created = _first_missing(folder)  # `-s parent/a/b` with a and b new: a
         try:
             return original(*args, **kwargs)
         except Exception as error:
@@ -155,7 +177,8 @@ def install_failed_start_cleanup() -> None:
                 raise
             if not holds_training(folder):
                 shutil.rmtree(folder, ignore_errors=True)
-                setattr(error, REMOVED, str(folder))
+                _remove_empty_parents(folder, created)
+                setattr(error, REMOVED, str(created))
             raise
 
     train_model._elmo_plugin = True  # type: ignore[attr-defined]

@@ -152,6 +152,15 @@ def test_a_failed_start_removes_only_the_folder_it_created_and_the_retry_trains(
     with pytest.raises(config_errors.UnknownNameError) as info:
         train.train_model_from_file(TINY, str(kept), overrides=typo)
     assert kept.is_dir() and config_errors.removal_note(info.value) is None
+    # `-s parent/a/b` with a and b new: both removed, parent (there before) kept (issue 88)
+    nested = tmp_path / "parent" / "a" / "b"
+    nested.parent.parent.mkdir()
+    with pytest.raises(config_errors.UnknownNameError) as info:
+        train.train_model_from_file(TINY, str(nested), overrides=typo)
+    assert list((tmp_path / "parent").iterdir()) == []
+    assert config_errors.removal_note(info.value).startswith(
+        f"removed {tmp_path / 'parent' / 'a'},"
+    )
     # the retry, with the config fixed, trains where the failed run was
     fixed = json.dumps({"trainer.num_epochs": 1})
     train.train_model_from_file(TINY, str(out), overrides=fixed)
