@@ -43,7 +43,8 @@
    its `ConfigurationError` for an unknown registered name (any config's `type`), printed as one
    line with the config, the key and the closest names; and `allennlp train`'s `train_model`
    removes the serialization folder a failed run created when it holds nothing trained, so that
-   the same command retries (a folder there before the run is never removed).
+   the same command retries (a folder there before the run is never removed; one whose run
+   trained an epoch is kept, with its logs, and the error line says so).
 8. **AllenNLP's `reduce_on_plateau`, fixed for every config** (compatibility with torch >= 2.7).
    AllenNLP 2.10's passes `verbose=` to `ReduceLROnPlateau`, which torch 2.7 removed: every config
    naming it (allennlp-models' ESIM configs among them) failed to build its trainer (`TypeError:

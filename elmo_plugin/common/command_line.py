@@ -176,11 +176,13 @@ def occupied_line(argv: Sequence[str], error: BaseException) -> Optional[str]:
 
 
 def make_excepthook(previous: ExceptHook) -> ExceptHook:
-    """A `sys.excepthook` that reports the plugin's `ConfigError` and an interrupted `allennlp
-    train` in one line and passes everything else to `previous`."""
+    """A `sys.excepthook` that reports the plugin's `ConfigError`, a data file's `FormatError`
+    (FILE:LINE: what is wrong, from the core's readers) and an interrupted `allennlp train` in
+    one line and passes everything else to `previous`."""
     from allennlp.common.checks import ConfigurationError
     from allennlp.common.util import SigTermReceived
 
+    from elmo_bilm.utils.errors import FormatError
     from elmo_plugin.common.config_env import ConfigError
     from elmo_plugin.common.config_errors import (
         UnknownNameError,
@@ -193,7 +195,7 @@ def make_excepthook(previous: ExceptHook) -> ExceptHook:
         kind: Type[BaseException], error: BaseException, traceback: Optional[TracebackType]
     ) -> None:
         removed = removal_note(error)
-        if isinstance(error, (ConfigError, UnknownNameError)):
+        if isinstance(error, (ConfigError, UnknownNameError, FormatError)):
             if isinstance(error, UnknownNameError):
                 message = error.one_line(config_argument(sys.argv))
             else:

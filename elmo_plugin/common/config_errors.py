@@ -27,6 +27,7 @@ from allennlp.common.checks import ConfigurationError
 
 # the attribute a failed run's exception carries: the serialization folder removed
 REMOVED = "_elmo_plugin_removed_folder"
+KEPT = "_elmo_plugin_kept_folder"  # (folder, epochs trained) of a failed run kept
 # what a serialization folder holds once training has produced anything worth keeping
 TRAINED_FILES = ("model.tar.gz", "best.th", "metrics.json")
 TRAINED_PREFIXES = ("model_state_", "training_state_", "metrics_epoch_")
@@ -98,7 +99,14 @@ def config_argument(argv: Sequence[str]) -> Optional[str]:
 
 
 def removal_note(error: BaseException) -> Optional[str]:
-    """What was removed after `error` ended a run (None: nothing)."""
+    """What was removed, or kept, after `error` ended a run (None: nothing to say)."""
+    kept = getattr(error, KEPT, None)
+    if kept is not None:
+        folder, epochs = kept
+        return (
+            f"kept {folder}: {epochs} epoch(s) trained before the failure (its logs are there); "
+            "after the fix, start over with -f / --force (deletes it) or train into another -s"
+        )
     folder = getattr(error, REMOVED, None)
     if folder is None:
         return None
@@ -106,6 +114,22 @@ def removal_note(error: BaseException) -> Optional[str]:
         f"removed {folder}, which this run created before it failed and which held nothing "
         "trained; the same command retries"
     )
+
+
+def trained_epochs(error: BaseException) -> int:
+    """The epochs AllenNLP's trainer had trained when `error` ended the run, read from the
+    traceback: raised while validating epoch N, N + 1; while training epoch N, N."""
+    trained, trace = 0, error.__traceback__
+    while trace is not None:
+        code = trace.tb_frame.f_code
+        if code.co_name in ("_train_epoch", "_validation_loss") and code.co_filename.endswith(
+            "gradient_descent_trainer.py"
+        ):
+            epoch = trace.tb_frame.f_locals.get("epoch")
+            if isinstance(epoch, int):
+                trained = max(trained, epoch + (code.co_name == "_validation_loss"))
+        trace = trace.tb_next
+    return trained
 
 
 def holds_training(folder: Path) -> bool:
@@ -175,7 +199,10 @@ def install_failed_start_cleanup() -> None:
         except Exception as error:
             if isinstance(error, SigTermReceived) or existed or not folder.is_dir():
                 raise
-            if not holds_training(folder):
+            epochs = trained_epochs(error)
+            if epochs:  # its logs say what the epochs did: kept, and the note says so
+                setattr(error, KEPT, (str(folder), epochs))
+            elif not holds_training(folder):
                 shutil.rmtree(folder, ignore_errors=True)
                 _remove_empty_parents(folder, created)
                 setattr(error, REMOVED, str(created))

@@ -371,3 +371,38 @@ def test_elmo_plugin_version_names_the_plugin_and_allennlp(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout == f"elmo-plugin {plugin} (AllenNLP {allennlp})\n"
+
+
+def test_a_run_that_trained_an_epoch_is_kept_when_its_validation_file_fails(
+    tmp_path, monkeypatch, capsys
+):
+    """Issue 88: a bad line in a lazily read validation file ended the run after epoch 1 in a
+    traceback, and the folder and its logs were removed as holding nothing trained."""
+    from allennlp.commands import train
+
+    from elmo_bilm.utils.errors import FormatError
+
+    monkeypatch.setattr(Params, "pop_choice", Params.pop_choice)
+    monkeypatch.setattr(train, "train_model", train.train_model)
+    config_errors.install()
+    dev = tmp_path / "dev.txt"
+    dev.write_bytes(b"a b c\nbad \xff line\n")
+    overrides = {
+        "validation_data_path": str(dev),
+        "trainer.num_epochs": 1,
+        "validation_data_loader.max_instances_in_memory": 64,  # read while validating
+        "datasets_for_vocab_creation": ["train"],
+    }
+    out = tmp_path / "out"
+    with pytest.raises(FormatError) as info:
+        train.train_model_from_file(TINY, str(out), overrides=json.dumps(overrides))
+    assert (out / "out.log").is_file() and (out / "config.json").is_file()
+    note = config_errors.removal_note(info.value)
+    assert note is not None and note.startswith(f"kept {out}: 1 epoch(s) trained")
+    capsys.readouterr()
+    hook = command_line.make_excepthook(lambda *args: pytest.fail("a traceback"))
+    hook(type(info.value), info.value, info.value.__traceback__)
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert (
+        line == f"{command_line.PROG}: error: {dev}:2: not UTF-8 text (invalid start byte); {note}"
+    )
