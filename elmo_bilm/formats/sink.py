@@ -12,7 +12,8 @@ from typing import Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, Sequ
 import numpy
 
 from elmo_bilm.formats.text import Item, Source, check_input, is_file_object, source_name
-from elmo_bilm.utils.checks import check_output
+from elmo_bilm.utils.checks import check_output, whole_number
+from elmo_bilm.utils.devices import available
 from elmo_bilm.utils.errors import FormatError, UsageError
 from elmo_bilm.utils.files import atomic_output
 
@@ -175,3 +176,15 @@ def check_paths(input_file: Source, output_file: Output, overwrite: bool) -> Non
     if not is_file_object(input_file) and os.path.exists(output_file):
         if os.path.samefile(input_file, output_file):  # type: ignore[arg-type]
             raise UsageError(f"{output_file} is the input file; write the output elsewhere")
+
+
+def check_run(
+    input_file: Source, output_file: Output, overwrite: bool, cuda_device: int, **sizes: Any
+) -> None:
+    """The checks before any work of a run into a file: `sizes` (whole numbers; `max_tokens` may
+    be None), the input and output (`check_paths`) and the device."""
+    for name, value in sizes.items():
+        whole_number(value, name, optional=name == "max_tokens")
+    whole_number(cuda_device, "cuda_device", minimum=-1)
+    check_paths(input_file, output_file, overwrite)
+    available(cuda_device)

@@ -15,8 +15,8 @@ import numpy
 import torch
 from tqdm import tqdm
 
-from elmo_bilm.formats.fasta import FASTA_SUFFIXES, is_fasta, read_fasta  # noqa: F401 (moved)
-from elmo_bilm.formats.hdf5 import Hdf5Sink, write_rows  # noqa: F401 (moved)
+from elmo_bilm.formats.fasta import is_fasta, read_fasta  # noqa: F401 (moved)
+from elmo_bilm.formats.hdf5 import Hdf5Sink
 from elmo_bilm.formats.parquet import DTYPES, ParquetSink
 from elmo_bilm.formats.sink import (
     Item,
@@ -24,18 +24,15 @@ from elmo_bilm.formats.sink import (
     ReducingSink,
     Sink,
     check_free_space,
-    check_paths,
     check_reduction,
+    check_run,
     write_chunks,
 )
 from elmo_bilm.formats.text import (  # noqa: F401 (moved: the text reader's home is formats/)
     Source,
-    check_input,
     count_sentences,
-    is_file_object,
     is_stream,
     line_words,
-    read_chunks,
     report_skipped,
     sentence_lines,
     source_name,
@@ -55,7 +52,7 @@ from elmo_bilm.runtime.batching import (  # noqa: F401 (the batching rules' home
 )
 from elmo_bilm.runtime.layers import LAYER_CHOICES, LayerChoice, Layers
 from elmo_bilm.utils.checks import whole_number
-from elmo_bilm.utils.devices import Device, available, torch_device
+from elmo_bilm.utils.devices import Device, torch_device
 from elmo_bilm.utils.files import FormatError, UsageError
 from elmo_bilm.utils.progress import progress_bar
 
@@ -278,18 +275,6 @@ def embed_each(
         while following in ready:
             yield ready.pop(following)
             following += 1
-
-
-def check_run(
-    input_file: Source, output_file: Output, overwrite: bool, cuda_device: int, **sizes: Any
-) -> None:
-    """The checks before any work of a run into a file: `sizes` (whole numbers; `max_tokens` may
-    be None), the input and output (`check_paths`) and the device."""
-    for name, value in sizes.items():
-        whole_number(value, name, optional=name == "max_tokens")
-    whole_number(cuda_device, "cuda_device", minimum=-1)
-    check_paths(input_file, output_file, overwrite)
-    available(cuda_device)
 
 
 def _words(item: Item) -> List[str]:
