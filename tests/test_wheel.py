@@ -117,8 +117,8 @@ def test_core_wheel_holds_the_core_and_the_shipped_biLM(wheels, repo_root):
     assert {r.name for r in core_requirements(wheels["core"])} == CORE_DEPENDENCIES
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     scripts = zipfile.ZipFile(wheels["core"]).read(entry_points).decode()
-    assert "elmo-embed = elmo_bilm.cli.embed:console" in scripts
-    assert "elmo-export-onnx = elmo_bilm.cli.export_onnx:main" in scripts
+    assert "elmo-embed = elmo_bilm.cli.scripts:embed" in scripts
+    assert "elmo-export-onnx = elmo_bilm.cli.scripts:export_onnx" in scripts
 
 
 def test_plugin_wheel_depends_on_the_core_at_the_same_version(wheels, repo_root):

@@ -652,22 +652,18 @@ def test_embed_file_refuses_an_unknown_reduction_before_any_work(tmp_path, bilm)
 # Ctrl-C while the command's module still imports torch (its first second): raised in an import,
 # as a real SIGINT there is, so that the test does not depend on when a signal lands
 INTERRUPTED_IMPORT = """
-import runpy, sys
+import sys
 class Interrupt:
     def find_spec(self, name, path=None, target=None):
         if name == "torch":
             raise KeyboardInterrupt
 sys.meta_path.insert(0, Interrupt())
 sys.argv[0] = "elmo-embed"
-runpy.run_module("elmo_bilm.cli.embed", run_name="__main__")
+from elmo_bilm.cli.scripts import embed  # the installed script's entry point
+embed()
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Ctrl-C in elmo-embed's first second (importing torch, before main's reports_errors) "
-    "is a 20-line traceback: the module imports torch at its top (sweep of issue 88 item 5)",
-)
 def test_ctrl_c_while_the_command_starts_is_one_line(tmp_path):
     """SIGINT before the command's `main` runs (its imports): one line, as during the run."""
     source = write_input(tmp_path / "in.txt", [["a", "cat"]])
