@@ -376,7 +376,7 @@ def test_stdin_and_a_gzip_pipe_are_read_as_streams(tmp_path):
 # the child holds its run after the progress bar's first output, reading stdin (a pipe the test
 # keeps open), so that the test's SIGINT arrives mid-run whatever the machine's speed
 HELD_RUN = """
-import sys
+import sys, time
 from elmo_bilm.cli import embed
 
 class Held:
@@ -387,7 +387,11 @@ class Held:
         self.inner.flush()
         if "0/" in text and not self.held:
             self.held = True
-            sys.stdin.read(1)
+            # wait for the test's SIGINT in short sleeps: the kernel may hand the signal to
+            # another thread (tqdm's monitor, torch's), which would leave a blocking read here
+            # waiting for ever; a sleep returns and the main thread then raises it
+            while True:
+                time.sleep(0.01)
     def __getattr__(self, name):
         return getattr(self.inner, name)
 
@@ -416,9 +420,11 @@ def test_ctrl_c_ends_in_one_line_and_removes_the_partial(tmp_path):
         seen += block
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".partial")]
     child.send_signal(signal.SIGINT)
-    rest = child.stderr.read()
-    child.stdin.close()
-    assert child.wait(timeout=60) == 130
+    try:
+        rest = child.communicate(timeout=120)[1]
+    finally:
+        child.kill()
+    assert child.returncode == 130
     stderr = (seen + rest).decode()
     assert "Traceback" not in stderr
     assert stderr.splitlines()[-1] == "elmo-embed: interrupted (Ctrl-C)"
