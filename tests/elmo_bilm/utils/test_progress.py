@@ -47,6 +47,15 @@ def test_a_bar_on_a_terminal_is_redrawn_in_place():
         with progress_bar(total=2, desc="bar", file=terminal) as bar:
             bar.update(2)
         terminal.flush()
-        text = os.read(leader, 4096).decode()
+    chunks = []  # everything written, read after the terminal closed (a read may get a part)
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # EIO: the other side is closed and all was read
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
     os.close(leader)
+    text = b"".join(chunks).decode()
     assert "\r" in text and "2/2" in text

@@ -341,6 +341,14 @@ def test_the_console_drops_allennlps_parameters_and_plugin_lines_and_a_file_keep
     root.setLevel(logging.INFO)
     for handler in handlers:
         root.addHandler(handler)
+    # the loggers as a fresh process has them (earlier tests in this process may have quieted
+    # or disabled AllenNLP's)
+    names = ("allennlp.common.params", "allennlp.common.plugins", "allennlp.training.trainer")
+    loggers = [logging.getLogger(name) for name in names]
+    states = [(lg.level, lg.disabled, lg.propagate) for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.NOTSET)
+        lg.disabled, lg.propagate = False, True
     try:
         command_line.quiet_console()
         command_line.quiet_console()  # once per handler
@@ -353,6 +361,9 @@ def test_the_console_drops_allennlps_parameters_and_plugin_lines_and_a_file_keep
             root.removeHandler(handler)
             handler.close()
         root.setLevel(level)
+        for lg, (lg_level, disabled, propagate) in zip(loggers, states):
+            lg.setLevel(lg_level)
+            lg.disabled, lg.propagate = disabled, propagate
     assert console.getvalue().splitlines() == ["a warning", "Epoch 0/0"]
     assert len(file.read_text().splitlines()) == 4
     assert sum(isinstance(f, command_line.ConsoleNoise) for f in handlers[0].filters) == 1
