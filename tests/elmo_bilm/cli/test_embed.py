@@ -378,24 +378,21 @@ def test_stdin_and_a_gzip_pipe_are_read_as_streams(tmp_path):
 HELD_RUN = """
 import sys, time
 from elmo_bilm.cli import embed
+from elmo_bilm.formats import hdf5
 
-class Held:
-    def __init__(self, inner):
-        self.inner, self.held = inner, False
-    def write(self, text):
-        self.inner.write(text)
-        self.inner.flush()
-        if "0/" in text and not self.held:
-            self.held = True
-            # wait for the test's SIGINT in short sleeps: the kernel may hand the signal to
-            # another thread (tqdm's monitor, torch's), which would leave a blocking read here
-            # waiting for ever; a sleep returns and the main thread then raises it
-            while True:
-                time.sleep(0.01)
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
+write = hdf5.Hdf5Sink.write
 
-sys.stderr = Held(sys.stderr)
+def held(self, *args, **kwargs):
+    # the first batch written into the partial file: say so, then wait for the test's SIGINT in
+    # short sleeps, outside tqdm's lock (a signal inside a bar's refresh leaves it held) and
+    # whatever thread the kernel hands the signal to (a sleep returns; a read would not)
+    write(self, *args, **kwargs)
+    sys.__stderr__.write("HELD\\n")
+    sys.__stderr__.flush()
+    while True:
+        time.sleep(0.01)
+
+hdf5.Hdf5Sink.write = held
 sys.argv = ["elmo-embed", *sys.argv[1:]]
 embed.console()
 """
@@ -414,7 +411,7 @@ def test_ctrl_c_ends_in_one_line_and_removes_the_partial(tmp_path):
         env=env,
     )
     seen = b""
-    while b"0/" not in seen:  # the bar's first output: the partial file is open
+    while b"HELD" not in seen:  # the first batch is in the partial file
         block = os.read(child.stderr.fileno(), 4096)
         assert block, seen.decode()
         seen += block
