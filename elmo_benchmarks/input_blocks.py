@@ -14,18 +14,19 @@ from typing import Any, Callable, Dict, List, Optional
 import torch
 
 from elmo_benchmarks.common import emit, threads_restored
-from elmo_bilm.runtime.precision import Bf16Weight, _int8_linear, _int8_pack
+from elmo_bilm.model import int8 as int8_products
+from elmo_bilm.runtime.precision import Bf16Weight
 
 
 def products(weight: torch.Tensor) -> Dict[str, Callable[[torch.Tensor], torch.Tensor]]:
     """Each precision's product with `weight` (out, in), as its route prepares it."""
     packed = torch.ops.mkldnn._reorder_linear_weight(weight.contiguous(), 1024)
     bf16 = Bf16Weight(weight, 1024)
-    int8 = _int8_pack(weight, torch.zeros(weight.shape[0]))
+    int8 = int8_products.pack(weight, torch.zeros(weight.shape[0]))
     return {
         "float32": lambda x: torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], ""),
         "bfloat16": bf16.linear,
-        "int8": lambda x: _int8_linear(x, int8),
+        "int8": lambda x: int8_products.linear(x, int8),
     }
 
 

@@ -121,19 +121,20 @@ PRODUCT_SHAPES = (  # (rows, in, out): the paper configuration's products
 def product_row(rows: int, n_in: int, n_out: int, repeats: int) -> str:
     """One row of `products`: medians of `repeats` calls of each kind, alternating call by call,
     and the largest error of bfloat16 and int8 relative to the largest exact value."""
-    from elmo_bilm.runtime.precision import Bf16Weight, _int8_linear, _int8_pack
+    from elmo_bilm.model import int8 as int8_products
+    from elmo_bilm.runtime.precision import Bf16Weight
 
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(rows, n_in, generator=generator)
     w = torch.randn(n_out, n_in, generator=generator) * n_in**-0.5
     packed = torch.ops.mkldnn._reorder_linear_weight(w, rows)
-    w16, w8 = Bf16Weight(w, rows), _int8_pack(w, None)
+    w16, w8 = Bf16Weight(w, rows), int8_products.pack(w, None)
     linear = torch.ops.mkldnn._linear_pointwise
     kinds: Dict[str, Callable[[], torch.Tensor]] = {
         "mm": lambda: x @ w.T,
         "packed": lambda: linear(x, packed, None, "none", [], ""),
         "bf16": lambda: w16.linear(x).float(),
-        "int8": lambda: _int8_linear(x, w8),
+        "int8": lambda: int8_products.linear(x, w8),
     }
     exact = (x.double() @ w.double().T).float()
     times: Dict[str, List[float]] = {kind: [] for kind in kinds}

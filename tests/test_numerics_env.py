@@ -40,11 +40,12 @@ def test_the_makefiles_avx2_settings_put_torch_on_avx2_kernels():
 @pytest.mark.skipif(shutil.which("qemu-x86_64") is None, reason="no qemu-x86_64 (qemu-user)")
 def test_the_makefiles_emulated_cpu_lacks_avx512_and_vnni():
     """fbgemm's int8 products read VNNI from the CPU itself: under the emulator they take the
-    AVX2 kernels and `elmo_bilm.runtime.precision` its 7-bit inputs (no warning lines either)."""
+    AVX2 kernels and `elmo_bilm.model.int8` its 7-bit inputs, and oneDNN's int8 route is not
+    offered (no VNNI, no AMX: no warning lines either)."""
     probe = (
-        "import torch; from elmo_bilm.runtime import precision; "
+        "import torch; from elmo_bilm.model import int8; "
         "print(torch.backends.cpu.get_cpu_capability(), torch.cpu._is_vnni_supported(), "
-        "precision._REDUCE_RANGE)"
+        "int8.REDUCE_RANGE, int8.ONEDNN)"
     )
     result = subprocess.run(
         [*shlex.split(makefile_value("EMULATED_AVX2")), sys.executable, "-c", probe],
@@ -52,5 +53,5 @@ def test_the_makefiles_emulated_cpu_lacks_avx512_and_vnni():
         text=True,
         check=True,
     )
-    assert result.stdout.split() == ["AVX2", "False", "True"]
+    assert result.stdout.split() == ["AVX2", "False", "True", "False"]
     assert "warning" not in result.stderr

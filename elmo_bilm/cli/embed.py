@@ -171,7 +171,7 @@ def run(args: argparse.Namespace, bilm: Optional[BiLm] = None) -> None:
     input that names none: `takes_seqvec`)."""
     precision = getattr(args, "precision", "float32")
     if precision == "int8" and args.cuda_device >= 0:
-        raise UsageError("--precision int8 runs on the CPU (fbgemm); leave out --cuda-device")
+        raise UsageError("--precision int8 runs on the CPU; leave out --cuda-device")
     fasta = is_fasta_input(args)
     if fasta and (args.format != "hdf5" or args.use_sentence_keys):
         raise UsageError("FASTA input is written to HDF5, each dataset named by its record's id")

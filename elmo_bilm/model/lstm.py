@@ -431,7 +431,9 @@ class ProjectedLstmStack(nn.Module):
         if route == "products":
             assert self.products is not None
             return self.products.input_linears(self, layer, bias, directions)
-        return self._packed.input_linears(layer, self.input_weights[layer], bias, directions)
+        return self._packed.input_linears(
+            layer, self.input_weights[layer], bias, directions, self._block_rows
+        )
 
     def _step_products(
         self, layer: int, route: str, batch_size: int, directions: Sequence[int] = (0, 1)

@@ -1,11 +1,11 @@
 """oneDNN's prepacked linear products for the biLM's LSTM stack on the CPU, behind the same step
-interface as the `bmm` path of `elmo_bilm.model.lstm`.
+interface as the `bmm` path of `elmo_bilm.model.lstm`: the per-direction route of large layers.
 
 For the small-batch products of the recurrence whose weights do not fit in the CPU cache (streamed
-from memory at every step) oneDNN's prepacked linear is faster than `bmm`; for small weights its
-per-call overhead loses, hence the size threshold below. The input-to-gate products cover every
-position of a batch at once (hundreds of rows), where oneDNN is faster at every size measured.
-The measurements behind the threshold are in docs/performance.md ("oneDNN's packed products").
+from memory at every step) a prepacked linear can beat `bmm`; for small weights its per-call
+overhead loses, hence the size threshold below (docs/performance.md, "oneDNN's packed
+products"). Which library computes each product of a layer on this route, oneDNN's packs or MKL
+on the parameters, is timed on the machine (`elmo_bilm.model.routes`).
 
 The packs are `elmo_bilm.model.derived.DerivedCopies`: remade when their weights change.
 
@@ -14,11 +14,13 @@ The only torch entry points are `torch.ops.mkldnn._reorder_linear_weight` and
 public API for prepacked linear weights.
 """
 
+import functools
 from typing import Callable, List, Sequence, Tuple
 
 import torch
 from torch import nn
 
+from elmo_bilm.model import routes
 from elmo_bilm.model.derived import DerivedCopies
 
 AVAILABLE = torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
@@ -84,13 +86,21 @@ class PackedWeights(DerivedCopies):
         weight: torch.Tensor,
         bias: torch.Tensor,
         directions: Sequence[int] = (0, 1),
+        rows: int = INPUT_BATCH_HINT,
     ) -> List[Callable[[torch.Tensor], torch.Tensor]]:
         """One `x (N, in) -> x W + b (N, 4 dim)` per direction of `directions` for `weight`
-        (2, in, 4 dim), packed now (stacking the directions' results would copy hundreds of
-        MB)."""
+        (2, in, 4 dim), on the route `elmo_bilm.model.routes` chose for products of `rows` rows:
+        packed now on oneDNN's, MKL's `addmm` on the parameter itself (stacking the directions'
+        results would copy hundreds of MB)."""
         linear = torch.ops.mkldnn._linear_pointwise
+        route = routes.route("float32", weight.shape[1], weight.shape[2], rows)
         linears: List[Callable[[torch.Tensor], torch.Tensor]] = []
         for d in directions:
+            if route == "mkl":
+                linears.append(
+                    lambda x, w=weight[d], b=bias[d, 0]: torch.addmm(b, x, w)  # type: ignore[misc]
+                )
+                continue
             pack = self.pack("input_weights", layer, d, weight[d].t(), INPUT_BATCH_HINT)
             linears.append(
                 lambda x, pack=pack, b=bias[d, 0]: linear(x, pack, b, "none", [], "")  # type: ignore[misc]
@@ -107,15 +117,30 @@ class PackedWeights(DerivedCopies):
     ) -> List[Step]:
         """One `(gate_inputs_t, h) -> gates`, `m -> P m` pair per direction of `directions`,
         for the recurrent weights `w_h` (2, proj, 4 dim) and the projection `w_p` stored (2,
-        proj, dim)."""
+        proj, dim), each product on the route `elmo_bilm.model.routes` chose for `batch_size`
+        rows (packed by oneDNN, or MKL on the parameters themselves)."""
         linear = torch.ops.mkldnn._linear_pointwise
+        recurrent = routes.route("float32", w_h.shape[1], w_h.shape[2], batch_size)
+        projection = routes.route("float32", w_p.shape[2], w_p.shape[1], batch_size)
 
         def direction(d: int) -> Step:
-            packed_h = self.pack("recurrent_weights", layer, d, w_h[d].t(), batch_size)
-            packed_p = self.pack("projections", layer, d, w_p[d], batch_size)  # (out, in)
-            return (
-                lambda inputs_t, h: linear.binary(h, inputs_t, packed_h, None, "add"),
-                lambda m: linear(m, packed_p, None, "none", [], ""),
-            )
+            gates: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+            project: Callable[[torch.Tensor], torch.Tensor]
+            if recurrent == "mkl":
+                gates = functools.partial(_addmm_into, weight=w_h[d])
+            else:
+                packed_h = self.pack("recurrent_weights", layer, d, w_h[d].t(), batch_size)
+                gates = lambda inputs_t, h: linear.binary(h, inputs_t, packed_h, None, "add")  # noqa: E731
+            if projection == "mkl":
+                project = functools.partial(torch.mm, mat2=w_p[d].t())
+            else:
+                packed_p = self.pack("projections", layer, d, w_p[d], batch_size)  # (out, in)
+                project = lambda m: linear(m, packed_p, None, "none", [], "")  # noqa: E731
+            return gates, project
 
         return [direction(d) for d in directions]
+
+
+def _addmm_into(inputs_t: torch.Tensor, h: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """`inputs_t + h @ weight`: the recurrent product on MKL's route."""
+    return torch.addmm(inputs_t, h, weight)

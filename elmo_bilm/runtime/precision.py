@@ -5,7 +5,8 @@
   accumulation (oneDNN's kernels on a CPU with AVX-512 BF16 or AMX); the products' results, the
   LSTM's cell state, gates, clipping and the residual connections stay float32.
 - `"int8"`: dynamic quantization (weights int8 per output channel, each product's input int8
-  with a scale of its own, int32 accumulation: fbgemm's `quantized::linear_dynamic`) of the large
+  with a scale of its own, int32 accumulation: `elmo_bilm.model.int8`, on fbgemm or oneDNN as
+  timed on the machine, `elmo_bilm.model.routes`) of the large
   products: the LSTM's input-to-gate products, recurrent products and projections, and the char
   CNN's highway layers and projection; the char CNN's convolutions stay float32.
 
@@ -24,7 +25,7 @@ from typing import Any, Callable, List, Optional, Sequence, cast
 import torch
 from torch import nn
 
-from elmo_bilm.model import onednn
+from elmo_bilm.model import int8, onednn, routes
 from elmo_bilm.model.bilm import BiLm
 from elmo_bilm.model.derived import DerivedCopies
 from elmo_bilm.model.lstm import ProjectedLstmStack
@@ -61,7 +62,7 @@ def set_precision(bilm: BiLm, precision: str = "float32") -> BiLm:
         raise UsageError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     device = next(bilm.parameters()).device
     if precision == "int8" and device.type != "cpu":
-        raise UsageError(f"precision 'int8' runs on the CPU (fbgemm), the biLM is on {device}")
+        raise UsageError(f"precision 'int8' runs on the CPU, the biLM is on {device}")
     if precision == "bfloat16" and device.type == "cpu":
         missing = missing_bfloat16_instructions()
         if missing is not None:
@@ -112,37 +113,6 @@ def _prepare(
     return bilm
 
 
-def _int8_pack(weight: torch.Tensor, bias: Optional[torch.Tensor]) -> Any:
-    """fbgemm's packed int8 copy of `weight` (out, in), symmetric per output channel."""
-    weight = weight.detach().float().contiguous()
-    scale = weight.abs().amax(dim=1).clamp(min=1e-12) / 127.0
-    zero_point = torch.zeros(weight.shape[0], dtype=torch.long)
-    qweight = torch.quantize_per_channel(weight, scale.double(), zero_point, 0, torch.qint8)
-    bias = None if bias is None else bias.detach().float().contiguous()
-    return torch.ops.quantized.linear_prepack(qweight, bias)
-
-
-# Without VNNI, fbgemm's u8 x s8 products sum pairs into int16 and can saturate: inputs then
-# get 7 bits (what torch.ao's dynamic quantization does everywhere on x86).
-_REDUCE_RANGE = not torch.cpu._is_vnni_supported()
-
-
-def _int8_linear(x: torch.Tensor, packed: Any) -> torch.Tensor:
-    """`x @ W.T + b` with `x` quantized per call (fbgemm: one scale per tensor)."""
-    if x.device.type != "cpu":  # a biLM moved after `set_precision(bilm, "int8")`
-        raise RuntimeError(
-            f"precision 'int8' runs on the CPU, the biLM is on {x.device}: set another "
-            "precision (set_precision) before moving it"
-        )
-    if x.dtype != torch.float32:  # a biLM cast (`.double()`, `.half()`) after `set_precision`
-        raise RuntimeError(
-            f"precision 'int8' computes from float32 inputs, this biLM runs in {x.dtype} "
-            "(cast after set_precision?): cast it back with .float(), or call "
-            "set_precision(bilm, 'float32') before casting it"
-        )
-    return cast(torch.Tensor, torch.ops.quantized.linear_dynamic(x, packed, _REDUCE_RANGE))
-
-
 def _packs_bf16(device: torch.device) -> bool:
     """Whether oneDNN's packed bfloat16 products run here (it refuses without AVX-512)."""
     return (
@@ -185,7 +155,7 @@ class LstmProducts:
     in `recurrent`.
 
     In bfloat16 the gates and the outputs `h` are bfloat16 (each a product's result plus at most
-    one bfloat16 addition) and the cell state is `cell_dtype`; in int8 (fbgemm's results are
+    one bfloat16 addition) and the cell state is `cell_dtype`; in int8 (the products' results are
     float32) everything between the products is float32."""
 
     def __init__(
@@ -202,7 +172,10 @@ class LstmProducts:
         float32 a oneDNN pack (None off the CPU: plain products)."""
         key = (name, layer, direction, precision)
         if precision == "int8":
-            return self.derived.get(key, [weight], lambda: _int8_pack(weight, None))
+            route = routes.route("int8", weight.shape[1], weight.shape[0], rows)
+            return self.derived.get(
+                (*key, route), [weight], lambda: int8.pack(weight, None, route, rows)
+            )
         if precision == "bfloat16":
             return self.derived.get(key, [weight], lambda: Bf16Weight(weight, rows))
         if weight.device.type != "cpu" or not onednn.AVAILABLE:
@@ -231,17 +204,19 @@ class LstmProducts:
                 lambda x, w=w, b=bias[d, 0].bfloat16(): w.linear(x, b)  # type: ignore[misc]
                 for d, w in zip(directions, weights)
             ]
-        # int8: the bias goes into fbgemm's pack (its product adds it), the forget gate's
+        # int8: the bias goes into the pack (its product adds it), the forget gate's
         # constant too: a source, so that an edit of that buffer remakes the pack
+        rows = stack._block_rows
+        route = routes.route("int8", weight.shape[1], weight.shape[2], rows)
         packs = [
             self.derived.get(
-                ("input", layer, d, "int8"),
+                ("input", layer, d, "int8", route),
                 [weight[d], stack.biases[layer][d], cast(torch.Tensor, stack.forget_bias)],
-                lambda: _int8_pack(weight[d].T, bias[d, 0]),  # noqa: B023 (called at once)
+                lambda: int8.pack(weight[d].T, bias[d, 0], route, rows),  # noqa: B023 (called at once)
             )
             for d in directions
         ]
-        return [lambda x, pack=pack: _int8_linear(x, pack) for pack in packs]  # type: ignore[misc]
+        return [lambda x, pack=pack: int8.linear(x, pack) for pack in packs]  # type: ignore[misc]
 
     def step_products(
         self,
@@ -262,7 +237,7 @@ class LstmProducts:
             elif self.recurrent == "bfloat16":
                 gates = lambda inputs_t, h: inputs_t + w_r.linear(h).float()  # noqa: E731
             elif self.recurrent == "int8":
-                gates = lambda inputs_t, h: inputs_t + _int8_linear(h.float(), w_r)  # noqa: E731
+                gates = lambda inputs_t, h: inputs_t + int8.linear(h.float(), w_r)  # noqa: E731
             elif w_r is None:
                 gates = lambda inputs_t, h: torch.addmm(inputs_t, h.float(), w_h[d])  # noqa: E731
             else:
@@ -272,7 +247,7 @@ class LstmProducts:
                 )
             if self.precision == "bfloat16":
                 return gates, lambda m: w_o.linear(m)
-            return gates, lambda m: _int8_linear(m, w_o)
+            return gates, lambda m: int8.linear(m, w_o)
 
         return [direction(d) for d in directions]
 
@@ -292,10 +267,11 @@ class PrecisionLinear(nn.Linear):
             return super().forward(x)
         sources = [self.weight] + ([self.bias] if self.bias is not None else [])
         if self.precision == "int8":
+            route = routes.route("int8", self.in_features, self.out_features, x.shape[0])
             packed = self.derived.get(
-                ("int8",), sources, lambda: _int8_pack(self.weight, self.bias)
+                ("int8", route), sources, lambda: int8.pack(self.weight, self.bias, route)
             )
-            return _int8_linear(x, packed)
+            return int8.linear(x, packed)
         w16 = self.derived.get(("bf16",), sources, lambda: Bf16Weight(self.weight, 1024))
         out = w16.linear(x).float()
         return out if self.bias is None else out + self.bias

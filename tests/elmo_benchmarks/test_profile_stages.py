@@ -39,20 +39,20 @@ def test_shares_cover_the_forward(capsys: pytest.CaptureFixture) -> None:
 def test_a_reduced_precision_is_profiled_in_the_same_stages(monkeypatch) -> None:
     """int8 (fbgemm, every x86 CPU) through the same wrappers: its products are timed as products,
     and the FLOPs stay the float32 pass's count."""
-    from elmo_bilm.runtime import precision
+    from elmo_bilm.model import int8
 
     argv = ["--options-file", str(OPTIONS_FILE), "--weight-file", str(WEIGHT_FILE)]
     argv += ["--sentences", "3", "--threads", "1"]
     float32 = profile_stages.main(argv)
     int8_products = []
-    int8_linear = precision._int8_linear
+    int8_linear = int8.linear
     monkeypatch.setattr(
-        precision,
-        "_int8_linear",
+        int8,
+        "linear",
         lambda x, packed: int8_products.append(1) or int8_linear(x, packed),
     )
     result = profile_stages.main(argv + ["--precision", "int8"])
-    assert int8_products  # the passes ran fbgemm's products
+    assert int8_products  # the passes ran the int8 products
     assert result["precision"] == "int8"
     (run,) = result["runs"]
     assert [name for name, share in run["shares"].items() if share > 0] == list(run["shares"])

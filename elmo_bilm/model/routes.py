@@ -1,0 +1,257 @@
+"""Which kernel library runs each of the biLM's large matrix products on this machine, chosen by
+timing them here rather than by what was fastest on the developers' CPUs.
+
+A route that is best on one CPU can be a fraction of another's rate (oneDNN against MKL for the
+float32 products, fbgemm against oneDNN for int8: oneDNN reaches Intel's AMX, fbgemm does not).
+So for each product shape (input and output features), row count (a bucket of them) and
+intra-op thread count the first biLM pass meets, every route available is timed on random
+operands of that shape, once, and the fastest is kept in the cache
+(`$ELMO_BILM_CACHE/routes/`, one JSON file per CPU model and features, torch version and CPU
+capability), so later processes on the same machine read it instead of timing again. Products
+whose weights are smaller than `MIN_TIMED_BYTES` take each precision's first route untimed: there
+the per-call overhead, not the kernel, sets the time, and timing them would cost more than it
+saves. docs/performance.md ("Routes chosen per machine") has what was chosen on which CPU.
+"""
+
+import hashlib
+import json
+import logging
+import math
+import os
+import platform
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, Optional, Tuple, cast
+
+import torch
+
+from elmo_bilm.model import int8
+from elmo_bilm.utils.files import atomic_output, cache_dir
+
+logger = logging.getLogger(__name__)
+
+# float32 bytes of a product's weights from which its routes are timed (smaller: the first route)
+MIN_TIMED_BYTES = 2**20
+# rows are timed at these counts; a product of any other count takes the nearest (in log scale)
+ROW_BUCKETS = (1, 4, 16, 64, 256)
+# each route's timing: at least this long, at least `_MIN_CALLS` calls, after `_WARM_UP` calls
+_MIN_SECONDS = 0.02
+_MIN_CALLS = 3
+_WARM_UP = 2
+
+
+def available(precision: str) -> Tuple[str, ...]:
+    """The routes of `precision`'s products on this machine, the untimed default first."""
+    onednn = torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+    if precision == "float32":
+        return ("onednn", "mkl") if onednn else ("mkl",)
+    if precision == "int8":
+        return ("fbgemm", "onednn") if int8.ONEDNN else ("fbgemm",)
+    raise ValueError(f"no routes are timed for precision {precision!r}")
+
+
+def row_bucket(rows: int) -> int:
+    """The timed row count nearest to `rows` in log scale."""
+    return min(ROW_BUCKETS, key=lambda bucket: abs(math.log(max(rows, 1) / bucket)))
+
+
+# one route's product: (weight (out, in) float32, rows of the hint) -> (x -> x W^T)
+Prepared = Callable[[torch.Tensor], torch.Tensor]
+
+
+def prepare(precision: str, route: str, weight: torch.Tensor, rows: int) -> Prepared:
+    """`x -> x @ weight.T` on `route` for float32 inputs (`weight` (out, in) float32 on the CPU),
+    its weight prepared now: what `time_route` times and the products run."""
+    if precision == "float32" and route == "onednn":
+        pack = torch.ops.mkldnn._reorder_linear_weight(weight.contiguous(), rows)
+        linear = torch.ops.mkldnn._linear_pointwise
+        return lambda x: cast(torch.Tensor, linear(x, pack, None, "none", [], ""))
+    if precision == "float32" and route == "mkl":
+        transposed = weight.t()  # the (in, out) view: MKL reads it without a copy
+        return lambda x: torch.mm(x, transposed)
+    if precision == "int8":
+        packed = int8.pack(weight, None, route, rows)
+        return lambda x: int8.linear(x, packed)
+    raise ValueError(f"no route {route!r} for precision {precision!r}")
+
+
+def time_route(precision: str, route: str, in_features: int, out_features: int, rows: int) -> float:
+    """Seconds per product of `rows` rows on `route`, on random operands of the shape: the
+    fastest of repeated calls after a warm-up."""
+    generator = torch.Generator().manual_seed(0)
+    weight = torch.randn(out_features, in_features, generator=generator) / in_features**0.5
+    x = torch.randn(rows, in_features, generator=generator)
+    with torch.no_grad():
+        product = prepare(precision, route, weight, rows)
+        for _ in range(_WARM_UP):
+            product(x)
+        best, calls, start = float("inf"), 0, time.perf_counter()
+        while calls < _MIN_CALLS or time.perf_counter() - start < _MIN_SECONDS:
+            began = time.perf_counter()
+            product(x)
+            best = min(best, time.perf_counter() - began)
+            calls += 1
+    return best
+
+
+def machine() -> Dict[str, str]:
+    """What a choice holds for: the CPU's model and the features the kernels dispatch on, torch's
+    version and CPU capability (which `ATEN_CPU_CAPABILITY` lowers)."""
+    model, flags = platform.machine(), ""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and model == platform.machine():
+                    model = value.strip()
+                elif key.strip() == "flags" and not flags:
+                    wanted = (
+                        "avx2",
+                        "avx512f",
+                        "avx512_vnni",
+                        "avx512_bf16",
+                        "amx_bf16",
+                        "amx_int8",
+                    )
+                    flags = " ".join(flag for flag in value.split() if flag in wanted)
+    except OSError:
+        pass
+    return {
+        "cpu": model,
+        "features": flags,
+        "torch": torch.__version__,
+        "capability": torch.backends.cpu.get_cpu_capability(),
+    }
+
+
+# what a choice is kept under: (precision, in, out, row bucket, intra-op threads)
+Key = Tuple[str, int, int, int, int]
+
+
+class RouteTable:
+    """The routes chosen on this machine, timed on first need and kept in `path` (None: in memory
+    only). Thread-safe: the two direction threads of a first pass time each shape once.
+
+    # Parameters
+
+    path : `Path`, optional
+        The JSON file of this machine's choices (`default_table` names it in the cache).
+    timer : `Callable`, optional (default = `time_route`)
+        `(precision, route, in, out, rows) -> seconds`; the tests inject theirs.
+    """
+
+    def __init__(
+        self,
+        path: Optional[Path] = None,
+        timer: Callable[[str, str, int, int, int], float] = time_route,
+    ) -> None:
+        self.path, self.timer = path, timer
+        self.choices: Dict[Key, str] = {}
+        self._lock = threading.Lock()
+        self._read = False
+
+    def route(self, precision: str, in_features: int, out_features: int, rows: int) -> str:
+        """The route of a `precision` product `(rows, in) x (in, out)` under the calling thread's
+        intra-op threads: timed the first time its shape, row bucket and threads are met."""
+        routes = available(precision)
+        if len(routes) == 1 or 4 * in_features * out_features < MIN_TIMED_BYTES:
+            return routes[0]
+        key = (precision, in_features, out_features, row_bucket(rows), torch.get_num_threads())
+        with self._lock:
+            if not self._read:
+                self._load()
+            chosen = self.choices.get(key)
+            if chosen not in routes:
+                chosen = self._choose(key, routes)
+        return chosen
+
+    def _choose(self, key: Key, routes: Tuple[str, ...]) -> str:
+        precision, in_features, out_features, rows, threads = key
+        started = time.perf_counter()
+        seconds = {
+            route: self.timer(precision, route, in_features, out_features, rows) for route in routes
+        }
+        chosen = min(routes, key=lambda route: seconds[route])
+        self.choices[key] = chosen
+        logger.info(
+            "elmo_bilm: timed the %s products %dx%d at %d rows, %d thread(s) on this CPU once "
+            "(%.2f s): %s (%s)%s",
+            precision,
+            in_features,
+            out_features,
+            rows,
+            threads,
+            time.perf_counter() - started,
+            chosen,
+            ", ".join(f"{route} {1e3 * s:.2f} ms" for route, s in seconds.items()),
+            f", kept in {self.path}" if self.path is not None else "",
+        )
+        self._save()
+        return chosen
+
+    def _load(self) -> None:
+        """Read the kept choices (a missing, unreadable or foreign file is timed again)."""
+        self._read = True
+        if self.path is None:
+            return
+        try:
+            with open(self.path) as handle:
+                stored = json.load(handle)
+            if stored.get("machine") == machine():
+                for entry in stored["choices"]:
+                    self.choices[tuple(entry["key"])] = entry["route"]  # type: ignore[index]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+
+    def _save(self) -> None:
+        """Keep the choices for later processes; a cache that cannot be written costs a timing per
+        process, not the run."""
+        if self.path is None:
+            return
+        record: Dict[str, Any] = {
+            "machine": machine(),
+            "choices": [
+                {"key": list(key), "route": route} for key, route in sorted(self.choices.items())
+            ],
+        }
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_output(self.path, overwrite=True) as partial:
+                with open(partial, "w") as handle:
+                    json.dump(record, handle, indent=1)
+        except OSError as error:
+            logger.info("elmo_bilm: the chosen routes were not kept (%s)", error)
+            self.path = None
+
+
+_tables: Dict[Path, RouteTable] = {}
+_tables_lock = threading.Lock()
+
+
+def _forget() -> None:
+    """In a forked child: new tables and locks (a lock another thread held at the fork stays
+    held in the child)."""
+    global _tables_lock
+    _tables.clear()
+    _tables_lock = threading.Lock()
+
+
+def default_table() -> RouteTable:
+    """This process's table, kept in the cache under the machine's identity."""
+    identity = hashlib.sha256(json.dumps(machine(), sort_keys=True).encode()).hexdigest()[:16]
+    path = cache_dir() / "routes" / f"{identity}.json"
+    with _tables_lock:
+        if path not in _tables:
+            _tables[path] = RouteTable(path)
+        return _tables[path]
+
+
+def route(precision: str, in_features: int, out_features: int, rows: int) -> str:
+    """`RouteTable.route` on this process's table (`default_table`)."""
+    if 4 * in_features * out_features < MIN_TIMED_BYTES or len(available(precision)) == 1:
+        return available(precision)[0]
+    return default_table().route(precision, in_features, out_features, rows)
+
+
+os.register_at_fork(after_in_child=_forget)
