@@ -69,6 +69,11 @@ def _library() -> Optional[ctypes.CDLL]:
         return _loaded[capability]
 
 
+def built() -> bool:
+    """Whether the compiled loop loads for PyTorch's CPU capability here."""
+    return _library() is not None
+
+
 def lstm_cell(
     gates: torch.Tensor, c: torch.Tensor, cell_clip: Optional[float]
 ) -> Optional[Tuple[torch.Tensor, torch.Tensor]]:

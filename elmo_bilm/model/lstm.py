@@ -10,7 +10,7 @@ from typing import Callable, Iterator, List, Optional, Protocol, Sequence, Tuple
 import torch
 from torch import nn
 
-from elmo_bilm.model import fused_cell, onednn
+from elmo_bilm.model import fused_cell, onednn, routes
 from elmo_bilm.model.onednn import Step
 from elmo_bilm.utils.errors import UsageError
 
@@ -498,7 +498,10 @@ class ProjectedLstmStack(nn.Module):
         dim))` to start from; `last` gets its `(h, c)` after the last step appended.
         """
         cell_dtype = self.products.cell_dtype if route == "products" and self.products else None
-        fused = route != "bmm"  # one direction's (n, 4 dim) gates, no gradient
+        # one direction's (n, 4 dim) gates, no gradient: the cell's route as timed here
+        fused = (
+            route != "bmm" and routes.route("cell", self.dim, 4 * self.dim, active[0]) == "fused"
+        )
         # One split per stacked stream, not a slice per step: the backward of a slice allocates a
         # zero tensor of the whole stream, which made a layer's backward quadratic in the length.
         per_step = [

@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, Optional, Tuple, cast
 
 import torch
 
-from elmo_bilm.model import int8
+from elmo_bilm.model import fused_cell, int8
 from elmo_bilm.utils.files import atomic_output, cache_dir
 
 logger = logging.getLogger(__name__)
@@ -42,7 +42,10 @@ _WARM_UP = 2
 
 
 def available(precision: str) -> Tuple[str, ...]:
-    """The routes of `precision`'s products on this machine, the untimed default first."""
+    """The routes of `precision`'s products on this machine, the untimed default first; `"cell"`:
+    the LSTM cell's pointwise step, in the compiled loop or as eager ops."""
+    if precision == "cell":
+        return ("fused", "eager") if fused_cell.built() else ("eager",)
     onednn = torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
     if precision == "float32":
         return ("onednn", "mkl") if onednn else ("mkl",)
@@ -76,14 +79,28 @@ def prepare(precision: str, route: str, weight: torch.Tensor, rows: int) -> Prep
     raise ValueError(f"no route {route!r} for precision {precision!r}")
 
 
+def _cell(route: str, dim: int, rows: int) -> Callable[[], Any]:
+    """One LSTM cell step of `rows` rows and `dim` cells on `route`, on random gates."""
+    from elmo_bilm.model.lstm import lstm_cell  # lstm chooses through this module
+
+    generator = torch.Generator().manual_seed(0)
+    gates = torch.randn(rows, 4 * dim, generator=generator)
+    c = torch.randn(rows, dim, generator=generator)
+    return lambda: lstm_cell(gates, c, 3.0, fused=route == "fused")
+
+
 def time_route(precision: str, route: str, in_features: int, out_features: int, rows: int) -> float:
     """Seconds per product of `rows` rows on `route`, on random operands of the shape: the
-    fastest of repeated calls after a warm-up."""
+    fastest of repeated calls after a warm-up (`"cell"`: a step of `in_features` cells)."""
     generator = torch.Generator().manual_seed(0)
-    weight = torch.randn(out_features, in_features, generator=generator) / in_features**0.5
-    x = torch.randn(rows, in_features, generator=generator)
     with torch.no_grad():
-        product = prepare(precision, route, weight, rows)
+        if precision == "cell":
+            step = _cell(route, in_features, rows)
+            product = lambda _: step()  # noqa: E731
+        else:
+            weight = torch.randn(out_features, in_features, generator=generator)
+            product = prepare(precision, route, weight / in_features**0.5, rows)
+        x = torch.randn(rows, in_features, generator=generator)
         for _ in range(_WARM_UP):
             product(x)
         best, calls, start = float("inf"), 0, time.perf_counter()
@@ -248,7 +265,8 @@ def default_table() -> RouteTable:
 
 
 def route(precision: str, in_features: int, out_features: int, rows: int) -> str:
-    """`RouteTable.route` on this process's table (`default_table`)."""
+    """`RouteTable.route` on this process's table (`default_table`); for the LSTM cell
+    (`"cell"`) `in_features` is its cells and `out_features` its gates (4 x cells)."""
     if 4 * in_features * out_features < MIN_TIMED_BYTES or len(available(precision)) == 1:
         return available(precision)[0]
     return default_table().route(precision, in_features, out_features, rows)

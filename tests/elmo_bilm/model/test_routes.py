@@ -173,3 +173,31 @@ def test_the_biLM_gives_the_same_outputs_on_each_float32_route(monkeypatch) -> N
             outputs[chosen] = stack(inputs, mask)
     for a, b in zip(*outputs.values()):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_the_lstm_cell_takes_the_route_chosen_for_it(monkeypatch) -> None:
+    """The cell's step in the compiled loop or as eager ops, as the table says for its size."""
+    from elmo_bilm.model import fused_cell, onednn
+    from elmo_bilm.model.lstm import ProjectedLstmStack
+
+    assert routes.available("cell") == (("fused", "eager") if fused_cell.built() else ("eager",))
+    for route in routes.available("cell"):
+        assert routes.time_route("cell", route, 32, 128, 4) > 0
+    torch.manual_seed(0)
+    stack = ProjectedLstmStack(24, 32, 16, 2, cell_clip=3.0, proj_clip=3.0).eval()
+    inputs, mask = torch.randn(2, 5, 24), torch.ones(2, 5, dtype=torch.bool)
+    monkeypatch.setattr(onednn, "MIN_STEP_BYTES", 0)  # a per-direction route at this size
+    calls = []
+    compiled = fused_cell.lstm_cell
+    monkeypatch.setattr(fused_cell, "lstm_cell", lambda *a: calls.append(1) or compiled(*a))
+    outputs = {}
+    for cell in routes.available("cell"):
+        monkeypatch.setattr(
+            routes, "route", lambda kind, *a, cell=cell: cell if kind == "cell" else "mkl"
+        )
+        calls.clear()
+        with torch.no_grad():
+            outputs[cell] = stack(inputs, mask)
+        assert bool(calls) == (cell == "fused")
+    for a, b in zip(*outputs.values()):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
