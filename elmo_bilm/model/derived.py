@@ -13,6 +13,8 @@ from typing import Any, Callable, Dict, Hashable, Iterator, Optional, Sequence, 
 import torch
 from torch import nn
 
+from elmo_bilm.model import fused_cell
+
 # 32-bit words per row of a weight's fingerprint (`fingerprint`)
 _ROW_WORDS = 1024
 # rows widened to 64 bits at a time (2 MiB of int64): the extra memory a fingerprint takes
@@ -33,8 +35,13 @@ def _hash_rows(words: torch.Tensor) -> torch.Tensor:
     """`sum_j words[r, j] * c_j` modulo 2^64 for each row `r` of `words` (rows, <= `_ROW_WORDS`;
     int32 words, sign-extended, or bytes), widened to int64 a block of rows at a time into one
     buffer (fresh memory for the whole tensor would cost more than the products): exact integer
-    arithmetic, wrapping, so the order of the sum is irrelevant."""
+    arithmetic, wrapping, so the order of the sum is irrelevant. The compiled loop built with the
+    package (`fused_cell.row_hashes`) computes the same integers in one pass over the words,
+    several times faster than widening and `torch.mv`; where it was not built, torch does."""
     multipliers = _row_multipliers(words.device)[: words.shape[1]]
+    compiled = fused_cell.row_hashes(words, multipliers)  # the same integers, one pass
+    if compiled is not None:
+        return compiled
     rows = words.shape[0]
     hashes = torch.empty(rows, dtype=torch.int64, device=words.device)
     buffer = torch.empty(

@@ -46,3 +46,18 @@ void lstm_cell_bfloat16(const uint16_t *gates, const float *c, float *c_out, flo
 #define LOAD_BFLOAT16(i) from_bf16(gates[r * 4 * d + (i)])
   CELL(LOAD_BFLOAT16)
 }
+
+/* The other loop built with the cell: each row's hash of a weight's 32-bit words for
+   elmo_bilm/model/derived.py's `fingerprint`, sum_j words[r, j] * c[j] modulo 2^64 with each
+   word sign-extended, in unsigned (wrapping, exact) arithmetic: the same integers as the int64
+   matrix-vector product it replaces, at the speed of reading the words. */
+void row_hashes(const int32_t *words, long rows, long width, const int64_t *c, int64_t *out) {
+  for (long r = 0; r < rows; r++) {
+    const int32_t *w = words + r * width;
+    uint64_t sum = 0;
+    _Pragma("omp simd reduction(+ : sum)") for (long j = 0; j < width; j++) {
+      sum += (uint64_t)(int64_t)w[j] * (uint64_t)c[j];
+    }
+    memcpy(out + r, &sum, sizeof sum);
+  }
+}

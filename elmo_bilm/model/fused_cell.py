@@ -49,7 +49,7 @@ def _load(capability: str) -> Optional[ctypes.CDLL]:
         return None
     try:
         library = ctypes.CDLL(spec.origin)
-        for kernel in ("lstm_cell_float32", "lstm_cell_bfloat16"):
+        for kernel in ("lstm_cell_float32", "lstm_cell_bfloat16", "row_hashes"):
             getattr(library, kernel)  # another build's library (or none): AttributeError
         return library
     except (OSError, AttributeError) as error:
@@ -112,3 +112,32 @@ def lstm_cell(
         ctypes.c_float(clip),
     )
     return c_out, m
+
+
+def row_hashes(words: torch.Tensor, multipliers: torch.Tensor) -> Optional[torch.Tensor]:
+    """`elmo_bilm.model.derived`'s row hashes of `words` (rows, width) int32, contiguous on the
+    CPU, with `multipliers` (width,) int64: `sum_j words[r, j] * multipliers[j]` modulo 2^64
+    (int64, the same integers as `torch.mv` of the words widened) in the compiled loop; None
+    where it was not built (the caller computes them with torch)."""
+    if (
+        words.device.type != "cpu"
+        or words.dtype != torch.int32
+        or words.dim() != 2
+        or not words.is_contiguous()
+        or multipliers.dtype != torch.int64
+        or not multipliers.is_contiguous()
+        or multipliers.shape != (words.shape[1],)
+    ):
+        return None
+    library = _library()
+    if library is None:
+        return None
+    hashes = torch.empty(words.shape[0], dtype=torch.int64)
+    library.row_hashes(
+        ctypes.c_void_p(words.data_ptr()),
+        ctypes.c_long(words.shape[0]),
+        ctypes.c_long(words.shape[1]),
+        ctypes.c_void_p(multipliers.data_ptr()),
+        ctypes.c_void_p(hashes.data_ptr()),
+    )
+    return hashes

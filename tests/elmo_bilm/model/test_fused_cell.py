@@ -68,6 +68,27 @@ def test_the_compiled_loop_computes_the_eager_cell(gate_dtype, clip):
 
 
 @needs_kernel
+@needs_kernel
+def test_the_compiled_row_hashes_are_torchs_integers(monkeypatch):
+    """The weights' fingerprint (`elmo_bilm.model.derived`) from the compiled loop: the same
+    int64 row hashes as torch's widened matrix-vector product, extreme words included; and a
+    fingerprint of a weight is the same with or without the loop."""
+    from elmo_bilm.model import derived
+
+    generator = torch.Generator().manual_seed(3)
+    words = torch.randint(-(2**31), 2**31, (37, 1024), dtype=torch.int64, generator=generator)
+    words[0, :4] = torch.tensor([-(2**31), 2**31 - 1, 0, -1])
+    words = words.to(torch.int32)
+    multipliers = derived._row_multipliers(torch.device("cpu"))
+    compiled = fused_cell.row_hashes(words, multipliers)
+    assert compiled is not None
+    assert torch.equal(compiled, torch.mv(words.long(), multipliers))
+    weight = torch.randn(300, 701, generator=generator)  # rows of 1024 words and a loose tail
+    with_loop = derived.fingerprint(weight)
+    monkeypatch.setattr(fused_cell, "row_hashes", lambda *args: None)
+    assert torch.equal(with_loop, derived.fingerprint(weight))
+
+
 def test_where_it_does_not_apply_it_says_so(monkeypatch):
     gates, c = gates_and_cell(4, 16, seed=5)
     assert fused_cell.lstm_cell(gates, c, 3.0) is not None
