@@ -13,6 +13,7 @@ the per-call overhead, not the kernel, sets the time, and timing them would cost
 saves. docs/performance.md ("Routes chosen per machine") has what was chosen on which CPU.
 """
 
+import functools
 import hashlib
 import json
 import logging
@@ -114,7 +115,12 @@ def time_route(precision: str, route: str, in_features: int, out_features: int, 
 
 def machine() -> Dict[str, str]:
     """What a choice holds for: the CPU's model and the features the kernels dispatch on, torch's
-    version and CPU capability (which `ATEN_CPU_CAPABILITY` lowers)."""
+    version and CPU capability (which `ATEN_CPU_CAPABILITY` lowers); read once a process."""
+    return dict(_machine())
+
+
+@functools.lru_cache(maxsize=None)
+def _machine() -> Tuple[Tuple[str, str], ...]:
     model, flags = platform.machine(), ""
     try:
         with open("/proc/cpuinfo") as handle:
@@ -134,12 +140,12 @@ def machine() -> Dict[str, str]:
                     flags = " ".join(flag for flag in value.split() if flag in wanted)
     except OSError:
         pass
-    return {
-        "cpu": model,
-        "features": flags,
-        "torch": torch.__version__,
-        "capability": torch.backends.cpu.get_cpu_capability(),
-    }
+    return (
+        ("cpu", model),
+        ("features", flags),
+        ("torch", torch.__version__),
+        ("capability", torch.backends.cpu.get_cpu_capability()),
+    )
 
 
 # what a choice is kept under: (precision, in, out, row bucket, intra-op threads)
