@@ -119,7 +119,7 @@ def machine() -> Dict[str, str]:
     return dict(_machine())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _machine() -> Tuple[Tuple[str, str], ...]:
     model, flags = platform.machine(), ""
     try:
@@ -173,6 +173,7 @@ class RouteTable:
         self.choices: Dict[Key, str] = {}
         self._lock = threading.Lock()
         self._read = False
+        self._announced = False
 
     def route(self, precision: str, in_features: int, out_features: int, rows: int) -> str:
         """The route of a `precision` product `(rows, in) x (in, out)` under the calling thread's
@@ -197,18 +198,22 @@ class RouteTable:
         }
         chosen = min(routes, key=lambda route: seconds[route])
         self.choices[key] = chosen
-        logger.info(
-            "elmo_bilm: timed the %s products %dx%d at %d rows, %d thread(s) on this CPU once "
-            "(%.2f s): %s (%s)%s",
+        if not self._announced:  # one line a process; each shape's figures at debug level
+            self._announced = True
+            logger.info(
+                "elmo_bilm: timing the biLM's kernels on this CPU, once per product shape%s",
+                f" (kept in {self.path})" if self.path is not None else "",
+            )
+        logger.debug(
+            "elmo_bilm: %s products %dx%d at %d rows, %d thread(s): %s (%s; %.2f s)",
             precision,
             in_features,
             out_features,
             rows,
             threads,
-            time.perf_counter() - started,
             chosen,
             ", ".join(f"{route} {1e3 * s:.2f} ms" for route, s in seconds.items()),
-            f", kept in {self.path}" if self.path is not None else "",
+            time.perf_counter() - started,
         )
         self._save()
         return chosen

@@ -30,15 +30,22 @@ class Timer:
 def test_the_fastest_route_is_chosen_once_per_shape_and_row_bucket(tmp_path, caplog) -> None:
     timer = Timer({"onednn": 2.0, "mkl": 1.0})
     table = RouteTable(tmp_path / "routes.json", timer)
-    with caplog.at_level(logging.INFO, logger="elmo_bilm.model.routes"):
+    with caplog.at_level(logging.DEBUG, logger="elmo_bilm.model.routes"):
         assert table.route("float32", IN, OUT, 30) == "mkl"
         assert table.route("float32", IN, OUT, 20) == "mkl"  # the same bucket: not timed again
     assert timer.calls == [("float32", "onednn", IN, OUT, 16), ("float32", "mkl", IN, OUT, 16)]
-    (line,) = caplog.messages
-    assert "timed the float32 products 512x1024 at 16 rows" in line and "mkl" in line
+    announced, figures = caplog.records
+    assert announced.levelno == logging.INFO and "once per product shape" in announced.message
+    assert str(tmp_path / "routes.json") in announced.message
+    assert figures.levelno == logging.DEBUG
+    threads = torch.get_num_threads()
+    assert f"float32 products 512x1024 at 16 rows, {threads} thread(s): mkl" in figures.message
+    caplog.clear()
     timer.seconds = {"onednn": 1.0, "mkl": 2.0}
-    assert table.route("float32", IN, OUT, 200) == "onednn"  # another bucket is timed on its own
+    with caplog.at_level(logging.INFO, logger="elmo_bilm.model.routes"):
+        assert table.route("float32", IN, OUT, 200) == "onednn"  # another bucket: timed alone
     assert len(timer.calls) == 4
+    assert caplog.records == []  # one line a process
 
 
 def test_a_later_process_reads_the_choices_instead_of_timing(tmp_path) -> None:
