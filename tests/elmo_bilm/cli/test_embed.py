@@ -373,10 +373,14 @@ def test_stdin_and_a_gzip_pipe_are_read_as_streams(tmp_path):
         assert sorted(out) == ["p1", "p2"] and out["p1"].attrs["original_id"] == "p1"
 
 
-# the child holds its run after the progress bar's first output, reading stdin (a pipe the test
-# keeps open), so that the test's SIGINT arrives mid-run whatever the machine's speed
+# the child holds its run after its first batch is written, so that the test's SIGINT arrives
+# mid-run whatever the machine's speed. It first takes SIGINT as a shell gives it to a command:
+# a pytest worker can carry SIGINT ignored or blocked (left so by a library another test ran),
+# which a child keeps across exec, and then it never saw the signal (CI timed out on it, 1 run in 2)
 HELD_RUN = """
-import sys, time
+import signal, sys, time
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from elmo_bilm.cli import embed
 from elmo_bilm.formats import hdf5
 
