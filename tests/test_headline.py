@@ -33,9 +33,5 @@ def test_snli_esim_elmo_headline_command(tmp_path, repo_root):
         command, cwd=repo_root, env=env, capture_output=True, text=True, timeout=600
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    # not on a terminal, AllenNLP's bars are plain lines in the log: no carriage returns or
-    # cursor-up escapes redrawing them
-    assert "\r" not in result.stderr and "\x1b[A" not in result.stderr
-    assert "it/s" in result.stderr or "s/it" in result.stderr  # the bars are there, as lines
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert "test_accuracy" in metrics and metrics["training_reg_loss"] > 0

@@ -233,7 +233,8 @@ def _put_in_front() -> None:
 
 def install(force: bool = False) -> None:
     """Under the `allennlp` command (or with `force`): the plugin's excepthook in front of the
-    current one, and again after AllenNLP's `prepare_global_logging` replaces it. Idempotent."""
+    current one, and again after AllenNLP's `prepare_global_logging` replaces it; off a terminal,
+    AllenNLP's file-friendly bars. Idempotent."""
     if not (force or is_allennlp_command()):
         return
     from allennlp.common import logging as common_logging
@@ -246,6 +247,10 @@ def install(force: bool = False) -> None:
     if not getattr(prepare, "_elmo_plugin", False):
 
         def prepare_global_logging(*args: Any, **kwargs: Any) -> None:
+            if not sys.stderr.isatty():
+                # AllenNLP's bars as plain lines in a log file or pipe, as its
+                # `--file-friendly-logging` writes them (redrawn, they fill a log with escapes)
+                common_logging.FILE_FRIENDLY_LOGGING = True
             prepare(*args, **kwargs)
             _put_in_front()
             quiet_console()  # its new console handlers

@@ -417,3 +417,31 @@ def test_a_run_that_trained_an_epoch_is_kept_when_its_validation_file_fails(
     assert (
         line == f"{command_line.PROG}: error: {dev}:2: not UTF-8 text (invalid start byte); {note}"
     )
+
+
+# AllenNLP's logging set-up (stubbed: it would take over the console) wrapped by the plugin, then
+# one of AllenNLP's bars drawn with a refresh at every item, as a training epoch's is
+FILE_FRIENDLY_RUN = """
+import sys, time
+from allennlp.common import logging as common_logging
+common_logging.prepare_global_logging = lambda *args, **kwargs: None
+from elmo_plugin.common import command_line
+command_line.install(force=True)
+common_logging.prepare_global_logging("unused")
+from allennlp.common.tqdm import Tqdm
+for _ in Tqdm.tqdm(range(4), mininterval=0, miniters=1):
+    time.sleep(0.01)
+print(common_logging.FILE_FRIENDLY_LOGGING)
+"""
+
+
+def test_off_a_terminal_allennlps_bars_are_plain_lines():
+    """Under the plugin, AllenNLP's bars in a log file or pipe are written as its
+    `--file-friendly-logging` writes them: a line per refresh, no carriage return redrawing
+    them (a smoke run's log filled with them: issue 90 item 7). Bytes, not text: text mode would
+    turn each carriage return into a newline."""
+    result = subprocess.run([sys.executable, "-c", FILE_FRIENDLY_RUN], capture_output=True)
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    assert b"\r" not in result.stderr and b"\x1b[A" not in result.stderr
+    assert b"4/4" in result.stderr
+    assert result.stdout.split() == [b"True"]
