@@ -72,6 +72,7 @@ def test_export_round_trip_is_exact(bilm, tmp_path):
     assert again.options == bilm.options
 
 
+@pytest.mark.same_on_every_cpu
 def test_a_compressed_export_loads_the_same_here_and_in_allennlp(bilm, tmp_path, fixture_sentences):
     half = load_bilm_tf(OPTIONS_FILE, WEIGHT_FILE).eval()
     with torch.no_grad():  # float16 values, as a GPU run's weights come back

@@ -98,6 +98,7 @@ def assert_within(bilm, got, expected, eps, mask):
         assert max_abs > 0, "a lower precision that changes nothing did not run"
 
 
+@pytest.mark.same_on_every_cpu
 def test_float32_is_bit_identical_to_before(char_ids, today, monkeypatch):
     bilm = set_precision(fresh(), "float32")
     assert all(torch.equal(a, b) for a, b in zip(layers(bilm, char_ids), today))
@@ -126,6 +127,7 @@ def test_lower_precisions_stay_within_their_arithmetic(char_ids, today, name, re
     assert isinstance(bilm.char_cnn.projection, precision.PrecisionLinear)
 
 
+@pytest.mark.same_on_every_cpu
 def test_training_passes_stay_float32(char_ids):
     """A pass that needs gradients ignores the setting (it is for inference)."""
     reference, bilm = fresh().train(), _prepare(fresh(), "int8", "int8").train()
@@ -192,6 +194,7 @@ def test_autocast_around_the_bilm(char_ids, today, route, monkeypatch):
     assert_within(bilm, got, today, AUTOCAST_EPS, (char_ids > 0).any(-1))
 
 
+@pytest.mark.same_on_every_cpu
 def test_a_prepared_biLM_copies_and_keeps_its_parameters(char_ids):
     import copy
     import pickle
@@ -212,6 +215,7 @@ def test_set_precision_checks_its_argument_and_returns_the_biLM():
         set_precision(bilm, "float16")
 
 
+@pytest.mark.same_on_every_cpu
 def test_an_int8_biLM_cast_after_set_precision_says_what_to_do(char_ids):
     """Issue 79: `.double()` after `set_precision(bilm, "int8")` was a bare dtype error from
     fbgemm; now one line naming the dtype and the two ways out, each of which then runs."""
@@ -303,6 +307,7 @@ def test_elmo_and_elmo_embedder_take_a_precision(precision: str) -> None:
     )
 
 
+@pytest.mark.same_on_every_cpu
 def test_an_int8_biLM_sees_an_edit_of_its_forget_bias(char_ids):
     """Issue 88: the input products' int8 pack holds the forget gate's constant, a buffer its
     fingerprint did not cover: `lstm.forget_bias.zero_()` was not seen."""
