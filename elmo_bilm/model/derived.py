@@ -79,7 +79,13 @@ def fingerprint(tensor: torch.Tensor) -> torch.Tensor:
         data = tensor.detach().reshape(-1).view(torch.uint8)
         head = min(-data.storage_offset() % 4, data.numel())  # bytes before an aligned word
         n_words = (data.numel() - head) // 4
-        words = data[head : head + 4 * n_words].view(torch.int32)
+        # no whole word (a short tensor off a word boundary): an empty slice there cannot be
+        # viewed as words either
+        words = (
+            data[head : head + 4 * n_words].view(torch.int32)
+            if n_words
+            else data.new_zeros(0, dtype=torch.int32)
+        )
         full = n_words // _ROW_WORDS * _ROW_WORDS
         parts = [_hash_rows(words[:full].view(-1, _ROW_WORDS))] if full else []
         if n_words > full:

@@ -1,6 +1,7 @@
 """int8 products of float32 inputs: weights int8 per output channel (symmetric), each product's
 input quantized per call with a scale and zero point of its own (dynamic quantization), int32
-accumulation, float32 results. Two kernel libraries compute the same integers: fbgemm
+accumulation, float32 results. Two kernel libraries compute the same integers (one quantized
+weight, the input quantized with fbgemm's own scale and zero point): fbgemm
 (`quantized::linear_dynamic`, every x86 CPU) and oneDNN (`onednn::qlinear_pointwise`, with VNNI
 or AMX: AMX's int8 tiles are oneDNN's only); `elmo_bilm.model.routes` times both on the machine
 and picks one per product shape.
@@ -24,33 +25,35 @@ ROUTES = ("fbgemm", "onednn")
 
 
 class OneDnnPack:
-    """oneDNN's packed int8 weight (out, in), its per-channel scales and the bias (float32)."""
+    """oneDNN's packed int8 weight: the quantized weight (out, in) (as fbgemm's pack holds it),
+    its per-channel scales and the bias (float32)."""
 
-    def __init__(
-        self, weight: torch.Tensor, scale: torch.Tensor, bias: Optional[torch.Tensor], rows: int
-    ) -> None:
-        quantized = torch.round(weight / scale[:, None]).clamp(-127, 127).to(torch.int8)
-        self.weight = torch.ops.onednn.qlinear_prepack(quantized, [max(rows, 1), weight.shape[1]])
-        self.scale = scale.float()
-        self.zero_point = torch.zeros(weight.shape[0], dtype=torch.long)
+    def __init__(self, quantized: torch.Tensor, bias: Optional[torch.Tensor], rows: int) -> None:
+        self.out_features, in_features = quantized.shape
+        self.weight = torch.ops.onednn.qlinear_prepack(
+            quantized.int_repr(), [max(rows, 1), in_features]
+        )
+        self.scale = quantized.q_per_channel_scales().float()
+        self.zero_point = torch.zeros(self.out_features, dtype=torch.long)
         self.bias = bias
 
 
 def pack(
     weight: torch.Tensor, bias: Optional[torch.Tensor], route: str = "fbgemm", rows: int = 1024
 ) -> Any:
-    """`weight` (out, in) quantized per output channel for `route` (`rows`: the row count oneDNN
-    packs for), with `bias` added by the product."""
+    """`weight` (out, in) quantized per output channel (symmetric, the same integers for both
+    routes) for `route` (`rows`: the row count oneDNN packs for), with `bias` added by the
+    product."""
+    if route not in ROUTES:
+        raise ValueError(f"no int8 route {route!r}: one of {ROUTES}")
     weight = weight.detach().float().contiguous()
     scale = weight.abs().amax(dim=1).clamp(min=1e-12) / 127.0
     bias = None if bias is None else bias.detach().float().contiguous()
-    if route == "onednn":
-        return OneDnnPack(weight, scale, bias, rows)
-    if route != "fbgemm":
-        raise ValueError(f"no int8 route {route!r}: one of {ROUTES}")
     zero_point = torch.zeros(weight.shape[0], dtype=torch.long)
-    qweight = torch.quantize_per_channel(weight, scale.double(), zero_point, 0, torch.qint8)
-    return torch.ops.quantized.linear_prepack(qweight, bias)
+    quantized = torch.quantize_per_channel(weight, scale.double(), zero_point, 0, torch.qint8)
+    if route == "onednn":
+        return OneDnnPack(quantized, bias, rows)
+    return torch.ops.quantized.linear_prepack(quantized, bias)
 
 
 def linear(x: torch.Tensor, packed: Any) -> torch.Tensor:
@@ -67,8 +70,19 @@ def linear(x: torch.Tensor, packed: Any) -> torch.Tensor:
             "(cast after set_precision?): cast it back with .float(), or call "
             "set_precision(bilm, 'float32') before casting it"
         )
+    if not bool(torch.isfinite(x).all()):
+        # one scale for the whole input: an inf or NaN would spoil every row (or stop the
+        # quantizer with an obscure error), where float32 keeps it to its own row
+        raise ValueError(
+            "precision 'int8' met a NaN or infinite value in a product's input (one scale per "
+            "input would spread it to every row): run this batch in float32 to see where it "
+            "comes from"
+        )
     if not isinstance(packed, OneDnnPack):
         return cast(torch.Tensor, torch.ops.quantized.linear_dynamic(x, packed, REDUCE_RANGE))
+    if x.shape[0] == 0:  # fbgemm gives an empty product; torch's quantizer fails on one
+        empty = x.new_zeros((0, packed.out_features))
+        return empty if packed.bias is None else empty + packed.bias
     quantized = torch.quantize_per_tensor_dynamic(x.contiguous(), torch.quint8, False)
     out = torch.ops.onednn.qlinear_pointwise(
         quantized.int_repr(),

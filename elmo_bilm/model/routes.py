@@ -28,6 +28,7 @@ from typing import Any, Callable, Dict, Optional, Tuple, cast
 import torch
 
 from elmo_bilm.model import fused_cell, int8
+from elmo_bilm.utils.errors import UsageError
 from elmo_bilm.utils.files import atomic_output, cache_dir
 
 logger = logging.getLogger(__name__)
@@ -219,41 +220,64 @@ class RouteTable:
         return chosen
 
     def _load(self) -> None:
-        """Read the kept choices (a missing, unreadable or foreign file is timed again)."""
+        """Read the kept choices (a missing, unreadable, malformed or foreign file is timed
+        again)."""
         self._read = True
-        if self.path is None:
-            return
-        try:
-            with open(self.path) as handle:
-                stored = json.load(handle)
-            if stored.get("machine") == machine():
-                for entry in stored["choices"]:
-                    self.choices[tuple(entry["key"])] = entry["route"]  # type: ignore[index]
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
+        if self.path is not None:
+            self.choices.update(_stored(self.path))
 
     def _save(self) -> None:
-        """Keep the choices for later processes; a cache that cannot be written costs a timing per
-        process, not the run."""
+        """Keep the choices for later processes, merged under the file's lock with those another
+        process kept meanwhile; a cache that cannot be written costs a timing per process, not
+        the run, and a save that meets another process's is left to the next timing."""
         if self.path is None:
             return
-        record: Dict[str, Any] = {
-            "machine": machine(),
-            "choices": [
-                {"key": list(key), "route": route} for key, route in sorted(self.choices.items())
-            ],
-        }
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with atomic_output(self.path, overwrite=True) as partial:
+                choices = {**_stored(self.path), **self.choices}
+                record: Dict[str, Any] = {
+                    "machine": machine(),
+                    "choices": [
+                        {"key": list(key), "route": route} for key, route in sorted(choices.items())
+                    ],
+                }
                 with open(partial, "w") as handle:
                     json.dump(record, handle, indent=1)
+        except FileExistsError as error:  # another process is saving: it keeps its choices
+            logger.debug("elmo_bilm: the chosen routes were not kept this time (%s)", error)
         except OSError as error:
             logger.info("elmo_bilm: the chosen routes were not kept (%s)", error)
             self.path = None
 
 
-_tables: Dict[Path, RouteTable] = {}
+def _stored(path: Path) -> Dict[Key, str]:
+    """The well-formed choices of this machine kept in `path` (none from a missing, unreadable
+    or malformed file, or another machine's)."""
+    try:
+        with open(path) as handle:
+            stored = json.load(handle)
+    except (OSError, ValueError, RecursionError):
+        return {}
+    if not isinstance(stored, dict) or stored.get("machine") != machine():
+        return {}
+    entries = stored.get("choices")
+    choices: Dict[Key, str] = {}
+    for entry in entries if isinstance(entries, list) else []:
+        key = entry.get("key") if isinstance(entry, dict) else None
+        route = entry.get("route") if isinstance(entry, dict) else None
+        if (
+            isinstance(key, list)
+            and len(key) == 5
+            and isinstance(key[0], str)
+            and all(type(part) is int for part in key[1:])
+            and isinstance(route, str)
+        ):
+            choices[(key[0], key[1], key[2], key[3], key[4])] = route
+    return choices
+
+
+_tables: Dict[Optional[Path], RouteTable] = {}
 _tables_lock = threading.Lock()
 
 
@@ -268,7 +292,12 @@ def _forget() -> None:
 def default_table() -> RouteTable:
     """This process's table, kept in the cache under the machine's identity."""
     identity = hashlib.sha256(json.dumps(machine(), sort_keys=True).encode()).hexdigest()[:16]
-    path = cache_dir() / "routes" / f"{identity}.json"
+    path: Optional[Path]
+    try:
+        path = cache_dir() / "routes" / f"{identity}.json"
+    except UsageError as error:  # the cache named is not a folder: time in this process only
+        logger.info("elmo_bilm: the chosen routes are not kept (%s)", error)
+        path = None
     with _tables_lock:
         if path not in _tables:
             _tables[path] = RouteTable(path)
