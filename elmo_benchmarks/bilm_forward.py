@@ -4,8 +4,9 @@ to ONNX (`elmo_bilm.runtime.onnx`) in onnxruntime, side by side.
 Same random bilm-tf weights, same CoNLL-2003 dev sentences in file order, same batch size and
 threads. AllenNLP's state is reset before every batch so both compute the same thing. The plugin
 is timed twice: with its char-CNN word cache emptied first (a first pass over the text: the
-headline figure) and again with every word cached. onnxruntime runs with as many intra-op
-threads as torch.
+headline figure) and again with every word cached; then once in each lower precision the CPU
+runs natively, each as a fraction of the machine's product rate in that precision
+(`precision_figures`). onnxruntime runs with as many intra-op threads as torch.
 """
 
 import argparse
@@ -19,8 +20,9 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from elmo_benchmarks.common import conll_dev_sentences, emit, peak_rss_mb, random_bilm_tf, timed
 from elmo_bilm.formats.bilm_tf import load_bilm_tf
-from elmo_bilm.model import onednn
+from elmo_bilm.model import onednn, routes
 from elmo_bilm.runtime.onnx import export_onnx
+from elmo_bilm.runtime.precision import missing_bfloat16_instructions, set_precision
 
 
 def matmul_peak(
@@ -99,6 +101,8 @@ def main() -> None:
         ):
             run_ours_first_pass()
         matmul_flops_per_s = matmul_peak(device)
+        flops = counter.get_total_flops()
+        precisions = precision_figures(ours, batches, flops) if device.type == "cpu" else {}
     onnx = onnxruntime_figures(ours, [warmup] + batches) if device.type == "cpu" else {}
     plugin_flops_per_s = counter.get_total_flops() / ours_s
     emit(
@@ -119,6 +123,7 @@ def main() -> None:
             "plugin_gflops_per_s": plugin_flops_per_s / 1e9,
             "matmul_gflops_per_s": matmul_flops_per_s / 1e9,
             "fraction_of_matmul_peak": plugin_flops_per_s / matmul_flops_per_s,
+            "precisions": precisions,
             **(
                 {
                     "onnxruntime_tokens_per_s": tokens / onnx["seconds"],
@@ -129,6 +134,46 @@ def main() -> None:
             ),
         }
     )
+
+
+def precision_figures(bilm: torch.nn.Module, batches: list, flops: float) -> dict:
+    """For each lower precision this CPU runs natively (`set_precision`; bfloat16 needs AVX-512
+    BF16 or AMX): a first pass over `batches` (word cache emptied) in it, after one untimed pass
+    (the routes timed, the packs made), and its rate as a fraction of this machine's own product
+    rate in that precision: a 2048 x 2048 bfloat16 matmul, the faster int8 route's 2048 x 2048
+    product. `flops`: the float32 pass's count (the same arithmetic). The biLM is left in
+    float32."""
+    figures = {}
+    for precision in ("bfloat16", "int8"):
+        if precision == "bfloat16" and missing_bfloat16_instructions() is not None:
+            continue
+        set_precision(bilm, precision)
+        with torch.no_grad():
+            for batch in batches:
+                bilm(batch)
+            bilm.char_cnn.clear_word_cache()
+
+            def run() -> None:
+                for batch in batches:
+                    bilm(batch)
+
+            seconds = timed(run)
+        if precision == "bfloat16":
+            peak = matmul_peak(torch.device("cpu"), dtype=torch.bfloat16)
+        else:
+            size = 2048
+            best = min(
+                routes.time_route("int8", r, size, size, size) for r in routes.available("int8")
+            )
+            peak = 2 * size**3 / best
+        figures[precision] = {
+            "tokens_per_s": sum(int((b > 0).any(-1).sum()) for b in batches) / seconds,
+            "gflops_per_s": flops / seconds / 1e9,
+            "matmul_gflops_per_s": peak / 1e9,
+            "fraction_of_matmul_peak": flops / seconds / peak,
+        }
+    set_precision(bilm, "float32")
+    return figures
 
 
 def onnxruntime_figures(bilm: torch.nn.Module, batches: list) -> dict:

@@ -72,6 +72,13 @@ def main() -> None:
         else:
             cells += ["-", "-"]
         print(row(cells))
+    for r in forward:
+        for precision, p in r.get("precisions", {}).items():
+            print(
+                f"{r['config']}, {precision}: {p['tokens_per_s']:.0f} tok/s, "
+                f"{p['gflops_per_s']:.1f} GFLOP/s, {p['fraction_of_matmul_peak']:.2f} of this "
+                f"CPU's {precision} product rate ({p['matmul_gflops_per_s']:.1f} GFLOP/s)"
+            )
     print(
         "\n## Task training with a frozen biLM (CoNLL-2003 biLSTM-CRF, 1000 train sentences, s/epoch)"
     )
