@@ -69,6 +69,17 @@ def _library() -> Optional[ctypes.CDLL]:
         return _loaded[capability]
 
 
+def eager_cell(
+    gates: torch.Tensor, c: torch.Tensor, cell_clip: Optional[float]
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The same step as eager ops (any device, dtype and gradient): what the loop replaces."""
+    i, j, f, o = gates.chunk(4, dim=-1)
+    c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(j)
+    if cell_clip is not None:
+        c = c.clamp(-cell_clip, cell_clip)
+    return c, torch.sigmoid(o) * torch.tanh(c)
+
+
 def built() -> bool:
     """Whether the compiled loop loads for PyTorch's CPU capability here."""
     return _library() is not None

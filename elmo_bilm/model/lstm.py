@@ -111,11 +111,7 @@ def lstm_cell(
         out = fused_cell.lstm_cell(gates, c, cell_clip)
         if out is not None:
             return out
-    i, j, f, o = gates.chunk(4, dim=-1)
-    c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(j)
-    if cell_clip is not None:
-        c = c.clamp(-cell_clip, cell_clip)
-    return c, torch.sigmoid(o) * torch.tanh(c)
+    return fused_cell.eager_cell(gates, c, cell_clip)
 
 
 def reverse_padded(inputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
