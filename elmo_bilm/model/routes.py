@@ -61,7 +61,7 @@ def row_bucket(rows: int) -> int:
     return min(ROW_BUCKETS, key=lambda bucket: abs(math.log(max(rows, 1) / bucket)))
 
 
-# one route's product: (weight (out, in) float32, rows of the hint) -> (x -> x W^T)
+# one route's product, its weight prepared: x (rows, in) -> x W^T (rows, out)
 Prepared = Callable[[torch.Tensor], torch.Tensor]
 
 
@@ -97,13 +97,13 @@ def time_route(precision: str, route: str, in_features: int, out_features: int, 
     fastest of repeated calls after a warm-up (`"cell"`: a step of `in_features` cells)."""
     generator = torch.Generator().manual_seed(0)
     with torch.no_grad():
-        if precision == "cell":
+        x = torch.randn(rows, in_features, generator=generator)
+        if precision == "cell":  # its own gates and cells: `x` unused
             step = _cell(route, in_features, rows)
             product = lambda _: step()  # noqa: E731
         else:
             weight = torch.randn(out_features, in_features, generator=generator)
             product = prepare(precision, route, weight / in_features**0.5, rows)
-        x = torch.randn(rows, in_features, generator=generator)
         for _ in range(_WARM_UP):
             product(x)
         best, calls, start = float("inf"), 0, time.perf_counter()
